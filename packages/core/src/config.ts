@@ -1,0 +1,21 @@
+/** The knobs the core needs (the cli maps environment variables onto these). */
+export interface CoreConfig {
+  /** Authenticated per-organisation limit per UTC minute (RATE_LIMIT_PER_MINUTE, C-53). */
+  readonly rateLimitPerMinute: number;
+  /** Global limit of /health + /version per UTC minute (UNAUTH_RATE_LIMIT_PER_MINUTE). */
+  readonly unauthRateLimitPerMinute: number;
+  /** Bound on one counter call before failing open, ms (REDIS_TIMEOUT_MS, C-54). */
+  readonly rateCounterTimeoutMs: number;
+  /** C-25: at most this many active keys per organisation (MAX_ACTIVE_KEYS_PER_ORG). */
+  readonly maxActiveKeysPerOrg: number;
+  /** C-4: the store must answer the health probe within this many ms. */
+  readonly healthTimeoutMs: number;
+}
+
+export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
+  rateLimitPerMinute: 60,
+  unauthRateLimitPerMinute: 60,
+  rateCounterTimeoutMs: 50,
+  maxActiveKeysPerOrg: 1000,
+  healthTimeoutMs: 1000,
+});

@@ -1,0 +1,68 @@
+import { DEFAULT_CORE_CONFIG, type CoreConfig } from './config.js';
+import type { Clock } from './ports/clock.js';
+import type { HealthProbe } from './ports/health-probe.js';
+import type { Logger } from './ports/logger.js';
+import type { Random } from './ports/random.js';
+import type { RateCounter } from './ports/rate-counter.js';
+import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
+import { systemClock, cryptoRandom, silentLogger } from './defaults.js';
+import { ApiKeys } from './use-cases/api-keys.js';
+import { AuditTrail } from './use-cases/audit-trail.js';
+import { Authenticator } from './use-cases/authenticate.js';
+import { Bootstrap } from './use-cases/bootstrap.js';
+import type { CoreDeps } from './use-cases/deps.js';
+import { Health } from './use-cases/health.js';
+import { Members } from './use-cases/members.js';
+import { Organisations } from './use-cases/organisations.js';
+import { RateLimiter } from './use-cases/rate-limit.js';
+
+/** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
+export interface Core {
+  readonly organisations: Organisations;
+  readonly members: Members;
+  readonly apiKeys: ApiKeys;
+  readonly audit: AuditTrail;
+  readonly authenticator: Authenticator;
+  readonly rateLimiter: RateLimiter;
+  readonly health: Health;
+  readonly bootstrap: Bootstrap;
+  readonly clock: Clock;
+  readonly config: CoreConfig;
+}
+
+export interface CreateCoreOptions {
+  readonly stores: Stores;
+  readonly unitOfWork: UnitOfWork;
+  readonly counter: RateCounter;
+  readonly health: HealthProbe;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  readonly logger?: Logger;
+  readonly config?: Partial<CoreConfig>;
+}
+
+/** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger. */
+export function createCore(options: CreateCoreOptions): Core {
+  const deps: CoreDeps = {
+    stores: options.stores,
+    unitOfWork: options.unitOfWork,
+    counter: options.counter,
+    health: options.health,
+    clock: options.clock ?? systemClock,
+    random: options.random ?? cryptoRandom,
+    logger: options.logger ?? silentLogger,
+    config: { ...DEFAULT_CORE_CONFIG, ...options.config },
+  };
+  return {
+    organisations: new Organisations(deps),
+    members: new Members(deps),
+    apiKeys: new ApiKeys(deps),
+    audit: new AuditTrail(deps),
+    authenticator: new Authenticator(deps),
+    rateLimiter: new RateLimiter(deps),
+    health: new Health(deps),
+    bootstrap: new Bootstrap(deps),
+    clock: deps.clock,
+    config: deps.config,
+  };
+}

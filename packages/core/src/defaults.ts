@@ -1,0 +1,15 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Clock } from './ports/clock.js';
+import type { Logger } from './ports/logger.js';
+import type { Random } from './ports/random.js';
+
+export const systemClock: Clock = Object.freeze({ now: () => new Date() });
+
+/** node:crypto, a CSPRNG. */
+export const cryptoRandom: Random = Object.freeze({
+  bytes: (n: number) => randomBytes(n),
+  uuid: () => randomUUID(),
+});
+
+const noop = (): void => undefined;
+export const silentLogger: Logger = Object.freeze({ debug: noop, info: noop, warn: noop, error: noop });

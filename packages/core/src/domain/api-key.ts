@@ -1,0 +1,74 @@
+/** API key format, generation, digest and lifecycle (spec §2-§3, C-22, C-23, C-30, C-31, C-36). */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Random } from '../ports/random.js';
+
+export type KeyEnvironment = 'live' | 'test';
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+export const KEY_PREFIXES: Readonly<Record<KeyEnvironment, string>> = { live: 'svc_live_', test: 'svc_test_' };
+export const KEY_RANDOM_LENGTH = 48;
+export const KEY_LENGTH = 57;
+export const KEY_PREFIX_LENGTH = 12;
+export const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
+export const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+export const LABEL_MAX = 100;
+
+export interface ApiKey {
+  readonly id: string;
+  readonly organisationId: string;
+  readonly label: string;
+  /** First 12 characters of the raw key. */
+  readonly keyPrefix: string;
+  /** Lower-case hex SHA-256 of the raw key: the only form in which a key is stored (C-31). */
+  readonly digest: string;
+  readonly expiresAt: Date | null;
+  readonly createdAt: Date;
+  readonly revokedAt: Date | null;
+}
+
+/** Largest multiple of the alphabet size that fits in a byte: bytes at or above it are rejected. */
+const UNBIASED_BYTE_LIMIT = 256 - (256 % KEY_ALPHABET.length);
+
+/**
+ * A raw key: the environment's prefix plus 48 characters drawn uniformly from [A-Za-z0-9] (C-30).
+ * Rejection sampling keeps every character equally likely (no modulo bias).
+ */
+export function generateRawKey(environment: KeyEnvironment, random: Random): string {
+  let out = KEY_PREFIXES[environment];
+  while (out.length < KEY_LENGTH) {
+    const bytes = random.bytes(64);
+    for (const b of bytes) {
+      if (b >= UNBIASED_BYTE_LIMIT) continue;
+      out += KEY_ALPHABET[b % KEY_ALPHABET.length];
+      if (out.length === KEY_LENGTH) break;
+    }
+  }
+  return out;
+}
+
+export function isWellFormedKey(raw: string): boolean {
+  return raw.length === KEY_LENGTH && KEY_PATTERN.test(raw);
+}
+
+/** Lower-case hex SHA-256 of the raw key (C-31). */
+export function digestKey(raw: string): string {
+  return createHash('sha256').update(raw, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two hex digests. */
+export function digestsEqual(a: string, b: string): boolean {
+  const ba = Buffer.from(a, 'hex');
+  const bb = Buffer.from(b, 'hex');
+  return ba.length === bb.length && ba.length > 0 && timingSafeEqual(ba, bb);
+}
+
+export function keyPrefixOf(raw: string): string {
+  return raw.slice(0, KEY_PREFIX_LENGTH);
+}
+
+/** Status at `now`: revoked wins over expired; a key expires at `expiresAt` exactly (spec §3). */
+export function keyStatus(key: Pick<ApiKey, 'revokedAt' | 'expiresAt'>, now: Date): KeyStatus {
+  if (key.revokedAt !== null) return 'revoked';
+  if (key.expiresAt !== null && key.expiresAt.getTime() <= now.getTime()) return 'expired';
+  return 'active';
+}

@@ -1,0 +1,4 @@
+/** Wall clock. Use cases never call Date.now() themselves. */
+export interface Clock {
+  now(): Date;
+}

@@ -1,0 +1,11 @@
+export type { ApiKeyStore, Credential } from './api-key-store.js';
+export type { AuditFilter, AuditLog } from './audit-log.js';
+export type { Clock } from './clock.js';
+export type { HealthProbe } from './health-probe.js';
+export type { Logger } from './logger.js';
+export type { MemberStore } from './member-store.js';
+export type { OrganisationChanges, OrganisationStore } from './organisation-store.js';
+export type { KeysetPosition, PageRequest } from './pagination.js';
+export type { Random } from './random.js';
+export type { RateCounter } from './rate-counter.js';
+export type { Stores, UnitOfWork } from './unit-of-work.js';

@@ -1,0 +1,20 @@
+import type { NaceSection, Organisation } from '../domain/organisation.js';
+import type { PageRequest } from './pagination.js';
+
+export interface OrganisationChanges {
+  readonly name?: string;
+  readonly industrySection?: NaceSection | null;
+  readonly updatedAt: Date;
+}
+
+export interface OrganisationStore {
+  /** Inserts; a duplicate slug throws ConflictError with details [{field:'slug', issue:'already taken'}]. */
+  create(organisation: Organisation): Promise<void>;
+  findById(id: string): Promise<Organisation | null>;
+  /** The oldest organisation with isSystem true, if any (bootstrap). */
+  findFirstSystem(): Promise<Organisation | null>;
+  /** Applies the changes; returns the updated record, or null when no such organisation. */
+  update(id: string, changes: OrganisationChanges): Promise<Organisation | null>;
+  /** Records ordered by (createdAt, id) ascending, strictly after `page.after`, at most `page.limit`. */
+  list(page: PageRequest): Promise<Organisation[]>;
+}

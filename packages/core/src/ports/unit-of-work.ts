@@ -1,0 +1,21 @@
+import type { ApiKeyStore } from './api-key-store.js';
+import type { AuditLog } from './audit-log.js';
+import type { MemberStore } from './member-store.js';
+import type { OrganisationStore } from './organisation-store.js';
+
+/** The stores, as one bundle. Outside a unit of work each call stands alone. */
+export interface Stores {
+  readonly organisations: OrganisationStore;
+  readonly members: MemberStore;
+  readonly apiKeys: ApiKeyStore;
+  readonly audit: AuditLog;
+}
+
+export interface UnitOfWork {
+  /**
+   * Runs `work` in one transaction: every write made through the given stores commits together,
+   * or none does when `work` throws (the error is rethrown). Used for a revocation and its audit
+   * entry (C-40), issuance with the active-key cap (C-25), and every other write + audit pair.
+   */
+  run<T>(work: (stores: Stores) => Promise<T>): Promise<T>;
+}

@@ -1,0 +1,19 @@
+import type { CoreConfig } from '../config.js';
+import type { Clock } from '../ports/clock.js';
+import type { HealthProbe } from '../ports/health-probe.js';
+import type { Logger } from '../ports/logger.js';
+import type { Random } from '../ports/random.js';
+import type { RateCounter } from '../ports/rate-counter.js';
+import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+
+/** Everything the use cases need, passed to their constructors (no container in core). */
+export interface CoreDeps {
+  readonly stores: Stores;
+  readonly unitOfWork: UnitOfWork;
+  readonly counter: RateCounter;
+  readonly health: HealthProbe;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly config: CoreConfig;
+}

@@ -1,0 +1,16 @@
+import type { CoreDeps } from './deps.js';
+
+export interface HealthReport {
+  readonly status: 'ok' | 'unavailable';
+  /** ISO 8601 UTC with a trailing Z (C-4). */
+  readonly timestamp: string;
+}
+
+/** C-4: ok when the store answers the probe within config.healthTimeoutMs, else unavailable. Never throws. */
+export class Health {
+  constructor(private readonly deps: Pick<CoreDeps, 'health' | 'clock' | 'config'>) {}
+
+  check(): Promise<HealthReport> {
+    throw new Error('TODO: implement');
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The contract's JSON shapes (C-20..C-22, C-40): snake_case, ISO 8601 UTC timestamps with
+ * milliseconds and a trailing Z. Shared by the HTTP adapter and the CLI's --json output.
+ */
+import type { ApiKey, KeyStatus } from './domain/api-key.js';
+import { keyStatus } from './domain/api-key.js';
+import type { AuditEntry } from './domain/audit.js';
+import type { Member } from './domain/member.js';
+import type { NaceSection, Organisation } from './domain/organisation.js';
+import type { IssuedKey } from './use-cases/api-keys.js';
+import type { Page } from './use-cases/page.js';
+
+export interface OrganisationView {
+  id: string;
+  name: string;
+  slug: string;
+  industry_section: NaceSection | null;
+  is_system: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MemberView {
+  id: string;
+  organisation_id: string;
+  email: string;
+  created_at: string;
+}
+
+export interface ApiKeyView {
+  id: string;
+  organisation_id: string;
+  label: string;
+  key_prefix: string;
+  is_active: boolean;
+  status: KeyStatus;
+  expires_at: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface IssuedKeyView extends ApiKeyView {
+  /** The raw key: only ever in the issuance response. */
+  key: string;
+}
+
+export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator' };
+
+export interface AuditEntryView {
+  id: string;
+  kind: AuditEntry['kind'];
+  occurred_at: string;
+  organisation_id: string;
+  key_id: string | null;
+  key_prefix: string | null;
+  actor: AuditActorView;
+}
+
+export interface ListView<T> {
+  data: T[];
+  meta: { next_cursor: string | null };
+}
+
+const iso = (d: Date): string => d.toISOString();
+const isoOrNull = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+export function organisationView(o: Organisation): OrganisationView {
+  return {
+    id: o.id,
+    name: o.name,
+    slug: o.slug,
+    industry_section: o.industrySection,
+    is_system: o.isSystem,
+    created_at: iso(o.createdAt),
+    updated_at: iso(o.updatedAt),
+  };
+}
+
+export function memberView(m: Member): MemberView {
+  return { id: m.id, organisation_id: m.organisationId, email: m.email, created_at: iso(m.createdAt) };
+}
+
+/** Never includes the digest (C-22). */
+export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
+  const status = keyStatus(k, now);
+  return {
+    id: k.id,
+    organisation_id: k.organisationId,
+    label: k.label,
+    key_prefix: k.keyPrefix,
+    is_active: status === 'active',
+    status,
+    expires_at: isoOrNull(k.expiresAt),
+    created_at: iso(k.createdAt),
+    revoked_at: isoOrNull(k.revokedAt),
+  };
+}
+
+export function issuedKeyView(issued: IssuedKey, now: Date): IssuedKeyView {
+  return { ...apiKeyView(issued.key, now), key: issued.rawKey };
+}
+
+export function auditEntryView(e: AuditEntry): AuditEntryView {
+  return {
+    id: e.id,
+    kind: e.kind,
+    occurred_at: iso(e.occurredAt),
+    organisation_id: e.organisationId,
+    key_id: e.keyId,
+    key_prefix: e.keyPrefix,
+    actor: e.actor.type === 'api_key' ? { type: 'api_key', key_id: e.actor.keyId } : { type: 'operator' },
+  };
+}
+
+export function listView<T, V>(page: Page<T>, view: (item: T) => V): ListView<V> {
+  return { data: page.items.map(view), meta: { next_cursor: page.nextCursor } };
+}
