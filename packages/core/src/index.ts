@@ -15,6 +15,7 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
+export { InProcessRateCounter } from './in-process-counter.js';
 export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
 export { Organisations, type CreateOrganisationOptions } from './use-cases/organisations.js';
