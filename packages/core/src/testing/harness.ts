@@ -1,0 +1,20 @@
+import type { HealthProbe } from '../ports/health-probe.js';
+import type { RateCounter } from '../ports/rate-counter.js';
+import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+
+/** One store implementation under test (or in use): its stores, unit of work and health probe. */
+export interface StoreHarness {
+  readonly stores: Stores;
+  readonly unitOfWork: UnitOfWork;
+  readonly health: HealthProbe;
+  close(): Promise<void>;
+}
+
+/** Each call returns a fresh, EMPTY store (an implementation may truncate instead of re-creating). */
+export type StoreHarnessFactory = () => Promise<StoreHarness>;
+
+/** One rate counter under test. */
+export interface CounterHarness {
+  readonly counter: RateCounter;
+  close(): Promise<void>;
+}

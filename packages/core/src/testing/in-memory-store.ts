@@ -1,0 +1,449 @@
+/**
+ * The in-memory store: a real implementation of every store port (not a mock), held to the same
+ * contract suites as the SQL stores. Transactions work on a private copy of the tables; on commit
+ * the transaction's writes are replayed, atomically, onto the then-current tables, so a failing
+ * `run` leaves no trace and writes made outside the run meanwhile are kept. Runs are serialised.
+ */
+import type { ApiKey } from '../domain/api-key.js';
+import type { AuditActor, AuditEntry } from '../domain/audit.js';
+import { ConflictError } from '../domain/errors.js';
+import type { Member } from '../domain/member.js';
+import type { Organisation } from '../domain/organisation.js';
+import type { ApiKeyStore, Credential } from '../ports/api-key-store.js';
+import type { AuditFilter, AuditLog } from '../ports/audit-log.js';
+import type { HealthProbe } from '../ports/health-probe.js';
+import type { MemberStore } from '../ports/member-store.js';
+import type { OrganisationChanges, OrganisationStore } from '../ports/organisation-store.js';
+import type { KeysetPosition, PageRequest } from '../ports/pagination.js';
+import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { StoreHarness } from './harness.js';
+
+interface Tables {
+  readonly organisations: Map<string, Organisation>;
+  readonly members: Map<string, Member>;
+  readonly apiKeys: Map<string, ApiKey>;
+  readonly audit: Map<string, AuditEntry>;
+}
+
+/** A write: validates first, then mutates; throws before mutating anything. */
+type Write<T> = (tables: Tables) => T;
+
+function emptyTables(): Tables {
+  return { organisations: new Map(), members: new Map(), apiKeys: new Map(), audit: new Map() };
+}
+
+/** Records are stored as private copies, so a shallow copy of each map is a full snapshot. */
+function cloneTables(t: Tables): Tables {
+  return {
+    organisations: new Map(t.organisations),
+    members: new Map(t.members),
+    apiKeys: new Map(t.apiKeys),
+    audit: new Map(t.audit),
+  };
+}
+
+const copyDate = (d: Date): Date => new Date(d.getTime());
+const copyDateOrNull = (d: Date | null): Date | null => (d === null ? null : copyDate(d));
+
+function copyOrganisation(o: Organisation): Organisation {
+  return {
+    id: o.id,
+    name: o.name,
+    slug: o.slug,
+    industrySection: o.industrySection,
+    isSystem: o.isSystem,
+    createdAt: copyDate(o.createdAt),
+    updatedAt: copyDate(o.updatedAt),
+  };
+}
+
+function copyMember(m: Member): Member {
+  return { id: m.id, organisationId: m.organisationId, email: m.email, createdAt: copyDate(m.createdAt) };
+}
+
+function copyApiKey(k: ApiKey): ApiKey {
+  return {
+    id: k.id,
+    organisationId: k.organisationId,
+    label: k.label,
+    keyPrefix: k.keyPrefix,
+    digest: k.digest,
+    expiresAt: copyDateOrNull(k.expiresAt),
+    createdAt: copyDate(k.createdAt),
+    revokedAt: copyDateOrNull(k.revokedAt),
+  };
+}
+
+function copyActor(a: AuditActor): AuditActor {
+  return a.type === 'api_key' ? { type: 'api_key', keyId: a.keyId } : { type: 'operator' };
+}
+
+function copyAudit(e: AuditEntry): AuditEntry {
+  return {
+    id: e.id,
+    kind: e.kind,
+    occurredAt: copyDate(e.occurredAt),
+    organisationId: e.organisationId,
+    keyId: e.keyId,
+    keyPrefix: e.keyPrefix,
+    actor: copyActor(e.actor),
+  };
+}
+
+/** Order by (time, id) ascending; ids compare by code unit, as a binary collation would. */
+function compareKeyset(aMs: number, aId: string, bMs: number, bId: string): number {
+  if (aMs !== bMs) return aMs < bMs ? -1 : 1;
+  return aId < bId ? -1 : aId > bId ? 1 : 0;
+}
+
+function page<T>(records: Iterable<T>, position: (r: T) => KeysetPosition, request: PageRequest, copy: (r: T) => T): T[] {
+  const after = request.after;
+  const sorted = [...records]
+    .filter((r) => {
+      if (after === null) return true;
+      const p = position(r);
+      return compareKeyset(p.createdAt.getTime(), p.id, after.createdAt.getTime(), after.id) > 0;
+    })
+    .sort((a, b) => {
+      const pa = position(a);
+      const pb = position(b);
+      return compareKeyset(pa.createdAt.getTime(), pa.id, pb.createdAt.getTime(), pb.id);
+    });
+  return sorted.slice(0, Math.max(0, request.limit)).map(copy);
+}
+
+function duplicateId(what: string): ConflictError {
+  return new ConflictError(`${what} id already exists`, [{ field: 'id', issue: 'already exists' }]);
+}
+
+/** Where the stores read and write: the shared tables directly, or a transaction's copy. */
+interface Session {
+  read<T>(fn: (tables: Tables) => T): T;
+  write<T>(op: Write<T>): T;
+}
+
+class Database {
+  tables: Tables = emptyTables();
+  closed = false;
+  #queue: Promise<void> = Promise.resolve();
+
+  checkOpen(): void {
+    if (this.closed) throw new Error('The in-memory store is closed');
+  }
+
+  /** Serialises units of work: resolves with a release function once every earlier run is done. */
+  async acquire(): Promise<() => void> {
+    let release!: () => void;
+    const next = new Promise<void>((resolve) => (release = resolve));
+    const previous = this.#queue;
+    this.#queue = previous.then(() => next);
+    await previous;
+    return release;
+  }
+}
+
+class AutoCommitSession implements Session {
+  constructor(private readonly db: Database) {}
+
+  read<T>(fn: (tables: Tables) => T): T {
+    this.db.checkOpen();
+    return fn(this.db.tables);
+  }
+
+  write<T>(op: Write<T>): T {
+    this.db.checkOpen();
+    return op(this.db.tables);
+  }
+}
+
+class TransactionSession implements Session {
+  readonly #db: Database;
+  readonly #working: Tables;
+  readonly #log: Array<Write<unknown>> = [];
+  #finished = false;
+
+  constructor(db: Database) {
+    this.#db = db;
+    this.#working = cloneTables(db.tables);
+  }
+
+  #check(): void {
+    this.#db.checkOpen();
+    if (this.#finished) throw new Error('This unit of work has already finished');
+  }
+
+  read<T>(fn: (tables: Tables) => T): T {
+    this.#check();
+    return fn(this.#working);
+  }
+
+  write<T>(op: Write<T>): T {
+    this.#check();
+    const result = op(this.#working);
+    this.#log.push(op);
+    return result;
+  }
+
+  /** Replays the writes onto a copy of the current tables, then swaps: all or nothing. */
+  commit(): void {
+    this.#check();
+    this.#finished = true;
+    const next = cloneTables(this.#db.tables);
+    for (const op of this.#log) op(next);
+    this.#db.tables = next;
+  }
+
+  abandon(): void {
+    this.#finished = true;
+  }
+}
+
+class InMemoryOrganisationStore implements OrganisationStore {
+  constructor(private readonly session: Session) {}
+
+  async create(organisation: Organisation): Promise<void> {
+    const record = copyOrganisation(organisation);
+    this.session.write((t) => {
+      if (t.organisations.has(record.id)) throw duplicateId('Organisation');
+      for (const o of t.organisations.values()) {
+        if (o.slug === record.slug) {
+          throw new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]);
+        }
+      }
+      t.organisations.set(record.id, record);
+    });
+  }
+
+  async findById(id: string): Promise<Organisation | null> {
+    return this.session.read((t) => {
+      const o = t.organisations.get(id);
+      return o === undefined ? null : copyOrganisation(o);
+    });
+  }
+
+  async findFirstSystem(): Promise<Organisation | null> {
+    return this.session.read((t) => {
+      const [first] = page(
+        [...t.organisations.values()].filter((o) => o.isSystem),
+        (o) => o,
+        { limit: 1, after: null },
+        copyOrganisation,
+      );
+      return first ?? null;
+    });
+  }
+
+  async update(id: string, changes: OrganisationChanges): Promise<Organisation | null> {
+    const name = changes.name;
+    const industrySection = changes.industrySection;
+    const updatedAt = copyDate(changes.updatedAt);
+    return this.session.write((t) => {
+      const current = t.organisations.get(id);
+      if (current === undefined) return null;
+      const next: Organisation = {
+        ...current,
+        ...(name !== undefined ? { name } : {}),
+        ...(industrySection !== undefined ? { industrySection } : {}),
+        updatedAt: copyDate(updatedAt),
+      };
+      t.organisations.set(id, next);
+      return copyOrganisation(next);
+    });
+  }
+
+  async list(request: PageRequest): Promise<Organisation[]> {
+    return this.session.read((t) => page(t.organisations.values(), (o) => o, request, copyOrganisation));
+  }
+}
+
+class InMemoryMemberStore implements MemberStore {
+  constructor(private readonly session: Session) {}
+
+  async add(member: Member): Promise<void> {
+    const record = copyMember(member);
+    const email = record.email.toLowerCase();
+    this.session.write((t) => {
+      if (t.members.has(record.id)) throw duplicateId('Member');
+      for (const m of t.members.values()) {
+        if (m.organisationId === record.organisationId && m.email.toLowerCase() === email) {
+          throw new ConflictError('A member with this e-mail already exists in the organisation', [
+            { field: 'email', issue: 'already taken' },
+          ]);
+        }
+      }
+      t.members.set(record.id, record);
+    });
+  }
+
+  async remove(organisationId: string, memberId: string): Promise<boolean> {
+    return this.session.write((t) => {
+      const m = t.members.get(memberId);
+      if (m === undefined || m.organisationId !== organisationId) return false;
+      t.members.delete(memberId);
+      return true;
+    });
+  }
+
+  async list(organisationId: string, request: PageRequest): Promise<Member[]> {
+    return this.session.read((t) =>
+      page(
+        [...t.members.values()].filter((m) => m.organisationId === organisationId),
+        (m) => m,
+        request,
+        copyMember,
+      ),
+    );
+  }
+}
+
+class InMemoryApiKeyStore implements ApiKeyStore {
+  constructor(private readonly session: Session) {}
+
+  async insert(key: ApiKey): Promise<void> {
+    const record = copyApiKey(key);
+    this.session.write((t) => {
+      if (t.apiKeys.has(record.id)) throw duplicateId('API key');
+      for (const k of t.apiKeys.values()) {
+        if (k.digest === record.digest) {
+          throw new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
+        }
+      }
+      t.apiKeys.set(record.id, record);
+    });
+  }
+
+  async findById(organisationId: string, keyId: string): Promise<ApiKey | null> {
+    return this.session.read((t) => {
+      const k = t.apiKeys.get(keyId);
+      return k === undefined || k.organisationId !== organisationId ? null : copyApiKey(k);
+    });
+  }
+
+  async findCredential(digest: string): Promise<Credential | null> {
+    return this.session.read((t) => {
+      for (const k of t.apiKeys.values()) {
+        if (k.digest !== digest) continue;
+        const organisation = t.organisations.get(k.organisationId);
+        if (organisation === undefined) return null;
+        return { key: copyApiKey(k), organisation: copyOrganisation(organisation) };
+      }
+      return null;
+    });
+  }
+
+  async list(organisationId: string, request: PageRequest): Promise<ApiKey[]> {
+    return this.session.read((t) =>
+      page(
+        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId),
+        (k) => k,
+        request,
+        copyApiKey,
+      ),
+    );
+  }
+
+  async countActive(organisationId: string, now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    return this.session.read((t) => {
+      let n = 0;
+      for (const k of t.apiKeys.values()) {
+        if (k.organisationId !== organisationId || k.revokedAt !== null) continue;
+        if (k.expiresAt !== null && k.expiresAt.getTime() <= nowMs) continue;
+        n += 1;
+      }
+      return n;
+    });
+  }
+
+  async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
+    const revokedAt = copyDate(at);
+    return this.session.write((t) => {
+      const k = t.apiKeys.get(keyId);
+      if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
+      t.apiKeys.set(keyId, { ...k, revokedAt: copyDate(revokedAt) });
+      return true;
+    });
+  }
+}
+
+class InMemoryAuditLog implements AuditLog {
+  constructor(private readonly session: Session) {}
+
+  async append(entry: AuditEntry): Promise<void> {
+    const record = copyAudit(entry);
+    this.session.write((t) => {
+      if (t.audit.has(record.id)) throw duplicateId('Audit entry');
+      t.audit.set(record.id, record);
+    });
+  }
+
+  async list(filter: AuditFilter, request: PageRequest): Promise<AuditEntry[]> {
+    const { organisationId, kind } = filter;
+    return this.session.read((t) =>
+      page(
+        [...t.audit.values()].filter(
+          (e) => (organisationId === undefined || e.organisationId === organisationId) && (kind === undefined || e.kind === kind),
+        ),
+        (e) => ({ createdAt: e.occurredAt, id: e.id }),
+        request,
+        copyAudit,
+      ),
+    );
+  }
+}
+
+function storesOver(session: Session): Stores {
+  return Object.freeze({
+    organisations: new InMemoryOrganisationStore(session),
+    members: new InMemoryMemberStore(session),
+    apiKeys: new InMemoryApiKeyStore(session),
+    audit: new InMemoryAuditLog(session),
+  });
+}
+
+class InMemoryUnitOfWork implements UnitOfWork {
+  constructor(private readonly db: Database) {}
+
+  async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
+    this.db.checkOpen();
+    const release = await this.db.acquire();
+    try {
+      this.db.checkOpen();
+      const session = new TransactionSession(this.db);
+      try {
+        const result = await work(storesOver(session));
+        session.commit();
+        return result;
+      } catch (error) {
+        session.abandon();
+        throw error;
+      }
+    } finally {
+      release();
+    }
+  }
+}
+
+class InMemoryHealthProbe implements HealthProbe {
+  constructor(private readonly db: Database) {}
+
+  async ping(): Promise<void> {
+    this.db.checkOpen();
+  }
+}
+
+/**
+ * A fresh, empty, transactional in-memory store. `unitOfWork.run` rolls back on throw and runs
+ * one at a time; after `close()` every call rejects.
+ */
+export function createInMemoryStore(): StoreHarness {
+  const db = new Database();
+  return {
+    stores: storesOver(new AutoCommitSession(db)),
+    unitOfWork: new InMemoryUnitOfWork(db),
+    health: new InMemoryHealthProbe(db),
+    close: async () => {
+      db.closed = true;
+    },
+  };
+}
