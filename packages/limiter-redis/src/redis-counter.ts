@@ -1,0 +1,237 @@
+import { silentLogger, type Logger, type RateCounter } from '@cos/core';
+import { createClient, defineScript, type CommandParser, type RedisArgument } from 'redis';
+
+export interface RedisCounterConfig {
+  /** `redis[s]://[[user][:password]@]host[:port][/db]` (REDIS_URL). */
+  url: string;
+  /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
+  timeoutMs?: number;
+  /** Connection-level warnings (at most once per 10 s) and the recovery line go here. */
+  logger?: Logger;
+  /** First part of every key: `<keyPrefix>:{<scope>}:<windowStartMs>`. Default 'rl'. */
+  keyPrefix?: string;
+}
+
+export const DEFAULT_REDIS_TIMEOUT_MS = 50;
+export const DEFAULT_KEY_PREFIX = 'rl';
+/** The counter logs a connection warning at most this often while Redis stays down (C-54). */
+export const REDIS_WARN_INTERVAL_MS = 10_000;
+/** Reconnect attempts back off exponentially up to this delay and never give up. */
+export const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
+const CONNECT_TIMEOUT_MS = 1_000;
+/** Bounds the commands waiting on one socket (a frozen Redis answers none of them). */
+const MAX_PENDING_COMMANDS = 10_000;
+/** close() waits this long for in-flight replies before dropping the socket. */
+const CLOSE_GRACE_MS = 1_000;
+
+export type RedisCounterFailure = 'not-connected' | 'timeout' | 'closed' | 'command-failed';
+
+/** Why a hit() was rejected. The core's RateLimiter turns any rejection into its fail-open decision. */
+export class RedisCounterError extends Error {
+  override readonly name = 'RedisCounterError';
+  constructor(
+    readonly reason: RedisCounterFailure,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * The only Redis command the counter sends: INCR the window's key and, on the first hit of the
+ * window (count == 1), give it a TTL in milliseconds. One atomic script, so a key never lives
+ * without its TTL. Defined with `defineScript`, the client sends EVALSHA and falls back to EVAL
+ * when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH), which also re-caches it.
+ */
+const HIT_SCRIPT = defineScript({
+  SCRIPT: [
+    "local count = redis.call('INCR', KEYS[1])",
+    "if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
+    'return count',
+  ].join('\n'),
+  NUMBER_OF_KEYS: 1,
+  parseCommand(parser: CommandParser, key: RedisArgument, ttlMs: number) {
+    parser.pushKey(key);
+    parser.push(String(ttlMs));
+  },
+  // The script returns a Redis integer; the client maps it to a JavaScript number.
+  transformReply: (reply: unknown): number => Number(reply),
+});
+
+/** Capped exponential backoff with a little jitter; a number means "retry", so it never gives up. */
+export function reconnectDelayMs(retries: number): number {
+  const backoff = Math.min(50 * 2 ** Math.min(retries, 10), REDIS_MAX_RECONNECT_DELAY_MS);
+  return backoff + Math.floor(Math.random() * 50);
+}
+
+function makeClient(url: string) {
+  return createClient({
+    url,
+    scripts: { hit: HIT_SCRIPT },
+    // Never queue a command behind a connection that is not ready: reject it at once (C-54).
+    disableOfflineQueue: true,
+    commandsQueueMaxLength: MAX_PENDING_COMMANDS,
+    socket: {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      reconnectStrategy: (retries: number) => reconnectDelayMs(retries),
+    },
+  });
+}
+type Client = ReturnType<typeof makeClient>;
+
+/** host:port only, never credentials, for log lines. */
+function describeTarget(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || '6379'}`;
+  } catch {
+    return 'redis';
+  }
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) {
+    // node's AggregateError (e.g. ECONNREFUSED on ::1 and 127.0.0.1) carries an empty message
+    const code = (err as { code?: unknown }).code;
+    return err.message || (typeof code === 'string' ? code : err.name);
+  }
+  return String(err);
+}
+
+/**
+ * The core's RateCounter port on Redis (C-55): one counter per scope and UTC-minute window, shared
+ * by every instance that points at the same Redis. It only counts; windows, limits and the
+ * fail-open decision belong to the core's RateLimiter.
+ *
+ * It never lets a caller wait on a dead Redis (C-54): it connects in the background and keeps
+ * reconnecting, rejects at once while not connected (no offline queue), and rejects any call
+ * still unanswered after `timeoutMs` (a frozen or partitioned Redis).
+ */
+export class RedisRateCounter implements RateCounter {
+  readonly #client: Client;
+  /** The same client, but commands not yet written after timeoutMs are dropped from its queue. */
+  readonly #timed: Client;
+  readonly #timeoutMs: number;
+  readonly #keyPrefix: string;
+  readonly #logger: Logger;
+  readonly #target: string;
+  #closed = false;
+  #everReady = false;
+  /** Set by a connection error, cleared (with one info line) when the connection is ready again. */
+  #downSinceMs: number | undefined;
+  #lastWarnMs = Number.NEGATIVE_INFINITY;
+
+  constructor(config: RedisCounterConfig) {
+    const timeoutMs = config.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new RangeError(`timeoutMs must be a positive number of milliseconds, got ${String(config.timeoutMs)}`);
+    }
+    this.#timeoutMs = timeoutMs;
+    this.#keyPrefix = config.keyPrefix ?? DEFAULT_KEY_PREFIX;
+    this.#logger = config.logger ?? silentLogger;
+    this.#target = describeTarget(config.url);
+    this.#client = makeClient(config.url);
+    this.#timed = this.#client.withCommandOptions({ timeout: Math.ceil(timeoutMs) });
+    // Without an 'error' listener the client would throw; with it, errors only feed the log.
+    this.#client.on('error', (err: unknown) => this.#onError(err));
+    this.#client.on('ready', () => this.#onReady());
+    // Background connect: it resolves once Redis answers (however late) and rejects only on close().
+    this.#client.connect().catch(() => undefined);
+  }
+
+  /** True while the connection to Redis is up; hit() rejects at once otherwise. */
+  get isReady(): boolean {
+    return !this.#closed && this.#client.isReady;
+  }
+
+  /** The Redis key of one scope's window (hash tag on the scope, so a cluster keeps it on one slot). */
+  keyFor(scope: string, windowStartMs: number): string {
+    return `${this.#keyPrefix}:{${scope}}:${windowStartMs}`;
+  }
+
+  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
+    if (this.#closed) {
+      return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
+    }
+    if (!this.#client.isReady) {
+      return Promise.reject(new RedisCounterError('not-connected', `redis rate counter: not connected to ${this.#target}`));
+    }
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    const reply = this.#timed.hit(this.keyFor(scope, windowStartMs), ttl);
+    return new Promise<number>((resolve, reject) => {
+      // Once written, a command is no longer covered by the client's own timeout: race it.
+      const timer = setTimeout(() => {
+        reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${this.#target} within ${this.#timeoutMs} ms`));
+      }, this.#timeoutMs);
+      reply.then(
+        (count) => {
+          clearTimeout(timer);
+          resolve(count);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(new RedisCounterError('command-failed', `redis rate counter: ${errorMessage(err)}`, { cause: err }));
+        },
+      );
+    });
+  }
+
+  /** Stops reconnecting and closes the connection (waits at most 1 s for in-flight replies). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const client = this.#client;
+    if (!client.isOpen) return;
+    let timer: NodeJS.Timeout | undefined;
+    const graceful = await Promise.race([
+      client.close().then(
+        () => true,
+        () => false,
+      ),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!graceful) client.destroy();
+  }
+
+  #onError(err: unknown): void {
+    if (this.#closed) return;
+    const now = Date.now();
+    this.#downSinceMs ??= now;
+    if (now - this.#lastWarnMs < REDIS_WARN_INTERVAL_MS) return;
+    this.#lastWarnMs = now;
+    this.#logger.warn(
+      { component: 'limiter-redis', redis: this.#target, err: errorMessage(err) },
+      'redis rate counter: connection failed, reconnecting in the background; rate limits fail open meanwhile',
+    );
+  }
+
+  #onReady(): void {
+    if (this.#closed) {
+      // a connect that was already under way when close() ran: do not keep its socket
+      this.#client.destroy();
+      return;
+    }
+    if (this.#downSinceMs !== undefined) {
+      const downMs = Date.now() - this.#downSinceMs;
+      this.#downSinceMs = undefined;
+      this.#logger.info(
+        { component: 'limiter-redis', redis: this.#target, downMs },
+        this.#everReady
+          ? 'redis rate counter: reconnected; rate limits enforced again'
+          : 'redis rate counter: connected after a failed start; rate limits enforced',
+      );
+    } else if (!this.#everReady) {
+      this.#logger.info({ component: 'limiter-redis', redis: this.#target }, 'redis rate counter: connected');
+    }
+    this.#everReady = true;
+  }
+}
+
+/** Plain factory: connects in the background and never throws on a dead Redis. */
+export function createRedisCounter(config: RedisCounterConfig): RedisRateCounter {
+  return new RedisRateCounter(config);
+}
