@@ -1,5 +1,24 @@
+import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from '../domain/api-key.js';
+import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import type { CoreDeps } from './deps.js';
+
+const SCHEME = 'bearer';
+/** "Bearer" + one space + the key: the only header length that can be valid. */
+const HEADER_LENGTH = SCHEME.length + 1 + KEY_LENGTH;
+
+/**
+ * The raw key of an `Authorization` value, or null when it is not exactly `Bearer <key>`
+ * (scheme case-insensitive, one space, a well-formed key). Length is checked first so that
+ * arbitrary input costs nothing.
+ */
+export function parseAuthorization(authorization: unknown): string | null {
+  if (typeof authorization !== 'string' || authorization.length !== HEADER_LENGTH) return null;
+  if (authorization.slice(0, SCHEME.length).toLowerCase() !== SCHEME) return null;
+  if (authorization[SCHEME.length] !== ' ') return null;
+  const raw = authorization.slice(SCHEME.length + 1);
+  return isWellFormedKey(raw) ? raw : null;
+}
 
 /**
  * Authentication (spec §5, C-32, C-36). `Authorization` must be exactly `Bearer <key>` (scheme
@@ -10,7 +29,20 @@ import type { CoreDeps } from './deps.js';
 export class Authenticator {
   constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>) {}
 
-  authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
-    throw new Error('TODO: implement');
+  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
+    const raw = parseAuthorization(authorization);
+    if (raw === null) throw new UnauthorizedError();
+    const digest = digestKey(raw);
+    const credential = await this.deps.stores.apiKeys.findCredential(digest);
+    if (credential === null || !digestsEqual(credential.key.digest, digest)) throw new UnauthorizedError();
+    const { key, organisation } = credential;
+    if (keyStatus(key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
+    return {
+      kind: 'api_key',
+      keyId: key.id,
+      keyPrefix: key.keyPrefix,
+      organisationId: key.organisationId,
+      isPlatform: organisation.isSystem,
+    };
   }
 }

@@ -1,10 +1,15 @@
 import type { Organisation } from '../domain/organisation.js';
+import { unwrap } from '../validation/issues.js';
+import { checkCreateOrganisation } from '../validation/organisation.js';
 import type { CoreDeps } from './deps.js';
-import type { IssuedKey } from './api-keys.js';
+import { issueKeyIn, type IssuedKey } from './api-keys.js';
+import { createOrganisationIn } from './organisations.js';
 
 export type BootstrapResult =
   | { readonly created: true; readonly organisation: Organisation; readonly issued: IssuedKey }
   | { readonly created: false; readonly organisation: Organisation };
+
+export const BOOTSTRAP_DEFAULTS = Object.freeze({ name: 'Platform', slug: 'platform', label: 'bootstrap' });
 
 /**
  * `cos-admin bootstrap`: when no system organisation exists, create one (default name "Platform",
@@ -14,7 +19,25 @@ export type BootstrapResult =
 export class Bootstrap {
   constructor(private readonly deps: CoreDeps) {}
 
-  run(options?: { readonly name?: string; readonly slug?: string }): Promise<BootstrapResult> {
-    throw new Error('TODO: implement');
+  async run(options?: { readonly name?: string; readonly slug?: string }): Promise<BootstrapResult> {
+    const input = unwrap(
+      checkCreateOrganisation({ name: options?.name ?? BOOTSTRAP_DEFAULTS.name, slug: options?.slug ?? BOOTSTRAP_DEFAULTS.slug }),
+    );
+    return this.deps.unitOfWork.run(async (stores): Promise<BootstrapResult> => {
+      const existing = await stores.organisations.findFirstSystem();
+      if (existing !== null) return { created: false, organisation: existing };
+      const now = this.deps.clock.now();
+      const actor = { type: 'operator' } as const;
+      const organisation = await createOrganisationIn(stores, this.deps, input, true, actor, now);
+      const issued = await issueKeyIn(
+        stores,
+        this.deps,
+        organisation.id,
+        { label: BOOTSTRAP_DEFAULTS.label, expiresAt: null, environment: 'live' },
+        actor,
+        now,
+      );
+      return { created: true, organisation, issued };
+    });
   }
 }

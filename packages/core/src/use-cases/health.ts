@@ -1,4 +1,5 @@
 import type { CoreDeps } from './deps.js';
+import { withTimeout } from './timeout.js';
 
 export interface HealthReport {
   readonly status: 'ok' | 'unavailable';
@@ -10,7 +11,8 @@ export interface HealthReport {
 export class Health {
   constructor(private readonly deps: Pick<CoreDeps, 'health' | 'clock' | 'config'>) {}
 
-  check(): Promise<HealthReport> {
-    throw new Error('TODO: implement');
+  async check(): Promise<HealthReport> {
+    const outcome = await withTimeout(() => this.deps.health.ping(), this.deps.config.healthTimeoutMs);
+    return { status: outcome.kind === 'value' ? 'ok' : 'unavailable', timestamp: this.deps.clock.now().toISOString() };
   }
 }

@@ -1,24 +1,49 @@
+import { NotFoundError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Principal } from '../domain/principal.js';
+import { checkUuid } from '../validation/ids.js';
+import { all } from '../validation/issues.js';
+import { checkAddMember } from '../validation/member.js';
+import { checkListQuery } from '../validation/query.js';
+import { requireOperator, requireOrganisationAccess } from './authorise.js';
 import type { CoreDeps } from './deps.js';
+import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 import type { Page } from './page.js';
+import { paginate } from './paginate.js';
+
+export const MEMBER_NOT_FOUND_MESSAGE = 'Member not found';
 
 /** Member operations: list over HTTP (own organisation or platform); add/remove for the operator (C-21). */
 export class Members {
   constructor(private readonly deps: CoreDeps) {}
 
   /** GET /organisations/{org_id}/members, query {limit, cursor}; 404 when the organisation does not exist. */
-  list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<Member>> {
-    throw new Error('TODO: implement');
+  async list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<Member>> {
+    requireOrganisationAccess(principal, orgId);
+    const [id, q] = all(checkUuid(orgId, 'org_id'), checkListQuery(query));
+    if ((await this.deps.stores.organisations.findById(id)) === null) {
+      throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    }
+    return paginate(q, (page) => this.deps.stores.members.list(id, page), (m) => m);
   }
 
   /** Operator: body {email}; 404 unknown organisation; 409 duplicate e-mail in the organisation. */
-  add(principal: Principal, orgId: string, body: unknown): Promise<Member> {
-    throw new Error('TODO: implement');
+  async add(principal: Principal, orgId: string, body: unknown): Promise<Member> {
+    requireOperator(principal);
+    const [id, input] = all(checkUuid(orgId, 'org_id'), checkAddMember(body));
+    const now = this.deps.clock.now();
+    return this.deps.unitOfWork.run(async (stores) => {
+      if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      const member: Member = { id: this.deps.random.uuid(), organisationId: id, email: input.email, createdAt: now };
+      await stores.members.add(member);
+      return member;
+    });
   }
 
   /** Operator: 404 when the member is not in that organisation. */
-  remove(principal: Principal, orgId: string, memberId: string): Promise<void> {
-    throw new Error('TODO: implement');
+  async remove(principal: Principal, orgId: string, memberId: string): Promise<void> {
+    requireOperator(principal);
+    const [org, member] = all(checkUuid(orgId, 'org_id'), checkUuid(memberId, 'member_id'));
+    if (!(await this.deps.stores.members.remove(org, member))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE);
   }
 }

@@ -1,12 +1,58 @@
-import type { Organisation } from '../domain/organisation.js';
+import type { AuditActor } from '../domain/audit.js';
+import { NotFoundError } from '../domain/errors.js';
+import type { NaceSection, Organisation } from '../domain/organisation.js';
 import type { Principal } from '../domain/principal.js';
+import type { Stores } from '../ports/unit-of-work.js';
+import { checkUuid } from '../validation/ids.js';
+import { all, unwrap } from '../validation/issues.js';
+import {
+  checkCreateOrganisation,
+  checkPatchOrganisation,
+  checkReplaceOrganisation,
+  checkSection,
+  type CreateOrganisationInput,
+} from '../validation/organisation.js';
+import { checkListQuery } from '../validation/query.js';
+import { auditEntry } from './audit-entry.js';
+import { actorOf, requireOperator, requireOrganisationAccess, requirePlatform } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
+import { paginate } from './paginate.js';
 
 export interface CreateOrganisationOptions {
   /** Only the operator may create a system (platform) organisation: `org create --system`, bootstrap. */
   readonly isSystem?: boolean;
 }
+
+export const ORGANISATION_NOT_FOUND_MESSAGE = 'Organisation not found';
+
+/**
+ * Inserts an organisation and its `organisation_created` entry through `stores` (call it inside a
+ * unit of work, C-41). A duplicate slug surfaces as the store's ConflictError (C-13).
+ */
+export async function createOrganisationIn(
+  stores: Stores,
+  deps: Pick<CoreDeps, 'random'>,
+  input: CreateOrganisationInput,
+  isSystem: boolean,
+  actor: AuditActor,
+  now: Date,
+): Promise<Organisation> {
+  const organisation: Organisation = {
+    id: deps.random.uuid(),
+    name: input.name,
+    slug: input.slug,
+    industrySection: null,
+    isSystem,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await stores.organisations.create(organisation);
+  await stores.audit.append(auditEntry(deps.random, 'organisation_created', now, actor, organisation.id));
+  return organisation;
+}
+
+type Changes = { readonly name?: string; readonly industrySection?: NaceSection | null };
 
 /**
  * Organisation operations. Every method checks in the order of C-33 (the caller has already been
@@ -17,32 +63,79 @@ export class Organisations {
   constructor(private readonly deps: CoreDeps) {}
 
   /** GET /organisations: platform key or operator only; query {limit, cursor} (C-5, C-6). */
-  list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<Organisation>> {
-    throw new Error('TODO: implement');
+  async list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<Organisation>> {
+    requirePlatform(principal);
+    const q = unwrap(checkListQuery(query));
+    return paginate(q, (page) => this.deps.stores.organisations.list(page), (o) => o);
   }
 
   /** POST /organisations: platform key or operator; body {name, slug} strict (C-11..C-13); audit organisation_created. */
-  create(principal: Principal, body: unknown, options?: CreateOrganisationOptions): Promise<Organisation> {
-    throw new Error('TODO: implement');
+  async create(principal: Principal, body: unknown, options?: CreateOrganisationOptions): Promise<Organisation> {
+    const isSystem = options?.isSystem === true;
+    if (isSystem) requireOperator(principal);
+    else requirePlatform(principal);
+    const input = unwrap(checkCreateOrganisation(body));
+    const now = this.deps.clock.now();
+    return this.deps.unitOfWork.run((stores) =>
+      createOrganisationIn(stores, this.deps, input, isSystem, actorOf(principal), now),
+    );
   }
 
   /** GET /organisations/{org_id}. */
-  get(principal: Principal, orgId: string): Promise<Organisation> {
-    throw new Error('TODO: implement');
+  async get(principal: Principal, orgId: string): Promise<Organisation> {
+    requireOrganisationAccess(principal, orgId);
+    const [id] = all(checkUuid(orgId, 'org_id'));
+    return this.find(id);
   }
 
   /** PUT: body {name} required, strict (C-12, C-14); audit organisation_updated. */
-  replace(principal: Principal, orgId: string, body: unknown): Promise<Organisation> {
-    throw new Error('TODO: implement');
+  async replace(principal: Principal, orgId: string, body: unknown): Promise<Organisation> {
+    requireOrganisationAccess(principal, orgId);
+    const [id, input] = all(checkUuid(orgId, 'org_id'), checkReplaceOrganisation(body));
+    return this.apply(principal, id, { name: input.name });
   }
 
   /** PATCH: body {name?} strict; `{}` changes nothing and returns the record (C-14). */
-  patch(principal: Principal, orgId: string, body: unknown): Promise<Organisation> {
-    throw new Error('TODO: implement');
+  async patch(principal: Principal, orgId: string, body: unknown): Promise<Organisation> {
+    requireOrganisationAccess(principal, orgId);
+    const [id, input] = all(checkUuid(orgId, 'org_id'), checkPatchOrganisation(body));
+    return this.apply(principal, id, input.name === undefined ? {} : { name: input.name });
   }
 
   /** Operator only (CLI `org classify`): section 'A'..'U' or 'none' (C-24); audit organisation_updated. */
-  classify(principal: Principal, orgId: string, section: string): Promise<Organisation> {
-    throw new Error('TODO: implement');
+  async classify(principal: Principal, orgId: string, section: string): Promise<Organisation> {
+    requireOperator(principal);
+    const [id, industrySection] = all(checkUuid(orgId, 'org_id'), checkSection(section));
+    return this.apply(principal, id, { industrySection });
+  }
+
+  /**
+   * Applies the requested changes in one unit of work with their organisation_updated entry.
+   * Changes that equal the current values are dropped; when nothing is left the record is
+   * returned unchanged and nothing is written (C-14).
+   */
+  private async apply(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
+    if (Object.keys(requested).length === 0) return this.find(id);
+    return this.deps.unitOfWork.run(async (stores) => {
+      const current = await stores.organisations.findById(id);
+      if (current === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      const changes: { name?: string; industrySection?: NaceSection | null } = {};
+      if (requested.name !== undefined && requested.name !== current.name) changes.name = requested.name;
+      if (requested.industrySection !== undefined && requested.industrySection !== current.industrySection) {
+        changes.industrySection = requested.industrySection;
+      }
+      if (Object.keys(changes).length === 0) return current;
+      const now = this.deps.clock.now();
+      const updated = await stores.organisations.update(id, { ...changes, updatedAt: now });
+      if (updated === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      await stores.audit.append(auditEntry(this.deps.random, 'organisation_updated', now, actorOf(principal), id));
+      return updated;
+    });
+  }
+
+  private async find(id: string): Promise<Organisation> {
+    const organisation = await this.deps.stores.organisations.findById(id);
+    if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    return organisation;
   }
 }

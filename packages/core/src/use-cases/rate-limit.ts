@@ -1,11 +1,30 @@
-import type { RateDecision } from '../domain/rate-window.js';
+import { RateLimitedError } from '../domain/errors.js';
+import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision } from '../domain/rate-window.js';
 import type { CoreDeps } from './deps.js';
+import { withTimeout } from './timeout.js';
 
 /** What is counted (C-50): an organisation, the global unauthenticated counter, or a source address (401s). */
 export type RateScope =
   | { readonly kind: 'organisation'; readonly organisationId: string }
   | { readonly kind: 'unauthenticated' }
   | { readonly kind: 'source'; readonly address: string };
+
+/** Counters outlive their window a little so that a late hit still lands in the right window. */
+export const COUNTER_TTL_MS = 2 * WINDOW_MS;
+/** While the counter stays down, at most one warning per this many ms (C-54). */
+export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
+
+/** The counter key of a scope: `org:<id>`, `unauth`, `src:<address>`. */
+export function scopeKey(scope: RateScope): string {
+  switch (scope.kind) {
+    case 'organisation':
+      return `org:${scope.organisationId}`;
+    case 'unauthenticated':
+      return 'unauth';
+    case 'source':
+      return `src:${scope.address}`;
+  }
+}
 
 /**
  * The rate-limit decision (spec §8, C-50..C-55). Counts one hit of the scope in the current UTC
@@ -15,21 +34,57 @@ export type RateScope =
  * limit are remembered locally until their window ends, so a flooding scope costs no counter call.
  */
 export class RateLimiter {
+  /** scope key -> start of the window in which that scope is already over its limit. */
+  private readonly blocked = new Map<string, number>();
+  private blockedWindowStart = Number.NEGATIVE_INFINITY;
+  private down = false;
+  private lastWarnMs = Number.NEGATIVE_INFINITY;
+
   constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'>) {}
 
   /** Limit for a scope: organisation/source -> rateLimitPerMinute; unauthenticated -> unauthRateLimitPerMinute. */
   limitFor(scope: RateScope): number {
-    throw new Error('TODO: implement');
+    return scope.kind === 'unauthenticated' ? this.deps.config.unauthRateLimitPerMinute : this.deps.config.rateLimitPerMinute;
   }
 
   /** Counts the hit and returns the decision; never throws. */
-  check(scope: RateScope): Promise<RateDecision> {
-    throw new Error('TODO: implement');
+  async check(scope: RateScope): Promise<RateDecision> {
+    const key = scopeKey(scope);
+    const limit = this.limitFor(scope);
+    const startNow = this.deps.clock.now().getTime();
+    const window = windowAt(startNow);
+    this.forgetEndedWindows(window.startMs);
+    if (this.blocked.get(key) === window.startMs) return decide(limit + 1, limit, window, startNow);
+
+    const outcome = await withTimeout(
+      () => this.deps.counter.hit(key, window.startMs, COUNTER_TTL_MS),
+      this.deps.config.rateCounterTimeoutMs,
+    );
+    const nowMs = this.deps.clock.now().getTime();
+    if (outcome.kind !== 'value' || !Number.isFinite(outcome.value)) {
+      const reason =
+        outcome.kind === 'error'
+          ? describe(outcome.error)
+          : outcome.kind === 'timeout'
+            ? `no answer within ${this.deps.config.rateCounterTimeoutMs} ms`
+            : 'the counter returned no count';
+      this.counterFailed(key, reason, nowMs);
+      return failOpen(limit, window, nowMs);
+    }
+    this.counterAnswered();
+    const decision = decide(outcome.value, limit, window, nowMs);
+    if (!decision.allowed) {
+      this.forgetEndedWindows(window.startMs);
+      this.blocked.set(key, window.startMs);
+    }
+    return decision;
   }
 
   /** check(), then throws RateLimitedError(decision) when not allowed; returns the decision otherwise. */
-  enforce(scope: RateScope): Promise<RateDecision> {
-    throw new Error('TODO: implement');
+  async enforce(scope: RateScope): Promise<RateDecision> {
+    const decision = await this.check(scope);
+    if (!decision.allowed) throw new RateLimitedError(decision);
+    return decision;
   }
 
   /**
@@ -37,6 +92,33 @@ export class RateLimiter {
    * not incremented, etc.): the current window with remaining = limit.
    */
   peek(scope: RateScope): RateDecision {
-    throw new Error('TODO: implement');
+    const nowMs = this.deps.clock.now().getTime();
+    const limit = this.limitFor(scope);
+    return decide(0, limit, windowAt(nowMs), nowMs);
   }
+
+  /** Blocked scopes are remembered only for their own window. */
+  private forgetEndedWindows(currentStartMs: number): void {
+    if (currentStartMs === this.blockedWindowStart) return;
+    for (const [key, start] of this.blocked) if (start < currentStartMs) this.blocked.delete(key);
+    this.blockedWindowStart = currentStartMs;
+  }
+
+  private counterFailed(scope: string, reason: string, nowMs: number): void {
+    this.down = true;
+    if (nowMs - this.lastWarnMs < FAIL_OPEN_WARN_INTERVAL_MS) return;
+    this.lastWarnMs = nowMs;
+    this.deps.logger.warn({ scope, reason }, 'Rate counter unavailable; failing open, rate limits are not enforced');
+  }
+
+  private counterAnswered(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.lastWarnMs = Number.NEGATIVE_INFINITY;
+    this.deps.logger.info({}, 'Rate counter available again; rate limits enforced');
+  }
+}
+
+function describe(cause: unknown): string {
+  return cause instanceof Error ? cause.message : String(cause);
 }

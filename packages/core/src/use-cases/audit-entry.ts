@@ -1,0 +1,22 @@
+import type { AuditActor, AuditEntry, AuditKind } from '../domain/audit.js';
+import type { Random } from '../ports/random.js';
+
+/** A new audit entry (C-40, C-41); key fields null for organisation events. */
+export function auditEntry(
+  random: Random,
+  kind: AuditKind,
+  at: Date,
+  actor: AuditActor,
+  organisationId: string,
+  key: { readonly id: string; readonly keyPrefix: string } | null = null,
+): AuditEntry {
+  return {
+    id: random.uuid(),
+    kind,
+    occurredAt: at,
+    organisationId,
+    keyId: key?.id ?? null,
+    keyPrefix: key?.keyPrefix ?? null,
+    actor,
+  };
+}

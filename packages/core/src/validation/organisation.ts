@@ -1,0 +1,48 @@
+/** Organisation bodies (C-11..C-14) and the classification argument (C-24). */
+import { z } from 'zod';
+import { NAME_MAX, SLUG_MAX, SLUG_PATTERN, isNaceSection, type NaceSection } from '../domain/organisation.js';
+import { checkBody, invalid, valid, type Checked } from './issues.js';
+
+export const ISSUE_NAME = `must be a string of 1 to ${NAME_MAX} characters`;
+export const ISSUE_SLUG = `must be 1 to ${SLUG_MAX} characters of a-z, 0-9 and '-', not starting or ending with '-'`;
+export const ISSUE_SECTION = "must be a NACE section letter A to U, or 'none'";
+
+const name = z
+  .string({ error: ISSUE_NAME })
+  .trim()
+  .min(1, { error: ISSUE_NAME })
+  .max(NAME_MAX, { error: ISSUE_NAME });
+const slug = z.string({ error: ISSUE_SLUG }).regex(SLUG_PATTERN, { error: ISSUE_SLUG });
+
+/** POST /organisations: {name, slug}; industry_section, is_system, id... are extra fields (C-12). */
+export const createOrganisationSchema = z.strictObject({ name, slug });
+/** PUT: {name} required; slug, industry_section, is_system, id are extra fields (C-12, C-14). */
+export const replaceOrganisationSchema = z.strictObject({ name });
+/** PATCH: {name?}; `{}` is valid and changes nothing (C-14). */
+export const patchOrganisationSchema = z.strictObject({ name: name.optional() });
+
+export type CreateOrganisationInput = z.output<typeof createOrganisationSchema>;
+export type ReplaceOrganisationInput = z.output<typeof replaceOrganisationSchema>;
+export type PatchOrganisationInput = z.output<typeof patchOrganisationSchema>;
+
+export function checkCreateOrganisation(body: unknown): Checked<CreateOrganisationInput> {
+  return checkBody(createOrganisationSchema, body);
+}
+
+export function checkReplaceOrganisation(body: unknown): Checked<ReplaceOrganisationInput> {
+  return checkBody(replaceOrganisationSchema, body);
+}
+
+export function checkPatchOrganisation(body: unknown): Checked<PatchOrganisationInput> {
+  return checkBody(patchOrganisationSchema, body);
+}
+
+/** 'A'..'U' (any case, surrounding blanks ignored) or 'none' (-> null), else field 'section'. */
+export function checkSection(value: unknown): Checked<NaceSection | null> {
+  if (typeof value === 'string') {
+    const v = value.trim().toUpperCase();
+    if (v === 'NONE') return valid(null);
+    if (isNaceSection(v)) return valid(v);
+  }
+  return invalid([{ field: 'section', issue: ISSUE_SECTION }]);
+}
