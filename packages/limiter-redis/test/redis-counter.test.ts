@@ -1,0 +1,299 @@
+/**
+ * The Redis counter on its own, against real redis-server processes: key layout and TTL, the one
+ * script and its NOSCRIPT fallback, never waiting on a dead or frozen Redis, connection logging.
+ */
+import { TOKENS, type Logger, type RateCounter } from '@cos/core';
+import { CapturingLogger } from '@cos/core/testing';
+import { RedisCounterError, RedisRateCounter, createRedisCounter, redisCounterModule } from '@cos/limiter-redis';
+import { expect } from 'chai';
+import { Container } from 'inversify';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  RedisServer,
+  adminClient,
+  commandCalls,
+  describeWithRedisServer,
+  freePort,
+  uniquePrefix,
+  waitFor,
+  type AdminClient,
+} from './support/redis-server.js';
+
+const WINDOW_START = Date.UTC(2026, 5, 10, 12, 0, 0);
+const TTL = 120_000;
+/** Scheduling slack on a loaded CI machine on top of a bound. */
+const MARGIN_MS = 100;
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
+function counterLines(logger: CapturingLogger, level: 'info' | 'warn') {
+  return logger.entries.filter((e) => e.level === level && e.fields.component === 'limiter-redis');
+}
+
+describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
+  let server: RedisServer;
+  let admin: AdminClient;
+  const open: RedisRateCounter[] = [];
+
+  function counter(options: { url?: string; timeoutMs?: number; logger?: Logger; keyPrefix?: string } = {}) {
+    const c = createRedisCounter({ url: options.url ?? server.url, ...options });
+    open.push(c);
+    return c;
+  }
+  async function ready(c: RedisRateCounter): Promise<RedisRateCounter> {
+    await waitFor(() => c.isReady, 5_000, 'the counter to connect');
+    return c;
+  }
+
+  before(async () => {
+    server = await RedisServer.start();
+    admin = await adminClient(server.url);
+  });
+  afterEach(async () => {
+    if (server.running) server.thaw();
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  after(async () => {
+    admin?.destroy();
+    await server?.stop();
+  });
+
+  describe('counting', () => {
+    it('C-55: one key per scope and window, rl:{<scope>}:<windowStartMs>, counting every hit', async () => {
+      await admin.flushAll();
+      const c = await ready(counter());
+      expect(await c.hit('org:a', WINDOW_START, TTL)).to.equal(1);
+      expect(await c.hit('org:a', WINDOW_START, TTL)).to.equal(2);
+      expect(await c.hit('org:b', WINDOW_START, TTL)).to.equal(1);
+      expect(await c.hit('org:a', WINDOW_START + 60_000, TTL)).to.equal(1);
+      expect((await admin.keys('*')).sort()).to.deep.equal([
+        `rl:{org:a}:${WINDOW_START}`,
+        `rl:{org:a}:${WINDOW_START + 60_000}`,
+        `rl:{org:b}:${WINDOW_START}`,
+      ]);
+      expect(await admin.get(`rl:{org:a}:${WINDOW_START}`)).to.equal('2');
+    });
+
+    it('C-55: keyPrefix replaces "rl" so deployments can share one Redis', async () => {
+      const prefix = uniquePrefix();
+      const c = await ready(counter({ keyPrefix: prefix }));
+      await c.hit('unauth', WINDOW_START, TTL);
+      expect(await admin.keys(`${prefix}:*`)).to.deep.equal([`${prefix}:{unauth}:${WINDOW_START}`]);
+    });
+
+    it('C-50: the first hit sets a TTL of ttlMs past which Redis forgets the window; later hits keep it', async () => {
+      const prefix = uniquePrefix();
+      const c = await ready(counter({ keyPrefix: prefix }));
+      const key = `${prefix}:{org:ttl}:${WINDOW_START}`;
+      await c.hit('org:ttl', WINDOW_START, TTL);
+      const first = await admin.pTTL(key);
+      expect(first).to.be.within(TTL - 1_000, TTL);
+      await sleep(30);
+      await c.hit('org:ttl', WINDOW_START, TTL);
+      const second = await admin.pTTL(key);
+      expect(second).to.be.within(TTL - 2_000, first - 1);
+
+      await c.hit('org:short', WINDOW_START, 150);
+      await waitFor(async () => (await admin.exists(`${prefix}:{org:short}:${WINDOW_START}`)) === 0, 2_000, 'expiry');
+      expect(await c.hit('org:short', WINDOW_START, 150)).to.equal(1);
+    });
+
+    it('C-55: concurrent hits from two counters are counted exactly once each', async () => {
+      const prefix = uniquePrefix();
+      const [a, b] = [await ready(counter({ keyPrefix: prefix })), await ready(counter({ keyPrefix: prefix }))];
+      const counts = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).hit('org:shared', WINDOW_START, TTL)),
+      );
+      expect([...counts].sort((x, y) => x - y)).to.deep.equal(Array.from({ length: 200 }, (_, i) => i + 1));
+    });
+
+    it('runs the one script as EVALSHA, and after SCRIPT FLUSH falls back to EVAL and keeps counting', async () => {
+      const prefix = uniquePrefix();
+      const c = await ready(counter({ keyPrefix: prefix }));
+      await c.hit('org:sha', WINDOW_START, TTL); // the script is in Redis' cache from here on
+      await admin.configResetStat();
+      for (let i = 2; i <= 11; i++) expect(await c.hit('org:sha', WINDOW_START, TTL)).to.equal(i);
+      let calls = await commandCalls(admin);
+      expect(calls.evalsha).to.equal(10);
+      expect(calls.eval ?? 0).to.equal(0);
+      // commandstats also counts the calls made inside the script: INCR each time, PEXPIRE only on a first hit
+      expect(calls.incr).to.equal(10);
+      expect(calls.pexpire ?? 0).to.equal(0);
+
+      await admin.scriptFlush();
+      await admin.configResetStat();
+      expect(await c.hit('org:sha', WINDOW_START, TTL)).to.equal(12);
+      expect(await c.hit('org:sha', WINDOW_START, TTL)).to.equal(13);
+      calls = await commandCalls(admin);
+      expect(calls.eval).to.equal(1); // the NOSCRIPT fallback, which also re-caches the script
+      expect(calls.evalsha).to.equal(2); // the one that met NOSCRIPT, then a normal one
+    });
+  });
+
+  describe('never waiting on a dead Redis', () => {
+    it('C-54: createRedisCounter does not throw on a dead Redis; hit() rejects at once while not connected', async () => {
+      const url = `redis://127.0.0.1:${await freePort()}`;
+      const c = counter({ url });
+      expect(c.isReady).to.equal(false);
+      for (let i = 0; i < 20; i++) {
+        const started = performance.now();
+        const err = await rejection(c.hit('org:x', WINDOW_START, TTL));
+        expect(performance.now() - started).to.be.below(20);
+        expect(err).to.be.instanceOf(RedisCounterError);
+        expect((err as RedisCounterError).reason).to.equal('not-connected');
+        await sleep(5);
+      }
+    });
+
+    it('C-54: a frozen Redis (SIGSTOP) makes hit() reject after timeoutMs, never later', async () => {
+      const c = await ready(counter({ keyPrefix: uniquePrefix(), timeoutMs: 50 }));
+      await c.hit('org:frozen', WINDOW_START, TTL);
+      server.freeze();
+      try {
+        const started = performance.now();
+        const errors = await Promise.all(Array.from({ length: 20 }, () => rejection(c.hit('org:frozen', WINDOW_START, TTL))));
+        const elapsed = performance.now() - started;
+        expect(elapsed).to.be.within(45, 50 + MARGIN_MS);
+        for (const err of errors) expect((err as RedisCounterError).reason).to.equal('timeout');
+        expect(c.isReady).to.equal(true); // the socket is open; only the answers are missing
+      } finally {
+        server.thaw();
+      }
+      // the hits sent while frozen were answered late (they did count), then counting carries on
+      await sleep(50);
+      expect(await c.hit('org:frozen', WINDOW_START, TTL)).to.equal(22);
+    });
+
+    it('C-54: timeoutMs is configurable (REDIS_TIMEOUT_MS)', async () => {
+      const c = await ready(counter({ keyPrefix: uniquePrefix(), timeoutMs: 200 }));
+      await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+      const started = performance.now();
+      const err = await rejection(c.hit('org:paused', WINDOW_START, TTL));
+      expect(performance.now() - started).to.be.within(195, 200 + MARGIN_MS);
+      expect((err as RedisCounterError).reason).to.equal('timeout');
+      await admin.sendCommand(['CLIENT', 'UNPAUSE']);
+      expect(() => createRedisCounter({ url: server.url, timeoutMs: 0 })).to.throw(RangeError);
+    });
+
+    it('C-54: a killed Redis is noticed at once, and a restarted one is found again without any call waiting', async () => {
+      const local = await RedisServer.start();
+      try {
+        const c = await ready(counter({ url: local.url }));
+        expect(await c.hit('org:k', WINDOW_START, TTL)).to.equal(1);
+        await local.kill();
+        await waitFor(() => !c.isReady, 1_000, 'the counter to notice');
+        const started = performance.now();
+        expect(((await rejection(c.hit('org:k', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('not-connected');
+        expect(performance.now() - started).to.be.below(20);
+        await local.start(); // same port, empty data, empty script cache
+        await ready(c);
+        expect(await c.hit('org:k', WINDOW_START, TTL)).to.equal(1);
+        expect(await c.hit('org:k', WINDOW_START, TTL)).to.equal(2);
+      } finally {
+        await local.stop();
+      }
+    });
+
+    it('close() returns promptly on a dead Redis and on a frozen one; later hits reject', async () => {
+      const dead = counter({ url: `redis://127.0.0.1:${await freePort()}` });
+      await sleep(50);
+      let started = performance.now();
+      await dead.close();
+      expect(performance.now() - started).to.be.below(200);
+      expect(((await rejection(dead.hit('org:x', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('closed');
+
+      const c = await ready(counter({ keyPrefix: uniquePrefix() }));
+      server.freeze();
+      try {
+        await rejection(c.hit('org:x', WINDOW_START, TTL)); // leaves a command waiting for its answer
+        started = performance.now();
+        await c.close();
+        expect(performance.now() - started).to.be.below(1_000 + MARGIN_MS * 3);
+      } finally {
+        server.thaw();
+      }
+      expect(c.isReady).to.equal(false);
+      expect(((await rejection(c.hit('org:x', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('closed');
+    });
+  });
+
+  describe('logging', () => {
+    it('C-54: connection failures give one warning per 10 s, recovery one info line', async () => {
+      const port = await freePort();
+      const logger = new CapturingLogger();
+      const c = counter({ url: `redis://127.0.0.1:${port}`, logger });
+      await sleep(1_500); // several reconnect attempts, each an 'error'
+      expect(counterLines(logger, 'warn')).to.have.length(1);
+      expect(counterLines(logger, 'warn')[0]!.fields).to.include({ redis: `127.0.0.1:${port}` });
+
+      const local = await RedisServer.start(port);
+      try {
+        await ready(c);
+        expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal([
+          'redis rate counter: connected after a failed start; rate limits enforced',
+        ]);
+        await local.kill();
+        await waitFor(() => !c.isReady, 1_000, 'the counter to notice');
+        await local.start();
+        await ready(c);
+      } finally {
+        await local.stop();
+      }
+      // the second outage fell inside the same 10 s: still one warning; one info line per recovery
+      expect(counterLines(logger, 'warn')).to.have.length(1);
+      expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal([
+        'redis rate counter: connected after a failed start; rate limits enforced',
+        'redis rate counter: reconnected; rate limits enforced again',
+      ]);
+    });
+
+    it('never logs the password of REDIS_URL', async () => {
+      const logger = new CapturingLogger();
+      const dead = counter({ url: `redis://:s3cret-password@127.0.0.1:${await freePort()}`, logger });
+      // the default user of a server without requirepass is "nopass": any password is accepted
+      const live = counter({ url: `redis://:s3cret-password@127.0.0.1:${server.port}`, logger });
+      await ready(live);
+      await sleep(100);
+      expect(dead.isReady).to.equal(false);
+      expect(counterLines(logger, 'warn')).to.have.length(1);
+      expect(counterLines(logger, 'info')).to.have.length(1);
+      expect(JSON.stringify(logger.entries)).not.to.include('s3cret-password');
+    });
+  });
+
+  describe('redisCounterModule (inversify)', () => {
+    it('C-55: binds TOKENS.RateCounter to one RedisRateCounter, logs through TOKENS.Logger, closes on unbind', async () => {
+      const logger = new CapturingLogger();
+      const container = new Container();
+      container.bind<Logger>(TOKENS.Logger).toConstantValue(logger);
+      container.load(redisCounterModule({ url: server.url, keyPrefix: uniquePrefix() }));
+      const counter = container.get<RateCounter>(TOKENS.RateCounter);
+      expect(counter).to.be.instanceOf(RedisRateCounter);
+      expect(container.get<RateCounter>(TOKENS.RateCounter)).to.equal(counter);
+      const redis = counter as RedisRateCounter;
+      await ready(redis);
+      expect(await redis.hit('org:di', WINDOW_START, TTL)).to.equal(1);
+      expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal(['redis rate counter: connected']);
+      await container.unbindAllAsync();
+      expect(redis.isReady).to.equal(false);
+      expect(((await rejection(redis.hit('org:di', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('closed');
+    });
+
+    it('works without a Logger binding', async () => {
+      const container = new Container();
+      container.load(redisCounterModule({ url: server.url, keyPrefix: uniquePrefix() }));
+      const counter = container.get<RedisRateCounter>(TOKENS.RateCounter);
+      await ready(counter);
+      expect(await counter.hit('org:di', WINDOW_START, TTL)).to.equal(1);
+      await container.unbindAllAsync();
+    });
+  });
+});
