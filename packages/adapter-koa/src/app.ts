@@ -1,0 +1,114 @@
+/**
+ * createKoaApp: the whole service as a Koa application. createV1Router: the /v1 surface as one
+ * middleware for a host Koa application.
+ *
+ * Pipeline, built once per app (C-33, C-15, C-52):
+ *   request id -> access log -> rate-limit headers -> errors -> dispatch
+ *   dispatch: match route (404/405) -> authenticate (401, counted per source address) ->
+ *             rate limit (429) -> route -> use case (403 -> 400 -> 404/409/...)
+ */
+import Koa from 'koa';
+import type { Core, Logger } from '@cos/core';
+import { DEFAULT_BODY_LIMIT_BYTES } from './body.js';
+import { redact } from './redact.js';
+import { accessLogMiddleware } from './middleware/access-log.js';
+import { authenticateStep } from './middleware/authenticate.js';
+import { compose } from './middleware/compose.js';
+import { dispatchMiddleware } from './middleware/dispatch.js';
+import { errorMiddleware } from './middleware/errors.js';
+import { rateLimitHeadersMiddleware } from './middleware/rate-limit-headers.js';
+import { rateLimitSteps } from './middleware/rate-limit.js';
+import { requestIdMiddleware } from './middleware/request-id.js';
+import { koaSourceAddress } from './middleware/source-address.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { createRouteKit } from './routes/kit.js';
+import { memberRoutes } from './routes/members.js';
+import { metaRoutes } from './routes/meta.js';
+import { organisationRoutes } from './routes/organisations.js';
+import { compileRoutes } from './routes/route.js';
+
+export interface HttpDeps {
+  core: Core;
+  /** The core's Logger port; the cli passes pino. One line per request goes here. */
+  logger: Logger;
+}
+
+export interface HttpOptions {
+  /** The running build's semver, reported by GET /v1/version (C-3). */
+  serviceVersion: string;
+  /** Base of the 429 `type` address (C-51). Default https://errors.example.com. */
+  errorsUrl?: string;
+  /** Largest accepted request body in bytes (C-10). Default 64 KiB. */
+  bodyLimitBytes?: number;
+  /**
+   * createKoaApp only: trust X-Forwarded-For for the client address (Koa's `app.proxy`), which keys
+   * the per-source 401 counter (C-50). Default false. Under createV1Router the host app's own
+   * `proxy` setting decides.
+   */
+  trustProxy?: boolean;
+}
+
+export const DEFAULT_ERRORS_URL = 'https://errors.example.com';
+export const V1_PREFIX = '/v1';
+
+function settings(options: HttpOptions): { errorsUrl: string; bodyLimitBytes: number } {
+  if (typeof options.serviceVersion !== 'string' || options.serviceVersion.length === 0) {
+    throw new TypeError('HttpOptions.serviceVersion is required');
+  }
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  if (!Number.isInteger(bodyLimitBytes) || bodyLimitBytes <= 0) {
+    throw new TypeError('HttpOptions.bodyLimitBytes must be a positive integer');
+  }
+  const errorsUrl = (options.errorsUrl ?? DEFAULT_ERRORS_URL).replace(/\/+$/, '');
+  return { errorsUrl, bodyLimitBytes };
+}
+
+/** The full pipeline: answers every request it is given (nothing passes through). */
+function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
+  const { core, logger } = deps;
+  const { errorsUrl, bodyLimitBytes } = settings(options);
+  const kit = createRouteKit(core, bodyLimitBytes);
+  const match = compileRoutes([
+    ...metaRoutes(kit, options.serviceVersion),
+    ...organisationRoutes(kit),
+    ...memberRoutes(kit),
+    ...apiKeyRoutes(kit),
+  ]);
+  return compose([
+    requestIdMiddleware(),
+    accessLogMiddleware(logger),
+    rateLimitHeadersMiddleware(core, koaSourceAddress),
+    errorMiddleware(errorsUrl),
+    dispatchMiddleware(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core)),
+  ]);
+}
+
+function isV1Path(path: string): boolean {
+  return path.startsWith(V1_PREFIX) && (path.length === V1_PREFIX.length || path.charCodeAt(V1_PREFIX.length) === 47 /* / */);
+}
+
+/**
+ * The /v1 surface as one middleware. It answers every request whose `ctx.path` is `/v1` or starts
+ * with `/v1/` (unknown ones with 404/405) and passes everything else to `next`, so a host app can
+ * put its own middleware in front and its own routes behind. To serve it under a prefix of the
+ * host's, strip the prefix from `ctx.path` first, e.g. `host.use(mountAt('/compliance', v1))`;
+ * `Location` and the 429 `instance` are taken from `ctx.originalUrl`, so they keep the prefix.
+ */
+export function createV1Router(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
+  const pipeline = createPipeline(deps, options);
+  return (ctx, next) => (isV1Path(ctx.path) ? pipeline(ctx, next) : next());
+}
+
+/** The whole service: `http.createServer(createKoaApp(deps, options).callback())`. */
+export function createKoaApp(deps: HttpDeps, options: HttpOptions): Koa {
+  const pipeline = createPipeline(deps, options);
+  const app = new Koa({ proxy: options.trustProxy ?? false });
+  // Errors escaping the pipeline (socket errors while writing, etc.): log through the port
+  // instead of Koa's default stderr printer.
+  app.on('error', (err: unknown) => {
+    const e = err instanceof Error ? err : new Error(String(err));
+    deps.logger.error({ err: { type: e.name, message: redact(e.message) } }, 'http server error');
+  });
+  app.use(pipeline);
+  return app;
+}

@@ -1,0 +1,115 @@
+/**
+ * C-10: request bodies are JSON objects of at most `limitBytes` (64 KiB by default).
+ *
+ * Read lazily by the routes that take a body (POST, PUT, PATCH), so authentication and the rate
+ * limit (C-33) come first and no GET ever reads one. In order:
+ *  1. a Content-Type that is not JSON (`application/json` or `application/*+json`, charset absent or
+ *     utf-8) is 415; so is a non-empty body sent without any Content-Type;
+ *  2. no body at all (and no Content-Type) is 400 `{field:"body", issue:"must be a JSON object"}`;
+ *  3. a declared Content-Length over the limit is 413 before anything is read; a body that grows
+ *     past the limit while streaming is 413 as well;
+ *  4. bytes that are not UTF-8 JSON are 400 `{field:"body", issue:"malformed JSON"}`;
+ *  5. JSON that is not an object (array, string, number, null) is 400 "must be a JSON object".
+ */
+import type { IncomingMessage } from 'node:http';
+import { ValidationError } from '@cos/core';
+import { payloadTooLarge, unsupportedMediaType } from './errors.js';
+
+export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
+export const MALFORMED_JSON = 'malformed JSON';
+export const NOT_AN_OBJECT = 'must be a JSON object';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
+
+/** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
+export function isJsonContentType(header: string): boolean {
+  const parts = header.split(';');
+  const mediaType = (parts[0] ?? '').trim().toLowerCase();
+  if (!JSON_MEDIA_TYPE.test(mediaType)) return false;
+  for (let i = 1; i < parts.length; i++) {
+    const [name, value] = (parts[i] ?? '').split('=');
+    if (name?.trim().toLowerCase() === 'charset') {
+      const charset = (value ?? '').trim().replace(/^"|"$/g, '').toLowerCase();
+      if (charset !== 'utf-8' && charset !== 'utf8') return false;
+    }
+  }
+  return true;
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+function invalidBody(issue: string): ValidationError {
+  return new ValidationError([{ field: 'body', issue }]);
+}
+
+function readRaw(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  if (req.readableEnded) {
+    // Something in front of this adapter (a host's body parser) already consumed the stream.
+    return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limitBytes) {
+        // Stop collecting; Node discards the rest of the body after the response.
+        cleanup();
+        reject(payloadTooLarge(limitBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    const onAborted = (): void => {
+      cleanup();
+      reject(new Error('request aborted by the client while its body was read'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}
+
+/** Reads, checks and parses the JSON object body of a request (C-10). */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+  const contentType = req.headers['content-type'];
+  const bodyPresent = hasBody(req);
+  if (contentType === undefined) {
+    if (bodyPresent) throw unsupportedMediaType();
+    throw invalidBody(NOT_AN_OBJECT);
+  }
+  if (!isJsonContentType(contentType)) throw unsupportedMediaType();
+
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limitBytes) throw payloadTooLarge(limitBytes);
+
+  const raw = bodyPresent ? await readRaw(req, limitBytes) : Buffer.alloc(0);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(utf8.decode(raw));
+  } catch {
+    throw invalidBody(MALFORMED_JSON);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalidBody(NOT_AN_OBJECT);
+  return parsed as Record<string, unknown>;
+}

@@ -1,0 +1,17 @@
+/** @cos/adapter-koa: the v1 REST API of the Compliance Organisation Service over the core. */
+export { createKoaApp, createV1Router, DEFAULT_ERRORS_URL, V1_PREFIX, type HttpDeps, type HttpOptions } from './app.js';
+export {
+  ERROR_TABLE,
+  HttpError,
+  JSON_CONTENT_TYPE,
+  PROBLEM_CONTENT_TYPE,
+  renderError,
+  type ErrorMapping,
+  type HttpErrorCode,
+  type HttpOnlyErrorCode,
+  type ProblemBody,
+  type StandardErrorBody,
+} from './errors.js';
+export { DEFAULT_BODY_LIMIT_BYTES } from './body.js';
+export { mountAt } from './mount.js';
+export type { CosRequestState } from './state.js';

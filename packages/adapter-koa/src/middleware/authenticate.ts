@@ -1,0 +1,26 @@
+/**
+ * Authentication (spec §5, C-32, C-36) through the core's Authenticator. A rejected key (401) is
+ * counted in the per-source-address scope (C-50) so that key guessing is throttled: once that scope
+ * is over its limit the answer is 429 instead of 401 (RateLimiter.enforce throws it).
+ */
+import type Koa from 'koa';
+import { UnauthorizedError, type Core, type KeyPrincipal } from '@cos/core';
+import type { CosRequestState } from '../state.js';
+import type { SourceAddress } from './source-address.js';
+
+export type AuthenticateStep = (ctx: Koa.Context, state: CosRequestState) => Promise<KeyPrincipal>;
+
+export function authenticateStep(core: Core, sourceAddress: SourceAddress): AuthenticateStep {
+  return async (ctx, state) => {
+    try {
+      const principal = await core.authenticator.authenticate(ctx.req.headers.authorization);
+      state.principal = principal;
+      return principal;
+    } catch (err) {
+      if (err instanceof UnauthorizedError) {
+        state.decision = await core.rateLimiter.enforce({ kind: 'source', address: sourceAddress(ctx) });
+      }
+      throw err;
+    }
+  };
+}

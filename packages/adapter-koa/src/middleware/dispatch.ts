@@ -1,0 +1,38 @@
+/**
+ * Last middleware of the pipeline: match the route (404 / 405 + Allow for no match, C-9), then
+ * in C-33 order: authenticate (401) -> rate limit (429) -> the route, whose use case authorises
+ * (403), validates (400) and acts (404/409/...). Public routes go straight to the global
+ * unauthenticated rate limit.
+ */
+import type Koa from 'koa';
+import { methodNotAllowed, unknownPath } from '../errors.js';
+import type { RouteMatch } from '../routes/route.js';
+import { stateOf } from '../state.js';
+import type { AuthenticateStep } from './authenticate.js';
+import type { RateLimitSteps } from './rate-limit.js';
+
+export function dispatchMiddleware(
+  match: (method: string, path: string) => RouteMatch,
+  authenticate: AuthenticateStep,
+  rateLimit: RateLimitSteps,
+): Koa.Middleware {
+  return async (ctx) => {
+    const state = stateOf(ctx);
+    const found = match(ctx.method, ctx.path);
+    if (found.kind === 'unknown-path') throw unknownPath();
+    if (found.kind === 'method-not-allowed') {
+      state.route = found.template;
+      throw methodNotAllowed(ctx.method, found.allow);
+    }
+    const route = found.route;
+    state.route = route.template;
+    if (route.access === 'public') {
+      await rateLimit.unauthenticated(state);
+      await route.handle(ctx);
+      return;
+    }
+    const principal = await authenticate(ctx, state);
+    await rateLimit.organisation(principal, state);
+    await route.handle(ctx, found.params, principal);
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * C-52 / spec §8.5: every response the surface answers, success or error, carries X-RateLimit-Limit,
+ * -Remaining and -Reset. The numbers come from the decision of the scope this request was counted
+ * in (organisation, global unauthenticated, or the source address on a 401). A request that was
+ * never counted (unknown path 404, 405, a failure before the count) shows the source-address
+ * scope's current window via RateLimiter.peek, which counts nothing.
+ */
+import type Koa from 'koa';
+import type { Core } from '@cos/core';
+import { stateOf } from '../state.js';
+import type { SourceAddress } from './source-address.js';
+
+export function rateLimitHeadersMiddleware(core: Core, sourceAddress: SourceAddress): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      const state = stateOf(ctx);
+      const decision = state.decision ?? core.rateLimiter.peek({ kind: 'source', address: sourceAddress(ctx) });
+      ctx.set('X-RateLimit-Limit', String(decision.limit));
+      ctx.set('X-RateLimit-Remaining', String(decision.remaining));
+      ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
+    }
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * The route table's shape and its matcher. Routes are matched before anything else runs so that the
+ * pipeline knows whether a request needs a key; the matcher is a precompiled segment comparison
+ * (no regular expressions, no per-route allocation), and it tells an unknown path (404, C-9) from a
+ * known path with another method (405 + `Allow`, C-9).
+ */
+import type Koa from 'koa';
+import type { KeyPrincipal } from '@cos/core';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Handler of a route that needs no key (`/health`, `/version`). */
+export type PublicHandler = (ctx: Koa.Context) => Promise<void>;
+/** Handler of a route that needs a key; `params` are the decoded path parameters in template order. */
+export type KeyHandler = (ctx: Koa.Context, params: readonly string[], principal: KeyPrincipal) => Promise<void>;
+
+export type Route =
+  | { readonly access: 'public'; readonly method: HttpMethod; readonly template: string; readonly handle: PublicHandler }
+  | { readonly access: 'key'; readonly method: HttpMethod; readonly template: string; readonly handle: KeyHandler };
+
+export const publicRoute = (method: HttpMethod, template: string, handle: PublicHandler): Route => ({
+  access: 'public',
+  method,
+  template,
+  handle,
+});
+
+export const keyRoute = (method: HttpMethod, template: string, handle: KeyHandler): Route => ({
+  access: 'key',
+  method,
+  template,
+  handle,
+});
+
+export type RouteMatch =
+  | { readonly kind: 'route'; readonly route: Route; readonly params: readonly string[] }
+  | { readonly kind: 'method-not-allowed'; readonly template: string; readonly allow: string }
+  | { readonly kind: 'unknown-path' };
+
+interface PathEntry {
+  readonly template: string;
+  /** Literal segment, or null for a parameter. */
+  readonly segments: readonly (string | null)[];
+  readonly byMethod: ReadonlyMap<string, Route>;
+  /** Value of the `Allow` header on 405. */
+  readonly allow: string;
+}
+
+const UNKNOWN_PATH: RouteMatch = Object.freeze({ kind: 'unknown-path' });
+const NO_PARAMS: readonly string[] = Object.freeze([]);
+
+function decodeParam(raw: string): string {
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw; // not decodable: handed on as sent, the use case rejects it as not a UUID (C-8)
+  }
+}
+
+/** Templates use `:name` for a parameter, e.g. `/v1/organisations/:org_id`. Paths match exactly. */
+export function compileRoutes(routes: readonly Route[]): (method: string, path: string) => RouteMatch {
+  const byTemplate = new Map<string, Route[]>();
+  for (const route of routes) {
+    const list = byTemplate.get(route.template) ?? [];
+    if (list.some((r) => r.method === route.method)) throw new Error(`duplicate route ${route.method} ${route.template}`);
+    list.push(route);
+    byTemplate.set(route.template, list);
+  }
+  const entries: PathEntry[] = [...byTemplate].map(([template, list]) => ({
+    template,
+    segments: template.split('/').map((s) => (s.startsWith(':') ? null : s)),
+    byMethod: new Map(list.map((r) => [r.method, r])),
+    allow: list.map((r) => r.method).join(', '),
+  }));
+
+  return (method, path) => {
+    const parts = path.split('/');
+    for (const entry of entries) {
+      const segments = entry.segments;
+      if (segments.length !== parts.length) continue;
+      let ok = true;
+      let paramCount = 0;
+      for (let i = 0; i < segments.length; i++) {
+        const literal = segments[i];
+        const part = parts[i]!;
+        if (literal === null) {
+          if (part.length === 0) {
+            ok = false;
+            break;
+          }
+          paramCount++;
+        } else if (literal !== part) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      const route = entry.byMethod.get(method);
+      if (route === undefined) return { kind: 'method-not-allowed', template: entry.template, allow: entry.allow };
+      let params = NO_PARAMS;
+      if (paramCount > 0) {
+        const collected: string[] = [];
+        for (let i = 0; i < segments.length; i++) if (segments[i] === null) collected.push(decodeParam(parts[i]!));
+        params = collected;
+      }
+      return { kind: 'route', route, params };
+    }
+    return UNKNOWN_PATH;
+  };
+}

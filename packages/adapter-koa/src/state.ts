@@ -1,0 +1,27 @@
+/**
+ * Per-request state of the v1 surface, kept at `ctx.state.cos` (a host app mounting the surface can
+ * read `requestId` and `principal` from it after the surface has run).
+ */
+import type Koa from 'koa';
+import type { KeyPrincipal, RateDecision } from '@cos/core';
+import type { HttpErrorCode } from './errors.js';
+
+export interface CosRequestState {
+  readonly requestId: string;
+  /** performance.now() when the request entered the surface. */
+  readonly startedAt: number;
+  /** Route template (e.g. `/v1/organisations/:org_id`) once matched; logged instead of the raw path. */
+  route: string | undefined;
+  /** The authenticated key, once authentication has passed. */
+  principal: KeyPrincipal | undefined;
+  /** The rate decision whose numbers go into the X-RateLimit-* headers (C-52). */
+  decision: RateDecision | undefined;
+  /** Code of the error answered with, if any. */
+  errorCode: HttpErrorCode | undefined;
+  /** The thrown value behind a 5xx, for the log line (never sent to the client). */
+  failure: unknown;
+}
+
+export function stateOf(ctx: Koa.Context): CosRequestState {
+  return (ctx.state as { cos: CosRequestState }).cos;
+}
