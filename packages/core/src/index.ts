@@ -27,3 +27,43 @@ export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
 export { encodeCursor, decodeCursor } from './validation/cursor.js';
+// Validation helpers (C-5, C-6, C-8, C-11..C-14, C-23), for adapters that validate on their own.
+export {
+  ISSUE_EXTRA_FIELD,
+  ISSUE_FIELD_REQUIRED,
+  ISSUE_NOT_AN_OBJECT,
+  ISSUE_UUID,
+  ISSUE_NAME,
+  ISSUE_SLUG,
+  ISSUE_SECTION,
+  ISSUE_LABEL,
+  ISSUE_EXPIRES_AT,
+  ISSUE_ENVIRONMENT,
+  ISSUE_EMAIL,
+  ISSUE_LIMIT,
+  ISSUE_CURSOR,
+  ISSUE_KIND,
+  DEFAULT_LIMIT,
+  MAX_LIMIT,
+  isJsonObject,
+  validateCreateOrganisation,
+  validateReplaceOrganisation,
+  validatePatchOrganisation,
+  validateIssueKey,
+  validateAddMember,
+  validateListQuery,
+  validateAuditQuery,
+  validateUuid,
+  validateSection,
+  type CreateOrganisationInput,
+  type ReplaceOrganisationInput,
+  type PatchOrganisationInput,
+  type IssueKeyInput,
+  type AddMemberInput,
+  type ListQuery,
+  type AuditQuery,
+} from './validation/index.js';
+export { OPERATOR_REQUIRED_MESSAGE } from './use-cases/authorise.js';
+export { parseAuthorization } from './use-cases/authenticate.js';
+export { scopeKey, COUNTER_TTL_MS, FAIL_OPEN_WARN_INTERVAL_MS } from './use-cases/rate-limit.js';
+export { maxActiveKeysMessage } from './use-cases/api-keys.js';

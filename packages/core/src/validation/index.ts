@@ -25,7 +25,6 @@ export * from './organisation.js';
 export * from './api-key.js';
 export * from './member.js';
 export * from './query.js';
-export { encodeCursor, decodeCursor } from './cursor.js';
 
 export const validateCreateOrganisation = (body: unknown): CreateOrganisationInput => unwrap(checkCreateOrganisation(body));
 export const validateReplaceOrganisation = (body: unknown): ReplaceOrganisationInput => unwrap(checkReplaceOrganisation(body));

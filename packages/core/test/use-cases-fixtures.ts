@@ -1,0 +1,127 @@
+/**
+ * Shared set-up for the use-case tests: a whole core over the real in-memory adapters
+ * (@cos/core/testing) with a FakeClock, and helpers that create organisations and keys the way a
+ * caller would (operator for set-up, then authenticating the raw key to get a real principal).
+ */
+import { expect } from 'chai';
+import {
+  DomainError,
+  OPERATOR,
+  type ApiKeyStore,
+  type CoreConfig,
+  type Credential,
+  type IssuedKey,
+  type KeyPrincipal,
+  type Organisation,
+  type Random,
+  type Stores,
+} from '@cos/core';
+import { createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
+
+export interface Fixture extends TestCore {
+  /** Every uuid handed out by the core's Random, in order. */
+  readonly uuids: string[];
+  org(slug: string, options?: { isSystem?: boolean; name?: string }): Promise<Organisation>;
+  key(orgId: string, body?: Record<string, unknown>): Promise<IssuedKey>;
+  principal(issued: IssuedKey): Promise<KeyPrincipal>;
+  /** A standard organisation with one key and that key's principal. */
+  tenant(slug: string): Promise<{ org: Organisation; issued: IssuedKey; principal: KeyPrincipal }>;
+  /** A system organisation with one platform key and its principal. */
+  platform(): Promise<{ org: Organisation; issued: IssuedKey; principal: KeyPrincipal }>;
+}
+
+/** A Random that records every uuid it hands out (ids must come from the Random port). */
+export function recordingRandom(inner: Random, uuids: string[]): Random {
+  return {
+    bytes: (n) => inner.bytes(n),
+    uuid: () => {
+      const u = inner.uuid();
+      uuids.push(u);
+      return u;
+    },
+  };
+}
+
+export function fixture(options: { config?: Partial<CoreConfig>; seed?: number } = {}): Fixture {
+  const uuids: string[] = [];
+  const t = createTestCore({
+    random: recordingRandom(seededRandom(options.seed ?? 42), uuids),
+    ...(options.config !== undefined ? { config: options.config } : {}),
+  });
+  const f: Fixture = {
+    ...t,
+    uuids,
+    org: (slug, o = {}) =>
+      t.core.organisations.create(OPERATOR, { name: o.name ?? `Org ${slug}`, slug }, { isSystem: o.isSystem === true }),
+    key: (orgId, body = { label: 'test key' }) => t.core.apiKeys.issue(OPERATOR, orgId, body),
+    principal: (issued) => t.core.authenticator.authenticate(`Bearer ${issued.rawKey}`),
+    tenant: async (slug) => {
+      const org = await f.org(slug);
+      const issued = await f.key(org.id);
+      return { org, issued, principal: await f.principal(issued) };
+    },
+    platform: async () => {
+      const org = await f.org('platform', { isSystem: true, name: 'Platform' });
+      const issued = await f.key(org.id);
+      return { org, issued, principal: await f.principal(issued) };
+    },
+  };
+  return f;
+}
+
+/** Awaits a promise expected to reject with a DomainError of `type`; returns that error. */
+export async function rejectsWith<E extends DomainError>(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => E,
+): Promise<E> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught, 'expected a rejection').to.be.instanceOf(type);
+  return caught as E;
+}
+
+/** The fields of a ValidationError's details, for compact assertions. */
+export function fieldsOf(error: DomainError): string[] {
+  return error.details.map((d) => d.field);
+}
+
+/** An ApiKeyStore wrapper that counts calls before delegating to the real one. */
+export class CountingApiKeyStore implements ApiKeyStore {
+  calls = 0;
+  constructor(private readonly inner: ApiKeyStore) {}
+  insert(...a: Parameters<ApiKeyStore['insert']>) {
+    this.calls++;
+    return this.inner.insert(...a);
+  }
+  findById(...a: Parameters<ApiKeyStore['findById']>) {
+    this.calls++;
+    return this.inner.findById(...a);
+  }
+  findCredential(digest: string): Promise<Credential | null> {
+    this.calls++;
+    return this.inner.findCredential(digest);
+  }
+  list(...a: Parameters<ApiKeyStore['list']>) {
+    this.calls++;
+    return this.inner.list(...a);
+  }
+  countActive(...a: Parameters<ApiKeyStore['countActive']>) {
+    this.calls++;
+    return this.inner.countActive(...a);
+  }
+  revoke(...a: Parameters<ApiKeyStore['revoke']>) {
+    this.calls++;
+    return this.inner.revoke(...a);
+  }
+}
+
+/** The stores with one of them replaced. */
+export function withStore<K extends keyof Stores>(stores: Stores, key: K, replacement: Stores[K]): Stores {
+  return { ...stores, [key]: replacement } as Stores;
+}
+
+export const UNKNOWN_UUID = '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b';
