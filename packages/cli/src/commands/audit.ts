@@ -1,0 +1,62 @@
+import type { Command } from 'commander';
+import { AUDIT_KINDS, auditEntryView, listView, OPERATOR } from '@cos/core';
+import { emit, orNone, table } from '../output.js';
+import { runCommand } from '../runtime.js';
+import { jsonWanted, withJson } from './shared.js';
+
+interface AuditOptions {
+  org?: string;
+  kind?: string;
+  limit?: string;
+  cursor?: string;
+}
+
+function nextCommand(opts: AuditOptions, cursor: string): string {
+  const parts = ['cos-admin audit list'];
+  if (opts.org !== undefined) parts.push(`--org ${opts.org}`);
+  if (opts.kind !== undefined) parts.push(`--kind ${opts.kind}`);
+  if (opts.limit !== undefined) parts.push(`--limit ${opts.limit}`);
+  parts.push(`--cursor ${cursor}`);
+  return parts.join(' ');
+}
+
+export function registerAudit(program: Command): void {
+  const audit = program.command('audit').description('the append-only audit log');
+
+  withJson(
+    audit
+      .command('list')
+      .description('list audit entries, oldest first')
+      .option('--org <org_id>', 'only entries of this organisation')
+      .option('--kind <kind>', `only entries of this kind: ${AUDIT_KINDS.join(', ')}`)
+      .option('--limit <n>', 'at most this many entries (1 to 100, default 20)')
+      .option('--cursor <cursor>', 'continue after the previous page (its next_cursor)')
+      .action(async (opts: AuditOptions, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const page = await core.audit.list(OPERATOR, {
+            ...(opts.org !== undefined ? { org: opts.org } : {}),
+            ...(opts.kind !== undefined ? { kind: opts.kind } : {}),
+            ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+            ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+          });
+          const view = listView(page, auditEntryView);
+          emit(json, view, () =>
+            [
+              table(
+                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR'],
+                view.data.map((e) => [
+                  e.occurred_at,
+                  e.kind,
+                  e.organisation_id,
+                  orNone(e.key_prefix),
+                  e.actor.type === 'operator' ? 'operator' : `api_key ${e.actor.key_id}`,
+                ]),
+                'No audit entries.',
+              ),
+              ...(view.meta.next_cursor !== null ? [`More entries: ${nextCommand(opts, view.meta.next_cursor)}`] : []),
+            ].join('\n'),
+          );
+        });
+      }),
+  );
+}

@@ -1,0 +1,111 @@
+import { Option, type Command } from 'commander';
+import { apiKeyView, issuedKeyView, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
+import { CliError } from '../errors.js';
+import { emit, fields, orNone, table } from '../output.js';
+import { runCommand } from '../runtime.js';
+import { STORE_KEY_NOW } from './bootstrap.js';
+import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+
+const UNIT_MS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000 };
+
+/** `90d`, `12h`, `30m` -> milliseconds. */
+export function parseDuration(text: string): number {
+  const match = /^(\d{1,6})([dhm])$/.exec(text.trim());
+  const amount = match ? Number(match[1]) : 0;
+  if (!match || amount < 1) {
+    throw new CliError(`invalid --expires-in "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`);
+  }
+  return amount * (UNIT_MS[match[2] as string] as number);
+}
+
+function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
+  const v = apiKeyView(k, core.clock.now());
+  return [
+    ['id', v.id],
+    ['organisation', v.organisation_id],
+    ['label', v.label],
+    ['prefix', v.key_prefix],
+    ['status', v.status],
+    ['expires at', orNone(v.expires_at, 'never')],
+    ['created at', v.created_at],
+    ...(v.revoked_at !== null ? [['revoked at', v.revoked_at] as const] : []),
+  ];
+}
+
+interface IssueOptions {
+  label: string;
+  test?: boolean;
+  expiresAt?: string;
+  expiresIn?: string;
+}
+
+export function registerKey(program: Command): void {
+  const key = program.command('key').description('API keys of an organisation: issue, list, revoke');
+
+  withJson(
+    key
+      .command('issue')
+      .description('issue an API key (a platform key when the organisation is a system organisation); the key is printed once')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .requiredOption('--label <label>', 'free-text label (1 to 100 characters)')
+      .option('--test', 'a test key (prefix svc_test_) instead of a live one (svc_live_)')
+      .addOption(new Option('--expires-at <iso>', 'expiry as an ISO 8601 timestamp in the future').conflicts('expiresIn'))
+      .addOption(new Option('--expires-in <duration>', 'expiry from now: 90d, 12h or 30m').conflicts('expiresAt'))
+      .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
+        const expiresInMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn) : undefined;
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const expiresAt =
+            expiresInMs !== undefined ? new Date(core.clock.now().getTime() + expiresInMs).toISOString() : opts.expiresAt;
+          const issued = await core.apiKeys.issue(OPERATOR, orgId, {
+            label: opts.label,
+            environment: opts.test === true ? 'test' : 'live',
+            ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
+          });
+          emit(json, issuedKeyView(issued, core.clock.now()), () =>
+            [`Issued API key:`, fields(keyRows(issued.key, core)), '', `  ${issued.rawKey}`, '', STORE_KEY_NOW].join('\n'),
+          );
+        });
+      }),
+  );
+
+  withJson(
+    key
+      .command('list')
+      .description('list the API keys of an organisation (prefixes only: raw keys are never shown again)')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const all = await collectAll((cursor) =>
+            core.apiKeys.list(OPERATOR, orgId, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
+          );
+          const now = core.clock.now();
+          const views = all.map((k) => apiKeyView(k, now));
+          emit(json, listView({ items: all, nextCursor: null }, (k) => apiKeyView(k, now)), () =>
+            [
+              table(
+                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED'],
+                views.map((v) => [v.id, v.key_prefix, v.label, v.status, orNone(v.expires_at, 'never'), v.created_at]),
+                'No API keys.',
+              ),
+              ...(all.length > 0 ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
+            ].join('\n'),
+          );
+        });
+      }),
+  );
+
+  withJson(
+    key
+      .command('revoke')
+      .description('revoke an API key at once and for good (revoking a revoked key changes nothing)')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<key_id>', 'key id (UUID)')
+      .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          await core.apiKeys.revoke(OPERATOR, orgId, keyId);
+          const revoked = await core.apiKeys.get(OPERATOR, orgId, keyId);
+          emit(json, apiKeyView(revoked, core.clock.now()), () => `Revoked API key:\n${fields(keyRows(revoked, core))}`);
+        });
+      }),
+  );
+}

@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import { listView, memberView, OPERATOR } from '@cos/core';
+import { emit, fields, table } from '../output.js';
+import { runCommand } from '../runtime.js';
+import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+
+export function registerMember(program: Command): void {
+  const member = program.command('member').description('members of an organisation: add, remove, list');
+
+  withJson(
+    member
+      .command('add')
+      .description('add a member to an organisation')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .requiredOption('--email <email>', 'e-mail address of the member')
+      .action(async (orgId: string, opts: { email: string }, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const m = await core.members.add(OPERATOR, orgId, { email: opts.email });
+          emit(json, memberView(m), () =>
+            `Added member:\n${fields([
+              ['id', m.id],
+              ['organisation', m.organisationId],
+              ['e-mail', m.email],
+              ['created at', m.createdAt.toISOString()],
+            ])}`,
+          );
+        });
+      }),
+  );
+
+  withJson(
+    member
+      .command('remove')
+      .description('remove a member from an organisation')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<member_id>', 'member id')
+      .action(async (orgId: string, memberId: string, _opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          await core.members.remove(OPERATOR, orgId, memberId);
+          emit(json, { id: memberId, organisation_id: orgId, removed: true }, () =>
+            `Removed member ${memberId} from organisation ${orgId}.`,
+          );
+        });
+      }),
+  );
+
+  withJson(
+    member
+      .command('list')
+      .description('list the members of an organisation, oldest first')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const all = await collectAll((cursor) =>
+            core.members.list(OPERATOR, orgId, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
+          );
+          emit(json, listView({ items: all, nextCursor: null }, memberView), () =>
+            [
+              table(
+                ['ID', 'E-MAIL', 'CREATED'],
+                all.map((m) => [m.id, m.email, m.createdAt.toISOString()]),
+                'No members.',
+              ),
+              ...(all.length > 0 ? [`(${plural(all.length, 'member')})`] : []),
+            ].join('\n'),
+          );
+        });
+      }),
+  );
+}

@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { emit } from '../output.js';
+import { runCommand } from '../runtime.js';
+import { jsonWanted, plural, withJson } from './shared.js';
+
+export function registerMigrate(program: Command): void {
+  withJson(
+    program
+      .command('migrate')
+      .description('apply pending migrations')
+      .action(async (_opts: unknown, cmd: Command) => {
+        await runCommand(
+          jsonWanted(cmd),
+          async ({ store, json }) => {
+            const applied = await store.migrate();
+            emit(json, { dialect: store.dialect, applied }, () =>
+              applied.length === 0
+                ? `The ${store.dialect} database is up to date: no pending migration.`
+                : `Applied ${plural(applied.length, 'migration')} to the ${store.dialect} database:\n${applied.map((m) => `  ${m}`).join('\n')}`,
+            );
+          },
+          { prepare: 'none' },
+        );
+      }),
+  );
+}

@@ -1,0 +1,84 @@
+import type { Command } from 'commander';
+import { listView, NACE_SECTIONS, OPERATOR, organisationView, type Organisation } from '@cos/core';
+import { emit, fields, orNone, table } from '../output.js';
+import { runCommand } from '../runtime.js';
+import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+
+function organisationText(o: Organisation): string {
+  return fields([
+    ['id', o.id],
+    ['name', o.name],
+    ['slug', o.slug],
+    ['industry section', o.industrySection === null ? 'none' : `${o.industrySection} (${NACE_SECTIONS[o.industrySection]})`],
+    ['system', o.isSystem ? 'yes' : 'no'],
+    ['created at', o.createdAt.toISOString()],
+    ['updated at', o.updatedAt.toISOString()],
+  ]);
+}
+
+/** The sections and their names, for `org classify --help`. */
+export function naceHelp(): string {
+  const lines = Object.entries(NACE_SECTIONS).map(([letter, title]) => `  ${letter}  ${title}`);
+  return ['', 'NACE Rev. 2 sections (--section):', ...lines, '  none  remove the classification'].join('\n');
+}
+
+export function registerOrg(program: Command): void {
+  const org = program.command('org').description('organisations: create, list, classify');
+
+  withJson(
+    org
+      .command('create')
+      .description('create an organisation')
+      .requiredOption('--name <name>', 'display name (1 to 200 characters)')
+      .requiredOption('--slug <slug>', 'immutable slug: 1 to 63 of a-z, 0-9 and -, not starting or ending with -')
+      .option('--system', 'a system (platform) organisation: its keys are platform keys')
+      .action(async (opts: { name: string; slug: string; system?: boolean }, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const created = await core.organisations.create(
+            OPERATOR,
+            { name: opts.name, slug: opts.slug },
+            { isSystem: opts.system === true },
+          );
+          emit(json, organisationView(created), () => `Created ${created.isSystem ? 'system ' : ''}organisation:\n${organisationText(created)}`);
+        });
+      }),
+  );
+
+  withJson(
+    org
+      .command('list')
+      .description('list every organisation, oldest first')
+      .action(async (_opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const all = await collectAll((cursor) =>
+            core.organisations.list(OPERATOR, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
+          );
+          emit(json, listView({ items: all, nextCursor: null }, organisationView), () =>
+            [
+              table(
+                ['ID', 'SLUG', 'NAME', 'SECTION', 'SYSTEM', 'CREATED'],
+                all.map((o) => [o.id, o.slug, o.name, orNone(o.industrySection), o.isSystem ? 'yes' : 'no', o.createdAt.toISOString()]),
+                'No organisations yet (cos-admin bootstrap creates the system organisation).',
+              ),
+              ...(all.length > 0 ? [`(${plural(all.length, 'organisation')})`] : []),
+            ].join('\n'),
+          );
+        });
+      }),
+  );
+
+  withJson(
+    org
+      .command('classify')
+      .description('set the NACE Rev. 2 industry section of an organisation (A to U), or none')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .requiredOption('--section <section>', 'a NACE Rev. 2 section letter A..U, or none')
+      .addHelpText('after', naceHelp())
+      .action(async (orgId: string, opts: { section: string }, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const updated = await core.organisations.classify(OPERATOR, orgId, opts.section);
+          emit(json, organisationView(updated), () => `Classified organisation:\n${organisationText(updated)}`);
+        });
+      }),
+  );
+}

@@ -1,0 +1,109 @@
+import type { Command } from 'commander';
+import { loadConfig, type AppConfig } from '../config.js';
+import { CliError, describeError } from '../errors.js';
+import { createLogger } from '../logger.js';
+import { emit } from '../output.js';
+import { lifecycle } from '../lifecycle.js';
+import { makeStoreReady } from '../runtime.js';
+import { SHUTDOWN_GRACE_MS } from '../server.js';
+import { bootstrapText, bootstrapView } from './bootstrap.js';
+import { jsonWanted, withJson } from './shared.js';
+
+interface ServeOptions {
+  port?: string;
+  bootstrap?: boolean;
+}
+
+function portOption(text: string | undefined, config: AppConfig): number {
+  if (text === undefined) return config.port;
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(port >= 0 && port <= 65535)) throw new CliError('--port must be an integer from 0 to 65535');
+  return port;
+}
+
+/**
+ * `serve`: the composition root at work. Resolves once the server is listening; the process then
+ * lives until SIGTERM/SIGINT, when it drains in-flight requests, closes pools and exits 0.
+ */
+async function serve(opts: ServeOptions, json: boolean): Promise<void> {
+  const config = loadConfig();
+  const port = portOption(opts.port, config);
+  const logger = createLogger({ level: config.logLevel, fd: 1 });
+  const { buildContainer, closeContainer, coreOf, limiterOf, storeOf, CLI_TOKENS } = await import('../container.js');
+  const { listen } = await import('../server.js');
+  const container = await buildContainer(config, { logger });
+  let running: Awaited<ReturnType<typeof listen>> | undefined;
+  try {
+    const store = storeOf(container);
+    const applied = await makeStoreReady(store);
+    if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
+    const core = coreOf(container);
+    if (opts.bootstrap === true) {
+      const result = await core.bootstrap.run();
+      if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
+      else logger.info({ organisation_id: result.organisation.id }, 'a system organisation exists: bootstrap skipped');
+    }
+    const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
+    running = await listen(app, config.host, port, logger).catch((e: unknown) => {
+      const code = (e as { code?: string }).code;
+      const why = code === 'EADDRINUSE' ? 'the address is already in use' : describeError(e);
+      throw new CliError(`cannot listen on ${config.host}:${port}: ${why}`);
+    });
+    logger.info(
+      {
+        address: running.url,
+        host: running.host,
+        port: running.port,
+        store: store.dialect,
+        limiter: limiterOf(container).kind,
+        version: container.get<string>(CLI_TOKENS.ServiceVersion),
+      },
+      `cos listening on ${running.url}`,
+    );
+  } catch (e) {
+    await closeContainer(container).catch(() => undefined);
+    logger.flush();
+    throw e;
+  }
+
+  const server = running;
+  lifecycle.daemon = true;
+  let signals = 0;
+  const shutdown = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: closing every connection now');
+      server.server.closeAllConnections();
+      return;
+    }
+    logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
+    void (async () => {
+      let exitCode = 0;
+      try {
+        const { forced } = await server.stop(SHUTDOWN_GRACE_MS);
+        await closeContainer(container);
+        logger.info({ forced }, 'shut down: pools closed');
+      } catch (e) {
+        logger.error({ err: describeError(e) }, 'error while shutting down');
+        exitCode = 1;
+      }
+      logger.flush();
+      process.exit(exitCode);
+    })();
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+export function registerServe(program: Command): void {
+  withJson(
+    program
+      .command('serve')
+      .description('run the HTTP server (SQLite migrates on start; Postgres must be migrated with `cos-admin migrate`)')
+      .option('--port <port>', 'listen port, overrides PORT (0: any free port)')
+      .option('--bootstrap', 'run bootstrap first when no system organisation exists (prints the platform key once)')
+      .action(async (opts: ServeOptions, cmd: Command) => {
+        await serve(opts, jsonWanted(cmd));
+      }),
+  );
+}

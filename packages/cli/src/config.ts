@@ -1,0 +1,170 @@
+/**
+ * Configuration from the environment (contract, "Operator interface"), validated once at start.
+ * A bad value stops the process with one line that names the variable and what is wrong with it.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import type { CoreConfig } from '@cos/core';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface AppConfig {
+  /** `sqlite:<path>`, `sqlite::memory:` or `postgres://…` */
+  readonly databaseUrl: string;
+  /** Unset (null): in-process limiter; set: Redis limiter shared by every instance (C-55). */
+  readonly redisUrl: string | null;
+  readonly host: string;
+  readonly port: number;
+  readonly rateLimitPerMinute: number;
+  readonly unauthRateLimitPerMinute: number;
+  readonly logLevel: LogLevel;
+  /** True when LOG_LEVEL was set: operator commands then log at that level instead of `warn`. */
+  readonly logLevelExplicit: boolean;
+  readonly maxActiveKeysPerOrg: number;
+  /** Base of the 429 `type` address (C-51), without a trailing slash. */
+  readonly errorsUrl: string;
+  readonly redisTimeoutMs: number;
+}
+
+/** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
+export const CONFIG_TABLE: readonly { variable: string; default: string; meaning: string }[] = [
+  { variable: 'DATABASE_URL', default: 'sqlite:./data/cos.sqlite', meaning: 'sqlite:<path> (or sqlite::memory:) or postgres://…' },
+  { variable: 'REDIS_URL', default: 'unset', meaning: 'unset: in-process limiter; set: Redis limiter' },
+  { variable: 'HOST', default: '127.0.0.1', meaning: 'listen address' },
+  { variable: 'PORT', default: '3000', meaning: 'listen port (0: any free port)' },
+  { variable: 'RATE_LIMIT_PER_MINUTE', default: '60', meaning: 'authenticated per-organisation limit' },
+  { variable: 'UNAUTH_RATE_LIMIT_PER_MINUTE', default: '60', meaning: 'global limit of /health + /version' },
+  { variable: 'LOG_LEVEL', default: 'info', meaning: 'pino level; logs are JSON lines on stdout' },
+  { variable: 'MAX_ACTIVE_KEYS_PER_ORG', default: '1000', meaning: 'active keys per organisation (C-25)' },
+  { variable: 'ERRORS_URL', default: 'https://errors.example.com', meaning: 'base of the 429 type address (C-51)' },
+  { variable: 'REDIS_TIMEOUT_MS', default: '50', meaning: 'bound on one counter call before failing open (C-54)' },
+];
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const INT_MAX = 2_147_483_647;
+
+/** An integer variable in [min, max], written as plain decimal digits. */
+function int(name: string, fallback: number, min: number, max: number) {
+  const message = max === INT_MAX ? `${name} must be an integer of at least ${min}` : `${name} must be an integer from ${min} to ${max}`;
+  return z
+    .string()
+    .default(String(fallback))
+    .refine((s) => /^\d{1,10}$/.test(s.trim()), { message })
+    .transform((s) => Number(s.trim()))
+    .refine((n) => Number.isSafeInteger(n) && n >= min && n <= max, { message });
+}
+
+function url(name: string, protocols: readonly string[], what: string) {
+  return z.string().refine(
+    (s) => {
+      try {
+        const u = new URL(s);
+        return protocols.includes(u.protocol) && (u.protocol === 'sqlite:' || u.host !== '');
+      } catch {
+        return false;
+      }
+    },
+    { message: `${name} must be ${what}` },
+  );
+}
+
+const DATABASE_URL_MESSAGE =
+  'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://user@host:port/database';
+
+const schema = z.object({
+  DATABASE_URL: z
+    .string()
+    .default('sqlite:./data/cos.sqlite')
+    .refine((s) => /^sqlite:.+/.test(s) || /^postgres(ql)?:\/\/[^/\s]+(\/[^\s]*)?$/.test(s), {
+      message: DATABASE_URL_MESSAGE,
+    }),
+  REDIS_URL: url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)')
+    .optional(),
+  HOST: z
+    .string()
+    .default('127.0.0.1')
+    .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: 'HOST must be a host name or an IP address' }),
+  PORT: int('PORT', 3000, 0, 65535),
+  RATE_LIMIT_PER_MINUTE: int('RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
+  UNAUTH_RATE_LIMIT_PER_MINUTE: int('UNAUTH_RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
+  LOG_LEVEL: z
+    .string()
+    .default('info')
+    .transform((s) => s.trim().toLowerCase())
+    .refine((s): s is LogLevel => (LOG_LEVELS as readonly string[]).includes(s), {
+      message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`,
+    }),
+  MAX_ACTIVE_KEYS_PER_ORG: int('MAX_ACTIVE_KEYS_PER_ORG', 1000, 1, INT_MAX),
+  ERRORS_URL: url('ERRORS_URL', ['http:', 'https:'], 'an http:// or https:// URL').default('https://errors.example.com'),
+  REDIS_TIMEOUT_MS: int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
+});
+
+export interface LoadConfigOptions {
+  /** A `.env` file to read when it exists (variables already set win). Default `./.env`; false: none. */
+  readonly envFile?: string | false;
+}
+
+/**
+ * Reads and validates the configuration. Empty values count as unset. Throws ConfigError with one
+ * line naming every bad variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): AppConfig {
+  const envFile = options.envFile ?? '.env';
+  if (envFile !== false && env === process.env) {
+    const path = resolve(envFile);
+    if (existsSync(path)) {
+      try {
+        process.loadEnvFile(path);
+      } catch (e) {
+        throw new ConfigError(`cannot read ${path}: ${(e as Error).message}`);
+      }
+    }
+  }
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') raw[key] = value.trim();
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const messages = [...new Set(parsed.error.issues.map((i) => i.message))];
+    throw new ConfigError(`invalid configuration: ${messages.join('; ')}`);
+  }
+  const v = parsed.data;
+  return Object.freeze({
+    databaseUrl: v.DATABASE_URL,
+    redisUrl: v.REDIS_URL ?? null,
+    host: v.HOST,
+    port: v.PORT,
+    rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
+    unauthRateLimitPerMinute: v.UNAUTH_RATE_LIMIT_PER_MINUTE,
+    logLevel: v.LOG_LEVEL as LogLevel,
+    logLevelExplicit: raw['LOG_LEVEL'] !== undefined,
+    maxActiveKeysPerOrg: v.MAX_ACTIVE_KEYS_PER_ORG,
+    errorsUrl: v.ERRORS_URL.replace(/\/+$/, ''),
+    redisTimeoutMs: v.REDIS_TIMEOUT_MS,
+  });
+}
+
+/** The knobs the core takes from the configuration. */
+export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
+  return {
+    rateLimitPerMinute: config.rateLimitPerMinute,
+    unauthRateLimitPerMinute: config.unauthRateLimitPerMinute,
+    rateCounterTimeoutMs: config.redisTimeoutMs,
+    maxActiveKeysPerOrg: config.maxActiveKeysPerOrg,
+  };
+}
+
+/** "sqlite" or "postgres", from the URL alone (the store decides the details). */
+export function storeKindOf(databaseUrl: string): 'sqlite' | 'postgres' {
+  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+}

@@ -1,0 +1,73 @@
+/**
+ * Turning any failure into the one line an operator sees on stderr. Domain errors carry the
+ * contract's codes and details; the field names of those details are shown as the CLI's own
+ * option and argument names.
+ */
+import { isDomainError } from '@cos/core';
+import { ConfigError } from './config.js';
+
+/** A failure whose message is already meant for the operator. */
+export class CliError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** Request field -> how the operator wrote it. */
+const FIELD_LABELS: Readonly<Record<string, string>> = {
+  org_id: '<org_id>',
+  key_id: '<key_id>',
+  member_id: '<member_id>',
+  name: '--name',
+  slug: '--slug',
+  email: '--email',
+  label: '--label',
+  expires_at: '--expires-at',
+  environment: '--test',
+  section: '--section',
+  industry_section: '--section',
+  limit: '--limit',
+  cursor: '--cursor',
+  kind: '--kind',
+  org: '--org',
+  organisation_id: '--org',
+};
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+function causeMessage(e: unknown): string | undefined {
+  const cause = (e as { cause?: unknown }).cause;
+  return cause instanceof Error ? oneLine(cause.message) : undefined;
+}
+
+export function describeError(e: unknown, labels: Readonly<Record<string, string>> = {}): string {
+  const label = (field: string): string => labels[field] ?? FIELD_LABELS[field] ?? field;
+  if (e instanceof CliError || e instanceof ConfigError) return oneLine(e.message);
+  if (isDomainError(e)) {
+    const details = e.details.map((d) => `${label(d.field)}: ${d.issue}`).join('; ');
+    switch (e.code) {
+      case 'VALIDATION_ERROR':
+        return `invalid input: ${details || oneLine(e.message)}`;
+      case 'SERVICE_UNAVAILABLE': {
+        const cause = causeMessage(e);
+        return `the database is unavailable${cause ? ` (${cause})` : ''}; check DATABASE_URL and that the database is up`;
+      }
+      default:
+        return details ? `${oneLine(e.message)} (${details})` : oneLine(e.message);
+    }
+  }
+  if (e instanceof AggregateError && e.errors.length > 0 && e.message === '') return describeError(e.errors[0], labels);
+  if (e instanceof Error) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) {
+      return `cannot reach the database or Redis: ${oneLine(e.message)}`;
+    }
+    return oneLine(e.message) || e.name;
+  }
+  return oneLine(String(e));
+}

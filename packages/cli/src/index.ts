@@ -1,0 +1,12 @@
+/**
+ * @cos/cli for embedders: the composition root (`buildContainer`) and its configuration, so a
+ * service can run the whole stack in its own process. The `cos-admin` binary is src/main.ts.
+ */
+export { buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS } from './container.js';
+export type { ContainerOverrides, HttpApp, LimiterHandle, LimiterKind, StoreKind } from './container.js';
+export { loadConfig, coreConfigOf, ConfigError, CONFIG_TABLE, LOG_LEVELS } from './config.js';
+export type { AppConfig, LoadConfigOptions, LogLevel } from './config.js';
+export { createLogger, type CosLogger, type CreateLoggerOptions } from './logger.js';
+export { listen, SHUTDOWN_GRACE_MS, type RunningServer } from './server.js';
+export { makeStoreReady } from './runtime.js';
+export { serviceVersion } from './version.js';
