@@ -1,0 +1,292 @@
+/**
+ * Fault tests through the core's RateLimiter (which owns windows, the timeout race and the
+ * fail-open decision) over the Redis counter, against real redis-server processes that are
+ * absent, killed, restarted, flushed, frozen and paused while requests keep coming.
+ */
+import {
+  DEFAULT_CORE_CONFIG,
+  RateLimiter,
+  systemClock,
+  type Clock,
+  type CoreConfig,
+  type RateDecision,
+  type RateScope,
+} from '@cos/core';
+import { CapturingLogger, FakeClock } from '@cos/core/testing';
+import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
+import { expect } from 'chai';
+import { performance } from 'node:perf_hooks';
+import {
+  RedisServer,
+  adminClient,
+  commandCalls,
+  describeWithRedisServer,
+  freePort,
+  scriptCalls,
+  uniquePrefix,
+  waitFor,
+  type AdminClient,
+} from './support/redis-server.js';
+
+/** REDIS_TIMEOUT_MS as deployed (C-54). */
+const TIMEOUT_MS = 50;
+/** What a check may take beyond the timeout: scheduling on a loaded CI machine (brief: < timeout + 100 ms). */
+const MARGIN_MS = 100;
+const ORG_ID = '7b0c9a52-2f5e-4c41-9d43-1f6f3e0b8a10';
+const ORG: RateScope = { kind: 'organisation', organisationId: ORG_ID };
+
+interface Timed {
+  readonly decision: RateDecision;
+  readonly ms: number;
+}
+
+/** `total` checks of one scope from `workers` concurrent callers; `onDone(n)` after each completes. */
+async function traffic(limiter: RateLimiter, total: number, workers: number, onDone?: (done: number) => void): Promise<Timed[]> {
+  const results: Timed[] = [];
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (started < total) {
+        started++;
+        const t0 = performance.now();
+        const decision = await limiter.check(ORG);
+        results.push({ decision, ms: performance.now() - t0 });
+        onDone?.(results.length);
+      }
+    }),
+  );
+  return results;
+}
+
+function maxMs(results: readonly Timed[]): number {
+  return Math.max(...results.map((r) => r.ms));
+}
+
+/** Log lines of the core's RateLimiter (the counter tags its own with component: limiter-redis). */
+function coreLines(logger: CapturingLogger, level: 'info' | 'warn') {
+  return logger.entries.filter((e) => e.level === level && e.fields.component !== 'limiter-redis');
+}
+function counterLines(logger: CapturingLogger, level: 'info' | 'warn') {
+  return logger.entries.filter((e) => e.level === level && e.fields.component === 'limiter-redis');
+}
+
+describeWithRedisServer('limiter-redis faults, through the core RateLimiter', function () {
+  const servers: RedisServer[] = [];
+  const counters: RedisRateCounter[] = [];
+  let logger: CapturingLogger;
+
+  async function server(port?: number): Promise<RedisServer> {
+    const s = await RedisServer.start(port);
+    servers.push(s);
+    return s;
+  }
+  function counter(url: string, keyPrefix = uniquePrefix()): RedisRateCounter {
+    const c = createRedisCounter({ url, timeoutMs: TIMEOUT_MS, logger, keyPrefix });
+    counters.push(c);
+    return c;
+  }
+  async function ready(c: RedisRateCounter): Promise<void> {
+    await waitFor(() => c.isReady, 5_000, 'the counter to connect');
+  }
+  function limiter(c: RedisRateCounter, config: Partial<CoreConfig> = {}, clock: Clock = systemClock): RateLimiter {
+    const full: CoreConfig = { ...DEFAULT_CORE_CONFIG, rateCounterTimeoutMs: TIMEOUT_MS, ...config };
+    return new RateLimiter({ counter: c, clock, logger, config: full });
+  }
+
+  beforeEach(() => {
+    logger = new CapturingLogger();
+  });
+  afterEach(async () => {
+    await Promise.all(counters.splice(0).map((c) => c.close()));
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+  });
+
+  it('C-54: Redis absent at start-up -> requests allowed with Remaining = limit, one warning; enforced once Redis appears', async () => {
+    const port = await freePort();
+    const c = counter(`redis://127.0.0.1:${port}`);
+    const rl = limiter(c); // default limit: 60
+    const results = await traffic(rl, 100, 4);
+
+    expect(results).to.have.length(100);
+    for (const { decision } of results) {
+      expect(decision).to.include({ allowed: true, degraded: true, limit: 60, remaining: 60 });
+    }
+    expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+    expect(coreLines(logger, 'warn')).to.have.length(1);
+    expect(counterLines(logger, 'warn')).to.have.length.at.most(1);
+
+    await server(port);
+    await ready(c);
+    const decision = await rl.check(ORG);
+    expect(decision).to.include({ allowed: true, degraded: false, remaining: 59 });
+    expect(coreLines(logger, 'info')).to.have.length(1);
+    expect(counterLines(logger, 'info')).to.have.length(1);
+  });
+
+  it('C-54: Redis killed mid-traffic -> no check waits longer than the timeout, all allowed, one warning', async () => {
+    const s = await server();
+    const c = counter(s.url);
+    await ready(c);
+    const rl = limiter(c, { rateLimitPerMinute: 1_000_000 });
+    let killed: Promise<void> | undefined;
+    const results = await traffic(rl, 200, 4, (done) => {
+      if (done === 50) killed = s.kill(); // crash while the other callers are in flight
+    });
+    await killed;
+
+    expect(results).to.have.length(200);
+    expect(results.every((r) => r.decision.allowed)).to.equal(true);
+    expect(results.slice(0, 40).every((r) => !r.decision.degraded)).to.equal(true);
+    expect(results.slice(-50).every((r) => r.decision.degraded)).to.equal(true);
+    expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+    expect(coreLines(logger, 'warn')).to.have.length(1);
+  });
+
+  it('C-54: Redis restarted (empty data, empty script cache) -> counting resumes; recovery logs one info line each', async () => {
+    const s = await server();
+    const c = counter(s.url);
+    await ready(c);
+    const rl = limiter(c);
+    for (let i = 1; i <= 3; i++) expect(await rl.check(ORG)).to.include({ degraded: false, remaining: 60 - i });
+
+    await s.kill();
+    await waitFor(() => !c.isReady, 1_000, 'the counter to notice');
+    expect(await rl.check(ORG)).to.include({ allowed: true, degraded: true, remaining: 60 });
+    await s.start(); // same port; no persistence, so the counts and the script cache are gone
+    await ready(c);
+
+    const admin = await adminClient(s.url);
+    try {
+      expect(await rl.check(ORG)).to.include({ degraded: false, remaining: 59 });
+      expect(await rl.check(ORG)).to.include({ degraded: false, remaining: 58 });
+      const calls = await commandCalls(admin);
+      expect(calls.eval).to.equal(1); // NOSCRIPT -> EVAL once, EVALSHA again after that
+      expect(calls.evalsha).to.equal(2);
+    } finally {
+      admin.destroy();
+    }
+    expect(coreLines(logger, 'warn')).to.have.length(1);
+    expect(coreLines(logger, 'info').map((e) => e.message)).to.have.length(1);
+    expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal([
+      'redis rate counter: connected',
+      'redis rate counter: reconnected; rate limits enforced again',
+    ]);
+  });
+
+  it('C-54: SCRIPT FLUSH -> the NOSCRIPT fallback is invisible: no degraded decision, counting continues', async () => {
+    const s = await server();
+    const c = counter(s.url);
+    await ready(c);
+    const rl = limiter(c);
+    const admin = await adminClient(s.url);
+    try {
+      for (let i = 1; i <= 5; i++) {
+        if (i === 3) await admin.scriptFlush();
+        expect(await rl.check(ORG)).to.include({ allowed: true, degraded: false, remaining: 60 - i });
+      }
+    } finally {
+      admin.destroy();
+    }
+    expect(coreLines(logger, 'warn')).to.deep.equal([]);
+  });
+
+  it('C-54: Redis frozen (SIGSTOP) -> latency bounded by the timeout, all allowed; counting resumes after SIGCONT', async () => {
+    const s = await server();
+    const c = counter(s.url);
+    await ready(c);
+    const rl = limiter(c, { rateLimitPerMinute: 1_000_000 });
+    expect(await rl.check(ORG)).to.include({ degraded: false });
+
+    s.freeze();
+    let results: Timed[];
+    try {
+      results = await traffic(rl, 200, 20);
+    } finally {
+      s.thaw();
+    }
+    expect(results).to.have.length(200);
+    for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true });
+    expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+    expect(coreLines(logger, 'warn')).to.have.length(1);
+
+    let after: RateDecision | undefined;
+    await waitFor(
+      async () => {
+        after = await rl.check(ORG);
+        return !after.degraded;
+      },
+      2_000,
+      'a counted decision after SIGCONT',
+    );
+    // the hits that timed out were delivered and counted late; none was lost
+    expect(after!.remaining).to.equal(1_000_000 - 202);
+    expect(coreLines(logger, 'info')).to.have.length(1);
+  });
+
+  it('C-54: Redis paused (CLIENT PAUSE) -> latency bounded by the timeout, all allowed; counting resumes', async () => {
+    const s = await server();
+    const c = counter(s.url);
+    await ready(c);
+    const rl = limiter(c, { rateLimitPerMinute: 1_000_000 });
+    const admin = await adminClient(s.url);
+    try {
+      await admin.sendCommand(['CLIENT', 'PAUSE', '700', 'ALL']);
+      const results = await traffic(rl, 100, 10);
+      for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true });
+      expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+      await waitFor(async () => !(await rl.check(ORG)).degraded, 2_000, 'the pause to end');
+    } finally {
+      admin.destroy();
+    }
+    expect(coreLines(logger, 'warn')).to.have.length(1);
+    expect(coreLines(logger, 'info')).to.have.length(1);
+  });
+
+  it('C-51: a flooding organisation costs no Redis round trip once over its limit, until its window ends', async () => {
+    const s = await server();
+    const prefix = uniquePrefix();
+    const c = counter(s.url, prefix);
+    await ready(c);
+    const clock = new FakeClock('2026-06-10T12:00:30.000Z');
+    const rl = limiter(c, {}, clock);
+    const admin = await adminClient(s.url);
+    try {
+      await rl.check({ kind: 'unauthenticated' }); // warm the script cache, then count from zero
+      await admin.configResetStat();
+      for (let i = 1; i <= 60; i++) expect(await rl.check(ORG)).to.include({ allowed: true, remaining: 60 - i });
+      expect(await rl.check(ORG)).to.include({ allowed: false, remaining: 0, retryAfterSeconds: 30 });
+      for (let i = 0; i < 500; i++) expect((await rl.check(ORG)).allowed).to.equal(false);
+      expect(await scriptCalls(admin)).to.equal(61);
+
+      const windowStart = Date.parse('2026-06-10T12:00:00.000Z');
+      const keys = (await admin.keys(`${prefix}:*`)).filter((k) => k.includes(ORG_ID));
+      expect(keys).to.have.length(1); // C-50: one counter per organisation and window
+      expect(keys[0]).to.match(new RegExp(`^${prefix}:\\{[^}]*${ORG_ID}\\}:${windowStart}$`));
+      expect(await admin.get(keys[0]!)).to.equal('61');
+
+      clock.advance(30_000); // 12:01:00, a new window
+      expect(await rl.check(ORG)).to.include({ allowed: true, remaining: 59 });
+      expect(await scriptCalls(admin)).to.equal(62);
+    } finally {
+      admin.destroy();
+    }
+  });
+
+  it('C-55 + C-51: two instances (two counters, two limiters) over one Redis: requests 1-60 pass, the 61st is refused', async () => {
+    const s = await server();
+    const prefix = uniquePrefix();
+    const [ca, cb] = [counter(s.url, prefix), counter(s.url, prefix)];
+    await Promise.all([ready(ca), ready(cb)]);
+    const clockA = new FakeClock('2026-06-10T12:00:10.000Z');
+    const clockB = new FakeClock('2026-06-10T12:00:10.000Z');
+    const [a, b] = [limiter(ca, {}, clockA), limiter(cb, {}, clockB)];
+
+    for (let n = 1; n <= 60; n++) {
+      const decision = await (n % 2 ? a : b).check(ORG);
+      expect(decision, `request ${n}`).to.include({ allowed: true, degraded: false, remaining: 60 - n });
+    }
+    expect(await a.check(ORG)).to.include({ allowed: false, remaining: 0 });
+    expect(await b.check(ORG)).to.include({ allowed: false, remaining: 0 });
+    expect(await a.check(ORG)).to.include({ allowed: false, remaining: 0 });
+  });
+});
