@@ -1,0 +1,153 @@
+/**
+ * Driver errors -> the core's error family (architecture "Errors", C-13, C-17).
+ *  - unique violations (SQLite SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY, Postgres 23505) -> ConflictError
+ *    with the same details the in-memory store gives;
+ *  - a refused, lost or too slow connection -> UnavailableError (503 SERVICE_UNAVAILABLE).
+ * Domain errors pass through untouched. A ConflictError never carries the driver error as its cause:
+ * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
+ */
+import { ConflictError, DomainError, NotFoundError, UnavailableError } from '@cos/core';
+import type { ErrorDetail, Logger } from '@cos/core';
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
+
+/**
+ * SQLSTATEs that mean "the database is not there or not answering": class 08 (connection
+ * exception), 53 (insufficient resources, e.g. too many connections), 57P01-57P05 (shutdown,
+ * crash, cannot connect now, idle session timeout), 57014 (statement timeout), 55P03 (lock timeout),
+ * 40P01 (deadlock, transient), 25P03 (idle-in-transaction timeout).
+ */
+function isUnavailableSqlState(code: string): boolean {
+  return (
+    code.startsWith('08') ||
+    code.startsWith('53') ||
+    code.startsWith('57P') ||
+    code === '57014' ||
+    code === '55P03' ||
+    code === '40P01' ||
+    code === '25P03'
+  );
+}
+
+const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|PROTOCOL|FULL)/;
+
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|connection timeout|timeout expired|Query read timeout|not queryable|Connection ended|Timeout acquiring a connection|Unable to acquire a connection|Client was closed|ECONNREFUSED|ECONNRESET|database is locked/i;
+
+interface DriverError {
+  readonly name?: unknown;
+  readonly code?: unknown;
+  readonly message?: unknown;
+  readonly constraint?: unknown;
+  readonly errors?: unknown;
+}
+
+function asDriverError(e: unknown): DriverError {
+  return typeof e === 'object' && e !== null ? (e as DriverError) : {};
+}
+
+export function isUnavailable(e: unknown): boolean {
+  const err = asDriverError(e);
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (code !== '') {
+    if (NETWORK_CODES.has(code) || SQLITE_UNAVAILABLE.test(code)) return true;
+    if (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code)) return true;
+  }
+  if (err.name === 'KnexTimeoutError') return true;
+  // Node's happy-eyeballs connect gives an AggregateError whose members carry the codes.
+  if (Array.isArray(err.errors) && err.errors.length > 0 && err.errors.every((inner) => isUnavailable(inner))) return true;
+  return typeof err.message === 'string' && UNAVAILABLE_MESSAGES.test(err.message) && !/constraint/i.test(err.message);
+}
+
+type UniqueTarget = 'slug' | 'email' | 'digest' | 'id' | 'unknown';
+
+function uniqueTarget(err: DriverError): UniqueTarget | null {
+  const code = typeof err.code === 'string' ? err.code : '';
+  const message = typeof err.message === 'string' ? err.message : '';
+  if (code === '23505') {
+    const constraint = typeof err.constraint === 'string' ? err.constraint : '';
+    if (constraint === 'organisations_slug_unique') return 'slug';
+    if (constraint === 'members_organisation_email_unique') return 'email';
+    if (constraint === 'api_keys_digest_unique') return 'digest';
+    if (constraint.endsWith('_pkey')) return 'id';
+    return 'unknown';
+  }
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || /UNIQUE constraint failed/.test(message)) {
+    if (/organisations\.slug/.test(message)) return 'slug';
+    if (/members\.email_normalized/.test(message)) return 'email';
+    if (/api_keys\.digest/.test(message)) return 'digest';
+    if (/\.id\b/.test(message)) return 'id';
+    return 'unknown';
+  }
+  return null;
+}
+
+function isForeignKeyViolation(err: DriverError): boolean {
+  const message = typeof err.message === 'string' ? err.message : '';
+  return err.code === '23503' || err.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || /FOREIGN KEY constraint failed/.test(message);
+}
+
+const ALREADY_TAKEN: readonly ErrorDetail[] = Object.freeze([]);
+
+export function conflictFor(target: UniqueTarget): ConflictError {
+  switch (target) {
+    case 'slug':
+      return new ConflictError('An organisation with this slug already exists', [{ field: 'slug', issue: 'already taken' }]);
+    case 'email':
+      return new ConflictError('A member with this e-mail address already exists in this organisation', [
+        { field: 'email', issue: 'already taken' },
+      ]);
+    case 'digest':
+      return new ConflictError('An API key with this digest already exists', ALREADY_TAKEN);
+    case 'id':
+      return new ConflictError('A record with this id already exists', [{ field: 'id', issue: 'already taken' }]);
+    case 'unknown':
+      return new ConflictError('The record conflicts with an existing one', ALREADY_TAKEN);
+  }
+}
+
+const WARN_INTERVAL_MS = 10_000;
+
+/** Translates driver errors; logs "store unavailable" at most once per 10 s while it stays down. */
+export class ErrorTranslator {
+  private lastWarnAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly logger: Logger | undefined) {}
+
+  translate(e: unknown): unknown {
+    if (e instanceof DomainError) return e;
+    const err = asDriverError(e);
+    const unique = uniqueTarget(err);
+    if (unique !== null) return conflictFor(unique);
+    if (isForeignKeyViolation(err)) return new NotFoundError('Organisation not found');
+    if (isUnavailable(e)) {
+      this.warn(err);
+      return new UnavailableError('The store is unavailable; retry with exponential backoff', { cause: e });
+    }
+    return e;
+  }
+
+  private warn(err: DriverError): void {
+    if (this.logger === undefined) return;
+    const now = Date.now();
+    if (now - this.lastWarnAt < WARN_INTERVAL_MS) return;
+    this.lastWarnAt = now;
+    // Only the code and the error class: messages may quote SQL, never bindings, but stay terse anyway.
+    this.logger.warn(
+      { code: typeof err.code === 'string' ? err.code : undefined, error: typeof err.name === 'string' ? err.name : 'Error' },
+      'SQL store unavailable',
+    );
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * @cos/store-sql: the core's store ports on SQLite (embedded default) and Postgres (production),
+ * one schema and one contract.
+ */
+export { parseDatabaseUrl, redactDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
+export {
+  createSqlStore,
+  createSqlStoreFromKnex,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  type SqlStore,
+  type SqlStoreConfig,
+  type SqlStoreFromKnexOptions,
+} from './sql-store.js';
+export { MIGRATIONS, MIGRATIONS_TABLE, type SqlMigration } from './migrations.js';
+export { SQL_STORE, sqlStoreModule } from './module.js';

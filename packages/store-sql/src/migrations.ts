@@ -1,0 +1,126 @@
+/**
+ * Schema migrations as code: a knex migration source object (no files found by glob), so the
+ * same migrations run from dist/, from tsx and when bundled. Forward-only: there is no `down`.
+ *
+ * One schema on both dialects:
+ *  - ids: text (UUIDs as produced by the core). On Postgres with COLLATE "C" so that ordering is
+ *    plain byte order, the same as SQLite's BINARY and JavaScript's string comparison (C-7 ties).
+ *  - timestamps: bigint epoch milliseconds (UTC by definition). Exact millisecond round trip, the
+ *    same instant on both dialects, integer comparison for keyset pagination (C-6, C-7) and no
+ *    driver-side time-zone parsing. Column names keep the `_at` suffix; the unit is documented here.
+ *  - booleans: `boolean` (Postgres boolean; SQLite stores 0/1 and the store maps back to booleans).
+ */
+import type { Knex } from 'knex';
+import type { SqlDialect } from './database-url.js';
+
+export const MIGRATIONS_TABLE = 'cos_migrations';
+
+export interface SqlMigration {
+  readonly name: string;
+  /** DDL statements, one per entry (better-sqlite3 prepares one statement at a time). */
+  statements(dialect: SqlDialect): readonly string[];
+}
+
+function idType(dialect: SqlDialect): string {
+  return dialect === 'postgres' ? 'text COLLATE "C"' : 'text';
+}
+
+/** A raw key (57 characters, with '_') can never fit: only a lower-case hex SHA-256 does (C-31). */
+function digestCheck(dialect: SqlDialect): string {
+  return dialect === 'postgres'
+    ? "CHECK (digest ~ '^[0-9a-f]{64}$')"
+    : "CHECK (length(digest) = 64 AND digest NOT GLOB '*[^0-9a-f]*')";
+}
+
+const initial: SqlMigration = {
+  name: '0001_initial',
+  statements(dialect) {
+    const ID = idType(dialect);
+    return [
+      `CREATE TABLE organisations (
+        id ${ID} PRIMARY KEY,
+        name text NOT NULL,
+        slug text NOT NULL,
+        industry_section text NULL,
+        is_system boolean NOT NULL DEFAULT false,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL
+      )`,
+      'CREATE UNIQUE INDEX organisations_slug_unique ON organisations (slug)',
+      'CREATE INDEX organisations_created_at_id ON organisations (created_at, id)',
+      'CREATE INDEX organisations_system_created_at_id ON organisations (is_system, created_at, id)',
+
+      `CREATE TABLE members (
+        id ${ID} PRIMARY KEY,
+        organisation_id ${ID} NOT NULL REFERENCES organisations (id),
+        email text NOT NULL,
+        email_normalized text NOT NULL,
+        created_at bigint NOT NULL
+      )`,
+      'CREATE UNIQUE INDEX members_organisation_email_unique ON members (organisation_id, email_normalized)',
+      'CREATE INDEX members_organisation_created_at_id ON members (organisation_id, created_at, id)',
+
+      `CREATE TABLE api_keys (
+        id ${ID} PRIMARY KEY,
+        organisation_id ${ID} NOT NULL REFERENCES organisations (id),
+        label text NOT NULL,
+        key_prefix text NOT NULL,
+        digest text NOT NULL ${digestCheck(dialect)},
+        expires_at bigint NULL,
+        created_at bigint NOT NULL,
+        revoked_at bigint NULL
+      )`,
+      'CREATE UNIQUE INDEX api_keys_digest_unique ON api_keys (digest)',
+      'CREATE INDEX api_keys_organisation_created_at_id ON api_keys (organisation_id, created_at, id)',
+
+      `CREATE TABLE audit_entries (
+        id ${ID} PRIMARY KEY,
+        kind text NOT NULL,
+        occurred_at bigint NOT NULL,
+        organisation_id ${ID} NOT NULL,
+        key_id ${ID} NULL,
+        key_prefix text NULL,
+        actor_type text NOT NULL CHECK (actor_type IN ('api_key', 'operator')),
+        actor_key_id ${ID} NULL
+      )`,
+      'CREATE INDEX audit_entries_occurred_at_id ON audit_entries (occurred_at, id)',
+      'CREATE INDEX audit_entries_organisation_occurred_at_id ON audit_entries (organisation_id, occurred_at, id)',
+      'CREATE INDEX audit_entries_kind_occurred_at_id ON audit_entries (kind, occurred_at, id)',
+    ];
+  },
+};
+
+/** Every migration, oldest first. Append only; never edit or reorder a released entry. */
+export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([initial]);
+
+export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {
+  return {
+    getMigrations: () => Promise.resolve([...MIGRATIONS]),
+    getMigrationName: (migration) => migration.name,
+    getMigration: (migration) =>
+      Promise.resolve({
+        async up(db: Knex): Promise<void> {
+          for (const sql of migration.statements(dialect)) await db.raw(sql);
+        },
+        down(): Promise<void> {
+          return Promise.reject(new Error(`migration ${migration.name} is forward-only`));
+        },
+      }),
+  };
+}
+
+export function migratorConfig(dialect: SqlDialect): Knex.MigratorConfig {
+  return {
+    migrationSource: migrationSource(dialect),
+    // Our own bookkeeping table: embedded in a host's knex, the host's knex_migrations stays untouched.
+    tableName: MIGRATIONS_TABLE,
+  };
+}
+
+/** Names of migrations not yet applied, without creating the bookkeeping table (read-only). */
+export async function pendingMigrationNames(db: Knex): Promise<string[]> {
+  const all = MIGRATIONS.map((m) => m.name);
+  if (!(await db.schema.hasTable(MIGRATIONS_TABLE))) return all;
+  const done = new Set((await db(MIGRATIONS_TABLE).select('name')).map((r: { name: string }) => r.name));
+  return all.filter((name) => !done.has(name));
+}

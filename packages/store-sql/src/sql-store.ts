@@ -1,0 +1,215 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { HealthProbe, Logger, Stores, UnitOfWork } from '@cos/core';
+import knexFactory, { type Knex } from 'knex';
+import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
+import { ErrorTranslator } from './errors.js';
+import { migratorConfig, pendingMigrationNames } from './migrations.js';
+import { createStores } from './stores/index.js';
+import { SqlUnitOfWork } from './unit-of-work.js';
+
+export interface SqlStoreConfig {
+  /** `sqlite:<path>`, `sqlite::memory:` or `postgres://…` (DATABASE_URL). */
+  readonly databaseUrl: string;
+  /** Postgres pool size (default 10). SQLite always uses one connection. */
+  readonly poolMax?: number;
+  /** Bound on one statement, a connection attempt and a pool wait, in ms (default 2000, C-17). */
+  readonly statementTimeoutMs?: number;
+  /** Postgres only: the schema to use (knex searchPath), e.g. a per-test-run schema. Default: the server's search_path. */
+  readonly schema?: string;
+  readonly logger?: Logger;
+}
+
+/** A store over one database. Also satisfies StoreHarness from @cos/core/testing. */
+export interface SqlStore {
+  readonly dialect: SqlDialect;
+  readonly knex: Knex;
+  readonly stores: Stores;
+  readonly unitOfWork: UnitOfWork;
+  readonly health: HealthProbe;
+  /** Applies pending migrations; returns the names applied (empty when up to date). */
+  migrate(): Promise<string[]>;
+  /** Names of migrations not applied yet (read-only: creates no bookkeeping table). */
+  pendingMigrations(): Promise<string[]>;
+  /** Closes the pool (when this store owns it). Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface SqlStoreFromKnexOptions {
+  readonly logger?: Logger;
+  /** Destroy the knex instance on close(). Default false: the host service owns its knex. */
+  readonly destroyOnClose?: boolean;
+}
+
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 2000;
+const DEFAULT_POOL_MAX = 10;
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
+/** tarn never reaps below `min`; this only avoids reaping churn. */
+const NEVER_MS = 2 ** 31 - 1;
+
+type SqliteConnection = { pragma(source: string): unknown };
+
+function sqliteKnexConfig(parsed: Extract<ParsedDatabaseUrl, { dialect: 'sqlite' }>, timeoutMs: number): Knex.Config {
+  return {
+    client: 'better-sqlite3',
+    useNullAsDefault: true,
+    // A provider knex calls on first connect (lazy): create the file's directory when missing. The
+    // `filename` property only tells knex's config check that a file is named.
+    connection: Object.assign(
+      () => {
+        if (!parsed.memory) mkdirSync(dirname(resolve(parsed.filename)), { recursive: true });
+        return { filename: parsed.filename };
+      },
+      { filename: parsed.filename },
+    ),
+    // One connection: better-sqlite3 is synchronous, so more connections in one process add no
+    // parallelism, only SQLITE_BUSY between deferred transactions. For ':memory:' it is also the
+    // database itself, so it must never be reaped.
+    pool: {
+      min: 1,
+      max: 1,
+      idleTimeoutMillis: NEVER_MS,
+      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
+        try {
+          if (!parsed.memory) conn.pragma('journal_mode = WAL');
+          conn.pragma('foreign_keys = ON');
+          conn.pragma(`busy_timeout = ${Math.max(0, Math.floor(timeoutMs))}`);
+          done(null, conn);
+        } catch (e) {
+          done(e as Error, conn);
+        }
+      },
+    },
+    acquireConnectionTimeout: timeoutMs,
+  };
+}
+
+function postgresKnexConfig(
+  parsed: Extract<ParsedDatabaseUrl, { dialect: 'postgres' }>,
+  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined },
+): Knex.Config {
+  const timeouts =
+    options.timeoutMs === null
+      ? {}
+      : {
+          connectionTimeoutMillis: options.timeoutMs,
+          statement_timeout: options.timeoutMs,
+          // Client-side bound for a server that stops answering mid-query (network partition).
+          query_timeout: options.timeoutMs + 1000,
+          idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+        };
+  return {
+    client: 'pg',
+    connection: {
+      connectionString: parsed.connectionString,
+      application_name: 'cos',
+      keepAlive: true,
+      ...timeouts,
+    } as Knex.PgConnectionConfig,
+    ...(options.schema !== undefined ? { searchPath: [options.schema] } : {}),
+    pool: { min: 0, max: options.poolMax, idleTimeoutMillis: 30_000 },
+    acquireConnectionTimeout: options.timeoutMs ?? 60_000,
+  };
+}
+
+function dialectOfKnex(knex: Knex): SqlDialect {
+  const name = String((knex.client as { dialect?: unknown }).dialect ?? knex.client.config?.client ?? '');
+  if (/^(postgres|postgresql|pg)$/i.test(name)) return 'postgres';
+  if (/sqlite/i.test(name)) return 'sqlite';
+  throw new Error(`@cos/store-sql supports SQLite and Postgres knex clients, not "${name}"`);
+}
+
+interface StoreParts {
+  readonly knex: Knex;
+  readonly dialect: SqlDialect;
+  readonly logger: Logger | undefined;
+  readonly destroyOnClose: boolean;
+  /** Knex used for migrations (Postgres from a URL: one without statement timeouts). */
+  readonly migrationKnex?: () => Knex;
+}
+
+function buildStore(parts: StoreParts): SqlStore {
+  const { knex, dialect } = parts;
+  const errors = new ErrorTranslator(parts.logger);
+  const stores = createStores({ db: knex, dialect, inTransaction: false, errors });
+  const unitOfWork = new SqlUnitOfWork(knex, dialect, errors);
+  const health: HealthProbe = {
+    async ping() {
+      try {
+        await knex.raw('SELECT 1');
+      } catch (e) {
+        throw errors.translate(e);
+      }
+    },
+  };
+  let closing: Promise<void> | null = null;
+
+  return Object.freeze({
+    dialect,
+    knex,
+    stores,
+    unitOfWork,
+    health,
+    async migrate(): Promise<string[]> {
+      const db = parts.migrationKnex?.() ?? knex;
+      try {
+        const [, applied] = (await db.migrate.latest(migratorConfig(dialect))) as [number, string[]];
+        return applied;
+      } catch (e) {
+        throw errors.translate(e);
+      } finally {
+        if (db !== knex) await db.destroy();
+      }
+    },
+    async pendingMigrations(): Promise<string[]> {
+      try {
+        return await pendingMigrationNames(knex);
+      } catch (e) {
+        throw errors.translate(e);
+      }
+    },
+    close(): Promise<void> {
+      closing ??= parts.destroyOnClose ? knex.destroy() : Promise.resolve();
+      return closing;
+    },
+  });
+}
+
+/** A store from DATABASE_URL. Connects lazily (on the first query); does not migrate. */
+export function createSqlStore(config: SqlStoreConfig): SqlStore {
+  const parsed = parseDatabaseUrl(config.databaseUrl);
+  const timeoutMs = config.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  if (!(timeoutMs > 0)) throw new Error('statementTimeoutMs must be a positive number of milliseconds');
+  if (parsed.dialect === 'sqlite') {
+    return buildStore({
+      knex: knexFactory(sqliteKnexConfig(parsed, timeoutMs)),
+      dialect: 'sqlite',
+      logger: config.logger,
+      destroyOnClose: true,
+    });
+  }
+  const poolMax = config.poolMax ?? DEFAULT_POOL_MAX;
+  if (!Number.isInteger(poolMax) || poolMax < 1) throw new Error('poolMax must be a positive integer');
+  return buildStore({
+    knex: knexFactory(postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema })),
+    dialect: 'postgres',
+    logger: config.logger,
+    destroyOnClose: true,
+    // DDL may legitimately run longer than one request's statement timeout.
+    migrationKnex: () => knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema })),
+  });
+}
+
+/**
+ * A store over a host service's own knex (embedding). The host owns the pool (and its timeouts and
+ * SQLite pragmas); close() leaves it open unless `destroyOnClose` is set. On SQLite the host's pool
+ * should hold one connection (see README).
+ */
+export function createSqlStoreFromKnex(knex: Knex, options: SqlStoreFromKnexOptions = {}): SqlStore {
+  return buildStore({
+    knex,
+    dialect: dialectOfKnex(knex),
+    logger: options.logger,
+    destroyOnClose: options.destroyOnClose ?? false,
+  });
+}

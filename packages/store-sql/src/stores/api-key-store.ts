@@ -1,0 +1,125 @@
+import type { ApiKey, ApiKeyStore, Credential, PageRequest } from '@cos/core';
+import { execute, msOrNull, query, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
+
+const COLUMNS = 'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at';
+
+function keyFromRow(row: Record<string, unknown>): ApiKey {
+  return {
+    id: String(row.id),
+    organisationId: String(row.organisation_id),
+    label: String(row.label),
+    keyPrefix: String(row.key_prefix),
+    digest: String(row.digest),
+    expiresAt: toDateOrNull(row.expires_at),
+    createdAt: toDate(row.created_at),
+    revokedAt: toDateOrNull(row.revoked_at),
+  };
+}
+
+const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
+const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
+/** The authentication hot path: one query on the unique digest index, joined to the organisation. */
+const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
+  o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
+  o.created_at AS o_created_at, o.updated_at AS o_updated_at
+  FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
+const LIST_FIRST = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? ORDER BY created_at, id LIMIT ?`;
+const LIST_AFTER = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
+const COUNT_ACTIVE = `SELECT count(*) AS n FROM api_keys
+  WHERE organisation_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`;
+/**
+ * Serialises "count active keys, then insert" (C-25) per organisation on Postgres: taken inside a unit
+ * of work, the row lock is held until commit, so a concurrent issuance waits and then counts the
+ * committed key. NO KEY UPDATE does not block the FOR KEY SHARE locks of foreign-key checks.
+ */
+const LOCK_ORGANISATION = 'SELECT id FROM organisations WHERE id = ? FOR NO KEY UPDATE';
+const REVOKE = 'UPDATE api_keys SET revoked_at = ? WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL';
+
+export class SqlApiKeyStore implements ApiKeyStore {
+  constructor(private readonly ctx: StoreContext) {}
+
+  async insert(k: ApiKey): Promise<void> {
+    try {
+      await execute(this.ctx, INSERT, [
+        k.id,
+        k.organisationId,
+        k.label,
+        k.keyPrefix,
+        k.digest,
+        msOrNull(k.expiresAt),
+        k.createdAt.getTime(),
+        msOrNull(k.revokedAt),
+      ]);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async findById(organisationId: string, keyId: string): Promise<ApiKey | null> {
+    try {
+      const rows = await query(this.ctx, BY_ID, [organisationId, keyId]);
+      return rows.length === 0 ? null : keyFromRow(rows[0]!);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async findCredential(digest: string): Promise<Credential | null> {
+    try {
+      const rows = await query(this.ctx, CREDENTIAL, [digest]);
+      if (rows.length === 0) return null;
+      const row = rows[0]!;
+      return {
+        key: keyFromRow(row),
+        organisation: {
+          id: String(row.organisation_id),
+          name: String(row.o_name),
+          slug: String(row.o_slug),
+          industrySection: row.o_industry_section === null || row.o_industry_section === undefined ? null : (String(row.o_industry_section) as Credential['organisation']['industrySection']),
+          isSystem: toBool(row.o_is_system),
+          createdAt: toDate(row.o_created_at),
+          updatedAt: toDate(row.o_updated_at),
+        },
+      };
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async list(organisationId: string, page: PageRequest): Promise<ApiKey[]> {
+    try {
+      const rows =
+        page.after === null
+          ? await query(this.ctx, LIST_FIRST, [organisationId, page.limit])
+          : await query(this.ctx, LIST_AFTER, [organisationId, page.after.createdAt.getTime(), page.after.id, page.limit]);
+      return rows.map(keyFromRow);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  /**
+   * Inside a unit of work on Postgres this also locks the organisation row until commit, so that
+   * the count-then-insert cap (C-25) holds under concurrency. (SQLite serialises every transaction
+   * on its single connection, so no lock is needed there.)
+   */
+  async countActive(organisationId: string, now: Date): Promise<number> {
+    try {
+      if (this.ctx.inTransaction && this.ctx.dialect === 'postgres') {
+        await query(this.ctx, LOCK_ORGANISATION, [organisationId]);
+      }
+      const rows = await query<{ n: unknown }>(this.ctx, COUNT_ACTIVE, [organisationId, now.getTime()]);
+      return Number(rows[0]?.n ?? 0);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
+    try {
+      return (await execute(this.ctx, REVOKE, [at.getTime(), organisationId, keyId])) > 0;
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+}

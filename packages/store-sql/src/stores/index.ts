@@ -1,0 +1,18 @@
+import type { Stores } from '@cos/core';
+import type { StoreContext } from '../context.js';
+import { SqlApiKeyStore } from './api-key-store.js';
+import { SqlAuditLog } from './audit-log.js';
+import { SqlMemberStore } from './member-store.js';
+import { SqlOrganisationStore } from './organisation-store.js';
+
+/** The four stores over one connection (the pool, or a unit of work's transaction). */
+export function createStores(ctx: StoreContext): Stores {
+  return Object.freeze({
+    organisations: new SqlOrganisationStore(ctx),
+    members: new SqlMemberStore(ctx),
+    apiKeys: new SqlApiKeyStore(ctx),
+    audit: new SqlAuditLog(ctx),
+  });
+}
+
+export { SqlApiKeyStore, SqlAuditLog, SqlMemberStore, SqlOrganisationStore };

@@ -1,0 +1,28 @@
+import type { Stores, UnitOfWork } from '@cos/core';
+import type { Knex } from 'knex';
+import type { SqlDialect } from './database-url.js';
+import type { ErrorTranslator } from './errors.js';
+import { createStores } from './stores/index.js';
+
+/**
+ * One knex transaction per `run` (C-40): every write made through the given stores commits together,
+ * or none does when `work` throws. Use only the stores handed to `work` inside it: on SQLite the pool
+ * holds a single connection, so a query through the outer stores would wait for this transaction.
+ */
+export class SqlUnitOfWork implements UnitOfWork {
+  constructor(
+    private readonly knex: Knex,
+    private readonly dialect: SqlDialect,
+    private readonly errors: ErrorTranslator,
+  ) {}
+
+  async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
+    try {
+      return await this.knex.transaction((trx) =>
+        work(createStores({ db: trx, dialect: this.dialect, inTransaction: true, errors: this.errors })),
+      );
+    } catch (e) {
+      throw this.errors.translate(e);
+    }
+  }
+}
