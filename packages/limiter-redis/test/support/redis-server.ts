@@ -20,7 +20,7 @@ export function redisServerAvailable(): boolean {
  * Registers a suite that needs a spawned redis-server. Outside CI a machine without one skips the
  * suite (with a visible pending test); under CI=true a missing redis-server fails loudly.
  */
-export function describeWithRedisServer(title: string, body: () => void): void {
+export function describeWithRedisServer(title: string, body: (this: Mocha.Suite) => void): void {
   if (redisServerAvailable()) {
     describe(title, body);
     return;
