@@ -191,7 +191,10 @@ export class OpenApiDocument {
     // Body.
     const content = response['content'] as Record<string, Json> | undefined;
     const contentType = x.headers.get('content-type');
-    if (content === undefined) {
+    if (x.method === 'HEAD') {
+      // A HEAD response has no body by definition (its headers were checked above).
+      if (x.text.length !== 0) problems.push('HEAD response with a body');
+    } else if (content === undefined) {
       if (x.text.length !== 0) problems.push(`documented without content, got a body: ${x.text.slice(0, 200)}`);
     } else {
       const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
