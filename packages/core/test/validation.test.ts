@@ -380,9 +380,10 @@ describe('validation: properties over random JSON (fast-check)', () => {
       fc.property(fc.uniqueArray(extraKey, { minLength: 1, maxLength: 5 }), (extras) => {
         const text = `{"name":"Acme","slug":"acme",${extras.map((k) => `${JSON.stringify(k)}:1`).join(',')}}`;
         const body = JSON.parse(text) as unknown;
-        expect(details(() => validateCreateOrganisation(body))).to.deep.equal(
-          extras.map((field) => ({ field, issue: ISSUE_EXTRA_FIELD })),
-        );
+        // Integer-like keys ("0") come first in JavaScript's key order: compare as a set.
+        const got = details(() => validateCreateOrganisation(body));
+        expect(got).to.have.length(extras.length);
+        expect(got).to.have.deep.members(extras.map((field) => ({ field, issue: ISSUE_EXTRA_FIELD })));
       }),
     );
   });

@@ -1,0 +1,222 @@
+import { expect } from 'chai';
+import {
+  COUNTER_TTL_MS,
+  DEFAULT_CORE_CONFIG,
+  RateLimitedError,
+  RateLimiter,
+  scopeKey,
+  type CoreConfig,
+  type RateCounter,
+  type RateScope,
+} from '@cos/core';
+import { CapturingLogger, FakeClock, InMemoryRateCounter } from '@cos/core/testing';
+import { rejectsWith } from './use-cases-fixtures.js';
+
+const ORG: RateScope = { kind: 'organisation', organisationId: '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b' };
+const OTHER_ORG: RateScope = { kind: 'organisation', organisationId: '00000000-0000-4000-8000-000000000000' };
+const UNAUTH: RateScope = { kind: 'unauthenticated' };
+const SOURCE: RateScope = { kind: 'source', address: '203.0.113.7' };
+
+/** Wraps a real counter, recording every hit; can be switched to fail or to hang. */
+class SwitchableCounter implements RateCounter {
+  readonly hits: Array<{ scope: string; windowStartMs: number; ttlMs: number }> = [];
+  mode: 'up' | 'failing' | 'hanging' | 'garbage' = 'up';
+  constructor(private readonly inner: RateCounter) {}
+  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
+    this.hits.push({ scope, windowStartMs, ttlMs });
+    switch (this.mode) {
+      case 'up':
+        return this.inner.hit(scope, windowStartMs, ttlMs);
+      case 'failing':
+        return Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6379'));
+      case 'hanging':
+        return new Promise<number>(() => undefined);
+      case 'garbage':
+        return Promise.resolve(Number.NaN);
+    }
+  }
+}
+
+function limiter(config: Partial<CoreConfig> = {}, start = '2026-06-10T12:00:30.000Z') {
+  const clock = new FakeClock(start);
+  const counter = new SwitchableCounter(new InMemoryRateCounter(clock));
+  const logger = new CapturingLogger();
+  const rl = new RateLimiter({ counter, clock, logger, config: { ...DEFAULT_CORE_CONFIG, ...config } });
+  return { clock, counter, logger, rl };
+}
+
+describe('use case: rate limiter', () => {
+  it('C-50: scope keys are org:<id>, unauth and src:<address>', () => {
+    expect(scopeKey(ORG)).to.equal(`org:${'6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b'}`);
+    expect(scopeKey(UNAUTH)).to.equal('unauth');
+    expect(scopeKey(SOURCE)).to.equal('src:203.0.113.7');
+  });
+
+  it('C-53: limits come from the configuration per scope kind', () => {
+    const { rl } = limiter({ rateLimitPerMinute: 120, unauthRateLimitPerMinute: 30 });
+    expect(rl.limitFor(ORG)).to.equal(120);
+    expect(rl.limitFor(SOURCE)).to.equal(120);
+    expect(rl.limitFor(UNAUTH)).to.equal(30);
+  });
+
+  it('spec §8.1: the counter is hit with the UTC-minute window start and a two-minute ttl', async () => {
+    const { rl, counter } = limiter();
+    await rl.check(ORG);
+    expect(counter.hits).to.deep.equal([
+      { scope: scopeKey(ORG), windowStartMs: Date.parse('2026-06-10T12:00:00.000Z'), ttlMs: COUNTER_TTL_MS },
+    ]);
+    expect(COUNTER_TTL_MS).to.equal(120_000);
+  });
+
+  it('C-51/C-52: requests 1..60 are allowed with decreasing Remaining; request 61 and later are refused', async () => {
+    const { rl } = limiter();
+    for (let i = 1; i <= 60; i++) {
+      const d = await rl.check(ORG);
+      expect(d).to.deep.equal({
+        allowed: true,
+        limit: 60,
+        remaining: 60 - i,
+        resetEpochSeconds: Date.parse('2026-06-10T12:01:00Z') / 1000,
+        retryAfterSeconds: 30,
+        degraded: false,
+      });
+    }
+    for (let i = 0; i < 3; i++) {
+      const d = await rl.check(ORG);
+      expect(d).to.deep.include({ allowed: false, remaining: 0, retryAfterSeconds: 30, degraded: false });
+    }
+  });
+
+  it('C-51: enforce throws RateLimitedError carrying the decision on request 61', async () => {
+    const { rl } = limiter();
+    for (let i = 0; i < 60; i++) expect((await rl.enforce(ORG)).allowed).to.equal(true);
+    const e = await rejectsWith(rl.enforce(ORG), RateLimitedError);
+    expect(e.decision).to.deep.include({ allowed: false, limit: 60, remaining: 0, retryAfterSeconds: 30 });
+  });
+
+  it('C-50: organisations are counted separately; the unauthenticated counter is global and has its own limit', async () => {
+    const { rl } = limiter({ rateLimitPerMinute: 2, unauthRateLimitPerMinute: 3 });
+    await rl.check(ORG);
+    await rl.check(ORG);
+    expect((await rl.check(ORG)).allowed).to.equal(false);
+    expect((await rl.check(OTHER_ORG)).allowed).to.equal(true);
+    for (let i = 0; i < 3; i++) expect((await rl.check(UNAUTH)).allowed).to.equal(true);
+    expect((await rl.check(UNAUTH)).allowed).to.equal(false);
+    expect((await rl.check(SOURCE)).remaining).to.equal(1);
+  });
+
+  it('spec §8.1-§8.3: the counter resets at the start of the next UTC minute', async () => {
+    const { rl, clock } = limiter({ rateLimitPerMinute: 2 }, '2026-06-10T12:00:59.900Z');
+    await rl.check(ORG);
+    await rl.check(ORG);
+    const refused = await rl.check(ORG);
+    expect(refused).to.deep.include({ allowed: false, retryAfterSeconds: 1 });
+    clock.set('2026-06-10T12:01:00.000Z');
+    const next = await rl.check(ORG);
+    expect(next).to.deep.include({ allowed: true, remaining: 1, retryAfterSeconds: 60 });
+    expect(next.resetEpochSeconds).to.equal(Date.parse('2026-06-10T12:02:00Z') / 1000);
+  });
+
+  it('a scope over its limit is remembered until its window ends: no further counter calls', async () => {
+    const { rl, counter, clock } = limiter({ rateLimitPerMinute: 3 });
+    for (let i = 0; i < 4; i++) await rl.check(ORG);
+    expect(counter.hits).to.have.length(4);
+    for (let i = 0; i < 20; i++) {
+      const d = await rl.check(ORG);
+      expect(d).to.deep.include({ allowed: false, limit: 3, remaining: 0 });
+    }
+    expect(counter.hits).to.have.length(4);
+    await rl.check(OTHER_ORG);
+    expect(counter.hits).to.have.length(5);
+    clock.advance(30_000); // 12:01:00, a new window
+    expect((await rl.check(ORG)).allowed).to.equal(true);
+    expect(counter.hits).to.have.length(6);
+  });
+
+  it('peek shows the current window with Remaining = limit and counts nothing', () => {
+    const { rl, counter } = limiter({ unauthRateLimitPerMinute: 90 });
+    expect(rl.peek(SOURCE)).to.deep.equal({
+      allowed: true,
+      limit: 60,
+      remaining: 60,
+      resetEpochSeconds: Date.parse('2026-06-10T12:01:00Z') / 1000,
+      retryAfterSeconds: 30,
+      degraded: false,
+    });
+    expect(rl.peek(UNAUTH).limit).to.equal(90);
+    expect(counter.hits).to.deep.equal([]);
+  });
+
+  describe('fail-open (C-54)', () => {
+    it('C-54: when the counter fails, the request is allowed with Remaining = limit and degraded', async () => {
+      const { rl, counter } = limiter();
+      counter.mode = 'failing';
+      const d = await rl.enforce(ORG);
+      expect(d).to.deep.equal({
+        allowed: true,
+        limit: 60,
+        remaining: 60,
+        resetEpochSeconds: Date.parse('2026-06-10T12:01:00Z') / 1000,
+        retryAfterSeconds: 30,
+        degraded: true,
+      });
+    });
+
+    it('C-54: a counter that never answers is abandoned after rateCounterTimeoutMs; nothing queues behind it', async () => {
+      const { rl, counter } = limiter({ rateCounterTimeoutMs: 25 });
+      counter.mode = 'hanging';
+      const started = process.hrtime.bigint();
+      // 200 requests: one after another they would need 200 x 25 ms = 5 s.
+      const decisions = await Promise.all(Array.from({ length: 200 }, () => rl.check(ORG)));
+      const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
+      expect(decisions.every((d) => d.allowed && d.degraded)).to.equal(true);
+      expect(elapsedMs).to.be.below(2000);
+    });
+
+    it('C-54: a counter answering something that is not a count fails open too', async () => {
+      const { rl, counter } = limiter();
+      counter.mode = 'garbage';
+      expect(await rl.check(ORG)).to.deep.include({ allowed: true, degraded: true, remaining: 60 });
+    });
+
+    it('C-54: a warning at most once per 10 s while the counter stays down, one info line on recovery', async () => {
+      const { rl, counter, clock, logger } = limiter();
+      counter.mode = 'failing';
+      for (let i = 0; i < 5; i++) await rl.check(ORG);
+      const warns = () => logger.entries.filter((e) => e.level === 'warn');
+      const infos = () => logger.entries.filter((e) => e.level === 'info');
+      expect(warns()).to.have.length(1);
+      expect(warns()[0]?.fields['reason']).to.equal('ECONNREFUSED 127.0.0.1:6379');
+      clock.advance(9_999);
+      await rl.check(ORG);
+      expect(warns()).to.have.length(1);
+      clock.advance(1);
+      await rl.check(UNAUTH);
+      expect(warns()).to.have.length(2);
+      expect(infos()).to.have.length(0);
+      counter.mode = 'up';
+      expect(await rl.check(ORG)).to.deep.include({ allowed: true, degraded: false });
+      await rl.check(ORG);
+      expect(infos()).to.have.length(1);
+      expect(warns()).to.have.length(2);
+    });
+
+    it('C-54: after a recovery a new outage warns again at once', async () => {
+      const { rl, counter, logger } = limiter();
+      counter.mode = 'failing';
+      await rl.check(ORG);
+      counter.mode = 'up';
+      await rl.check(ORG);
+      counter.mode = 'failing';
+      await rl.check(ORG);
+      expect(logger.entries.map((e) => e.level)).to.deep.equal(['warn', 'info', 'warn']);
+    });
+
+    it('C-54: a timeout is logged with its bound', async () => {
+      const { rl, counter, logger } = limiter({ rateCounterTimeoutMs: 5 });
+      counter.mode = 'hanging';
+      await rl.check(ORG);
+      expect(logger.entries[0]?.fields['reason']).to.equal('no answer within 5 ms');
+    });
+  });
+});
