@@ -1,0 +1,36 @@
+// The physical limit on this machine: bare Koa + @koa/router answering GET /v1/organisations/:id
+// with the same JSON the service returns, from memory (no auth, no store, no counter, no logging).
+//
+//   node bench/baseline.mjs --port 4100 --body /tmp/org.json
+//
+// The body file holds the exact JSON body the service answered in the pre-flight check; it is
+// parsed once and Koa serialises it per request, as the service does.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { importFrom } from './lib/resolve.mjs';
+
+const { values } = parseArgs({
+  options: { port: { type: 'string', default: '4100' }, host: { type: 'string', default: '127.0.0.1' }, body: { type: 'string' } },
+});
+
+const body = values.body ? JSON.parse(readFileSync(values.body, 'utf8')) : { id: 'baseline', name: 'Baseline' };
+const { default: Koa } = await importFrom('adapter-koa', 'koa');
+const routerModule = await importFrom('adapter-koa', '@koa/router');
+const Router = routerModule.default ?? routerModule.Router;
+
+const app = new Koa();
+const router = new Router({ prefix: '/v1' });
+router.get('/organisations/:id', (ctx) => {
+  ctx.body = body;
+});
+router.get('/health', (ctx) => {
+  ctx.body = { status: 'ok', timestamp: new Date().toISOString() };
+});
+app.use(router.routes()).use(router.allowedMethods());
+
+const server = app.listen(Number(values.port), values.host, () => {
+  process.stdout.write(`baseline listening on http://${values.host}:${values.port}\n`);
+});
+const stop = () => server.close(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

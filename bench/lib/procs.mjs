@@ -1,0 +1,176 @@
+// Child processes of the bench: the real service (`node packages/cli/dist/main.js serve`), the bare
+// Koa baseline, and one-shot `cos-admin` commands. Only processes started here are ever signalled.
+import { spawn, spawnSync } from 'node:child_process';
+import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { CLI_MAIN, ROOT } from './resolve.mjs';
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** CPU time (user + system) a live process has used so far, in seconds; null without /proc. */
+export function cpuSecondsOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[11], fields[12] = utime, stime (fields 14 and 15 of proc(5)), in clock ticks
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+
+/** VmHWM (peak RSS) and VmRSS of a live process, in MiB; null when /proc is not there. */
+export function memoryOf(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { hwmMiB: kb('VmHWM') / 1024, rssMiB: kb('VmRSS') / 1024 };
+  } catch {
+    return null;
+  }
+}
+
+async function waitReady(url, child, logFile, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${url} exited early (${child.exitCode ?? child.signalCode}); log: ${tail(logFile)}`);
+    }
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+      last = `HTTP ${res.status}`;
+    } catch (err) {
+      last = String(err?.cause?.code ?? err?.message ?? err);
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} not ready within ${timeoutMs} ms (${last}); log: ${tail(logFile)}`);
+}
+
+function tail(file, lines = 15) {
+  try {
+    return '\n' + readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function spawnLogged(args, { env, logFile, cwd = ROOT }) {
+  const fd = openSync(logFile, 'a');
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  return child;
+}
+
+async function stopChild(child, graceMs = 15_000) {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise((r) => child.once('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const code = await exited;
+  clearTimeout(timer);
+  return code;
+}
+
+/**
+ * Starts `cos-admin serve` as a child process. `env` adds to a minimal environment (the parent's
+ * DATABASE_URL/REDIS_URL never leak in). With `profileDir`, node writes a .cpuprofile there on exit.
+ */
+export async function startService({ name, env, logFile, profileDir, nodeArgs = [] }) {
+  const port = await freePort();
+  const childEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000000',
+    ...env,
+  };
+  const args = [...nodeArgs];
+  if (profileDir) args.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`);
+  args.push(CLI_MAIN, 'serve');
+  const child = spawnLogged(args, { env: childEnv, logFile });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitReady(`${base}/v1/health`, child, logFile);
+  } catch (err) {
+    await stopChild(child, 2000);
+    throw err;
+  }
+  return {
+    name,
+    base,
+    pid: child.pid,
+    logFile,
+    memory: () => memoryOf(child.pid),
+    cpuSeconds: () => cpuSecondsOf(child.pid),
+    stop: () => stopChild(child),
+  };
+}
+
+/** Starts the bare Koa baseline answering `bodyFile`'s JSON on GET /v1/organisations/:id. */
+export async function startBaseline({ bodyFile, logFile }) {
+  const port = await freePort();
+  const child = spawnLogged([path.join(ROOT, 'bench', 'baseline.mjs'), '--port', String(port), '--body', bodyFile], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' },
+    logFile,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitReady(`${base}/v1/health`, child, logFile);
+  return {
+    name: 'bare-koa',
+    base,
+    pid: child.pid,
+    memory: () => memoryOf(child.pid),
+    cpuSeconds: () => cpuSecondsOf(child.pid),
+    stop: () => stopChild(child),
+  };
+}
+
+/** Runs `cos-admin <args> --json` to completion and returns its parsed stdout. Throws with stderr. */
+export function cosAdmin(args, env) {
+  const res = spawnSync(process.execPath, [CLI_MAIN, ...args, '--json'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (res.status !== 0) {
+    throw new Error(`cos-admin ${args[0]} ${args[1] ?? ''} failed (exit ${res.status}): ${(res.stderr || res.stdout).trim()}`);
+  }
+  try {
+    return JSON.parse(res.stdout);
+  } catch {
+    throw new Error(`cos-admin ${args.join(' ')} printed no JSON: ${res.stdout.slice(0, 200)}`);
+  }
+}
+
+export function cpuProfilesIn(dir) {
+  try {
+    return readdirSync(dir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((f) => path.join(dir, f));
+  } catch {
+    return [];
+  }
+}

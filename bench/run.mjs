@@ -1,0 +1,534 @@
+#!/usr/bin/env node
+// pnpm bench — the service against bare Koa, side by side, scenario by scenario (docs/performance.md).
+//
+//   pnpm bench                         full run (~6-9 min), rewrites the figures in docs/performance.md
+//   pnpm bench -- --quick --dry        smoke run (~1-2 min, small data sets), writes nothing
+//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, b, c, d, e, g; f comes with them)
+//
+// Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
+// (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
+// not only missed ones), --keep (keep the scratch directory), --write (write docs even with --quick),
+// BENCH_LOADGEN=wrk|autocannon. Scenario (b) uses TEST_DATABASE_URL / TEST_REDIS_URL (defaults
+// postgres://postgres@127.0.0.1:5432/test, redis://127.0.0.1:6379) and is skipped when unreachable.
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { alternate, median } from './lib/alternate.mjs';
+import { checkPostgres, checkRedis, createScratchDatabase, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from './lib/infra.mjs';
+import { detectLoadGenerator, runLoad } from './lib/load.mjs';
+import { cosAdmin, cpuProfilesIn, startBaseline, startService } from './lib/procs.mjs';
+import { summariseProfile } from './lib/profile.mjs';
+import { renderFigures, writeFigures } from './lib/report.mjs';
+import { CLI_MAIN, ROOT } from './lib/resolve.mjs';
+import { lastPageCursor, seedKeys, seedOrganisations } from './lib/seed.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    dry: { type: 'boolean', default: false },
+    write: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+  allowPositionals: false,
+});
+
+const num = (flag, envName, quick, full) => {
+  const raw = flag ?? process.env[envName];
+  if (raw === undefined || raw === '') return opt.quick ? quick : full;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${envName} / --${envName.slice(6).toLowerCase()} must be a number, got ${raw}`);
+  return n;
+};
+
+const settings = {
+  durationS: num(opt.duration, 'BENCH_DURATION', 2, 6),
+  rounds: num(opt.rounds, 'BENCH_ROUNDS', 1, 3),
+  warmupS: num(opt.warmup, 'BENCH_WARMUP', 1, 3),
+  connections: num(opt.connections, 'BENCH_CONNECTIONS', 50, 50),
+  largeKeyCount: opt.quick ? 20_000 : 1_000_000,
+  smallKeyCount: 1_000,
+  organisationCount: opt.quick ? 5_000 : 100_000,
+  pageLimit: 20,
+  cliRuns: opt.quick ? 3 : 10,
+};
+const ALL = ['a', 'a-info', 'b', 'c', 'd', 'e', 'g'];
+const only = opt.only ? new Set(opt.only.split(',').map((s) => s.trim())) : new Set(ALL);
+for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--only: unknown scenario ${id} (know ${ALL.join(', ')})`);
+const writeDocs = !opt.dry && (!opt.quick || opt.write);
+const RAISED = '1000000000';
+const TARGET = { a: 0.75, aP99: 2, b: 0.45, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+
+const started = Date.now();
+const log = (line = '') => process.stdout.write(`${line}\n`);
+const step = (line) => log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+
+if (!existsSync(CLI_MAIN)) {
+  console.error(`bench: ${path.relative(ROOT, CLI_MAIN)} is missing; build first (pnpm bench runs tsc -b, or run npx tsc -b).`);
+  process.exit(2);
+}
+
+const generator = detectLoadGenerator();
+const work = mkdtempSync(path.join(os.tmpdir(), 'cos-bench-'));
+const profileDir = path.join(work, 'profiles');
+mkdirSync(profileDir);
+const running = new Set();
+const cleanups = [];
+const scenarios = [];
+const memory = [];
+
+async function stopAll() {
+  for (const p of [...running]) {
+    await p.stop().catch(() => {});
+    running.delete(p);
+  }
+}
+async function start(kind, options) {
+  const p = kind === 'baseline' ? await startBaseline(options) : await startService(options);
+  running.add(p);
+  return p;
+}
+async function stop(p) {
+  if (!p) return;
+  running.delete(p);
+  await p.stop();
+}
+function recordMemory(label, p) {
+  const m = p?.memory();
+  if (m) memory.push({ label, ...m });
+}
+
+process.on('SIGINT', async () => {
+  log('\nbench: interrupted, stopping children');
+  await stopAll();
+  process.exit(130);
+});
+
+// ---------- helpers ----------
+
+const KEY_RE = /svc_(?:live|test)_[A-Za-z0-9]{48}/;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The first string anywhere in `value` that satisfies `test` (CLI --json shapes, searched not assumed). */
+function findString(value, test, prefer = []) {
+  if (typeof value === 'string') return test(value) ? value : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const k of prefer) if (k in value) {
+    const hit = findString(value[k], test);
+    if (hit) return hit;
+  }
+  for (const v of Object.values(value)) {
+    const hit = findString(v, test, prefer);
+    if (hit) return hit;
+  }
+  return null;
+}
+const rawKeyOf = (json) => findString(json, (s) => KEY_RE.test(s) && s.length === 57, ['key', 'raw_key', 'api_key']);
+const idOf = (json, prefer = ['id']) => {
+  if (json && typeof json === 'object' && typeof json.id === 'string' && UUID_RE.test(json.id)) return json.id;
+  return findString(json, (s) => UUID_RE.test(s), prefer);
+};
+
+async function getJson(url, authorization) {
+  const res = await fetch(url, { headers: authorization ? { authorization } : {} });
+  const text = await res.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+async function preflight(url, authorization, expectStatus, what) {
+  const r = await getJson(url, authorization);
+  if (r.status !== expectStatus) {
+    throw new Error(`pre-flight ${what}: HTTP ${r.status} (expected ${expectStatus}): ${r.text.slice(0, 300)}`);
+  }
+  return r;
+}
+
+/** Copies a SQLite database file (the writers have exited, so the WAL is checkpointed). */
+function copySqlite(from, to) {
+  copyFileSync(from, to);
+  for (const suffix of ['-wal', '-shm']) if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
+}
+
+async function profileUnderLoad(scenario, serviceOptions, side) {
+  step(`  profiling ${scenario.title}: ${side.label}`);
+  const name = `${scenario.id}-${Date.now()}`;
+  const p = await start('service', { ...serviceOptions, name, profileDir });
+  try {
+    await runLoad(generator, { url: side.url.replace(/^http:\/\/[^/]+/, p.base), durationS: Math.min(2, settings.durationS), connections: settings.connections, authorization: side.authorization });
+    await runLoad(generator, { url: side.url.replace(/^http:\/\/[^/]+/, p.base), durationS: settings.durationS, connections: settings.connections, authorization: side.authorization });
+  } finally {
+    await stop(p);
+  }
+  const file = cpuProfilesIn(profileDir).find((f) => path.basename(f).startsWith(name));
+  if (!file) {
+    scenario.notes.push('no CPU profile was written (did the service exit through process.exit after SIGTERM?)');
+    return;
+  }
+  scenario.profile = summariseProfile(file, 15);
+  scenario.profileFile = file;
+}
+
+/** Runs one A/B scenario; records a failure instead of aborting the whole bench. */
+async function measure(scenario, { a, b, target, p99Target, profileWith }) {
+  step(`${scenario.title}: ${a.label} vs ${b.label}`);
+  try {
+    const result = await alternate(generator, { a, b, ...settings, log });
+    scenario.result = result;
+    const metRps = result.ratio.rps >= target;
+    const metP99 = p99Target === undefined ? true : result.ratio.p99 <= p99Target;
+    scenario.met = metRps && metP99;
+    log(`  => A/B throughput ${result.ratio.rps.toFixed(3)} (target ≥ ${target})` + (p99Target ? `, A/B p99 ${result.ratio.p99.toFixed(2)} (target ≤ ${p99Target})` : '') + `: ${scenario.met ? 'met' : 'MISSED'}`);
+    if ((opt.profile || !scenario.met) && profileWith) await profileUnderLoad(scenario, profileWith, a);
+  } catch (err) {
+    scenario.failed = err.message.split('\n')[0];
+    log(`  !! ${scenario.title} failed: ${err.message}`);
+  }
+}
+
+function newScenario(id, title, a, b, target) {
+  const s = { id, title, a, b, target, notes: [] };
+  scenarios.push(s);
+  return s;
+}
+
+// ---------- the run ----------
+
+const machine = {
+  cpus: os.cpus().length,
+  cpuModel: os.cpus()[0]?.model?.trim() ?? 'unknown CPU',
+  memGiB: (os.totalmem() / 2 ** 30).toFixed(0),
+  os: `${os.type()} ${os.release()} ${os.arch()}`,
+  node: process.versions.node,
+  loadStart: os.loadavg()[0].toFixed(1),
+  loadEnd: '?',
+};
+log(`cos bench — ${opt.quick ? 'quick' : 'full'} run; load generator ${generator.name} ${generator.version}; ${machine.cpus} × ${machine.cpuModel}; Node ${machine.node}`);
+log(`  ${settings.rounds} × (A ${settings.durationS} s, B ${settings.durationS} s) after ${settings.warmupS} s warm-up per side, ${settings.connections} connections; scratch dir ${work}`);
+if (os.loadavg()[0] > machine.cpus / 2) {
+  log(`  warning: load average ${os.loadavg()[0].toFixed(1)} on ${machine.cpus} cores: other processes compete with the bench; req/s will be noisy (CPU µs/req less so)`);
+}
+if (generator.name !== 'wrk') log('  note: wrk not found; autocannon runs inside this Node process and may be the bottleneck (apt-get install -y wrk)');
+
+let exitCode = 0;
+let infraLine = null;
+try {
+  // --- embedded fixture: one SQLite file made with the real CLI, then copies for (d) and (e) ---
+  step('setting up the embedded store with cos-admin (migrate, bootstrap, org create, key issue)');
+  const baseFile = path.join(work, 'base.sqlite');
+  const baseEnv = { DATABASE_URL: `sqlite:${baseFile}` };
+  cosAdmin(['migrate'], baseEnv);
+  const boot = cosAdmin(['bootstrap', '--name', 'Bench Platform', '--slug', 'bench-platform'], baseEnv);
+  const platformKey = rawKeyOf(boot);
+  if (!platformKey) throw new Error('bootstrap --json printed no platform key');
+  const org = cosAdmin(['org', 'create', '--name', 'Bench Tenant', '--slug', 'bench-tenant'], baseEnv);
+  const orgId = idOf(org);
+  const tenantKeyJson = cosAdmin(['key', 'issue', orgId, '--label', 'bench'], baseEnv);
+  const tenantKey = rawKeyOf(tenantKeyJson);
+  if (!orgId || !tenantKey) throw new Error('org create / key issue --json printed no id / key');
+  const cliOrg = cosAdmin(['org', 'create', '--name', 'Bench CLI timing', '--slug', 'bench-cli'], baseEnv);
+  const cliOrgId = idOf(cliOrg);
+  const tenantAuth = `Bearer ${tenantKey}`;
+  const platformAuth = `Bearer ${platformKey}`;
+  const orgPath = `/v1/organisations/${orgId}`;
+
+  const want = (id) => only.has(id);
+  const dFiles = { small: path.join(work, 'd-1k.sqlite'), large: path.join(work, 'd-large.sqlite') };
+  const eFile = path.join(work, 'e.sqlite');
+  if (want('d')) {
+    copySqlite(baseFile, dFiles.small);
+    copySqlite(baseFile, dFiles.large);
+    step(`seeding (d): ${settings.smallKeyCount.toLocaleString('en-US')} and ${settings.largeKeyCount.toLocaleString('en-US')} keys (digests only) over 1,000 organisations`);
+    const t1 = Date.now();
+    await seedKeys(`sqlite:${dFiles.small}`, { total: settings.smallKeyCount, organisations: 1000 });
+    await seedKeys(`sqlite:${dFiles.large}`, { total: settings.largeKeyCount, organisations: 1000 });
+    step(`  seeded in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+  }
+  let lastCursor = null;
+  if (want('e')) {
+    copySqlite(baseFile, eFile);
+    step(`seeding (e): ${settings.organisationCount.toLocaleString('en-US')} organisations`);
+    const t1 = Date.now();
+    await seedOrganisations(`sqlite:${eFile}`, { total: settings.organisationCount });
+    lastCursor = await lastPageCursor(`sqlite:${eFile}`, settings.pageLimit);
+    step(`  seeded in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+  }
+
+  // --- service (a) and the baseline answering the very same JSON ---
+  const embedded = (name, env = {}) => ({
+    name,
+    env: { DATABASE_URL: `sqlite:${baseFile}`, RATE_LIMIT_PER_MINUTE: RAISED, ...env },
+    logFile: path.join(work, `${name}.log`),
+  });
+  step('starting the embedded service and the bare Koa baseline');
+  const svcA = await start('service', embedded('a'));
+  const first = await preflight(`${svcA.base}${orgPath}`, tenantAuth, 200, 'GET organisation (embedded)');
+  const bodyFile = path.join(work, 'organisation.json');
+  writeFileSync(bodyFile, first.text);
+  const baseline = await start('baseline', { bodyFile, logFile: path.join(work, 'baseline.log') });
+  const base = await preflight(`${baseline.base}${orgPath}`, undefined, 200, 'baseline');
+  if (base.text !== first.text) throw new Error('the baseline does not answer the same JSON as the service');
+  const koaSide = { label: 'bare Koa', url: `${baseline.base}${orgPath}`, process: baseline };
+
+  if (want('a')) {
+    const s = newScenario('a', '(a) embedded: SQLite + in-process counter', 'service', 'bare Koa', `≥ ${TARGET.a} ×, p99 ≤ ${TARGET.aP99} ×`);
+    await measure(s, {
+      a: { label: 'service (SQLite)', url: `${svcA.base}${orgPath}`, authorization: tenantAuth, process: svcA },
+      b: koaSide,
+      target: TARGET.a,
+      p99Target: TARGET.aP99,
+      profileWith: embedded('a-prof'),
+    });
+    recordMemory('(a) embedded', svcA);
+  }
+  await stop(svcA);
+
+  if (want('a-info')) {
+    const s = newScenario('a-info', '(a) at LOG_LEVEL=info (one line per request)', 'service', 'bare Koa', 'info only');
+    const svc = await start('service', embedded('a-info', { LOG_LEVEL: 'info' }));
+    const before = statSync(svc.logFile).size;
+    await measure(s, {
+      a: { label: 'service (SQLite, info log)', url: `${svc.base}${orgPath}`, authorization: tenantAuth, process: svc },
+      b: koaSide,
+      target: 0,
+      profileWith: opt.profile ? embedded('a-info-prof', { LOG_LEVEL: 'info' }) : undefined,
+    });
+    s.met = null;
+    const bytes = statSync(svc.logFile).size - before;
+    const a = scenarios.find((x) => x.id === 'a');
+    if (s.result) {
+      const served = s.result.a.runs.reduce((n, r) => n + r.requests, 0);
+      s.notes.push(`${(bytes / 2 ** 20).toFixed(0)} MiB of log for ~${served.toLocaleString('en-US')} measured requests (+ warm-up), ~${Math.round(bytes / Math.max(1, served))} bytes per request, written to a file`);
+      if (a?.result) s.notes.push(`throughput ${(100 * (1 - s.result.a.rps / a.result.a.rps)).toFixed(1)} % below the same service at LOG_LEVEL=warn`);
+    }
+    recordMemory('(a) info log', svc);
+    await stop(svc);
+  }
+
+  if (want('c')) {
+    const s = newScenario('c', '(c) organisation over its limit (429)', 'service', 'bare Koa', `≥ ${TARGET.c} ×`);
+    const limit = 60;
+    const svc = await start('service', embedded('c', { RATE_LIMIT_PER_MINUTE: String(limit) }));
+    try {
+      let last;
+      for (let i = 0; i <= limit; i++) last = await getJson(`${svc.base}${orgPath}`, tenantAuth);
+      if (last.status !== 429) throw new Error(`request ${limit + 1} answered ${last.status}, expected 429`);
+      if (!String(last.headers.get('content-type')).startsWith('application/problem+json')) throw new Error('429 is not application/problem+json');
+      const windows = Math.ceil((settings.warmupS * 2 + settings.rounds * settings.durationS * 2) / 60) + 1;
+      await measure(s, {
+        a: { label: 'service (429 path)', url: `${svc.base}${orgPath}`, authorization: tenantAuth, expect: '429', allowance: limit * windows, process: svc },
+        b: koaSide,
+        target: TARGET.c,
+        profileWith: embedded('c-prof', { RATE_LIMIT_PER_MINUTE: '1' }),
+      });
+      s.notes.push(`the organisation's limit is ${limit}/min; every measured answer but at most ${limit} per new UTC minute was a 429 (checked per run)`);
+    } catch (err) {
+      s.failed ??= err.message;
+    }
+    recordMemory('(c) 429 path', svc);
+    await stop(svc);
+  }
+
+  if (want('d')) {
+    const large = settings.largeKeyCount.toLocaleString('en-US');
+    const s = newScenario('d', `(d) key lookup: ${large} vs 1,000 keys`, `${large} keys`, '1,000 keys', `≥ ${TARGET.d} ×`);
+    const small = await start('service', { ...embedded('d-1k'), env: { DATABASE_URL: `sqlite:${dFiles.small}`, RATE_LIMIT_PER_MINUTE: RAISED } });
+    const big = await start('service', { ...embedded('d-large'), env: { DATABASE_URL: `sqlite:${dFiles.large}`, RATE_LIMIT_PER_MINUTE: RAISED } });
+    try {
+      await preflight(`${small.base}${orgPath}`, tenantAuth, 200, 'd 1k');
+      await preflight(`${big.base}${orgPath}`, tenantAuth, 200, 'd large');
+      await measure(s, {
+        a: { label: `service, ${large} keys`, url: `${big.base}${orgPath}`, authorization: tenantAuth, process: big },
+        b: { label: 'service, 1,000 keys', url: `${small.base}${orgPath}`, authorization: tenantAuth, process: small },
+        target: TARGET.d,
+        profileWith: { ...embedded('d-prof'), env: { DATABASE_URL: `sqlite:${dFiles.large}`, RATE_LIMIT_PER_MINUTE: RAISED } },
+      });
+    } catch (err) {
+      s.failed ??= err.message;
+    }
+    recordMemory(`(d) ${large} keys`, big);
+    recordMemory('(d) 1,000 keys', small);
+    await stop(big);
+    await stop(small);
+  }
+
+  if (want('e')) {
+    const total = settings.organisationCount.toLocaleString('en-US');
+    const s = newScenario('e', `(e) list organisations: last vs first page of ${total}`, 'last page', 'first page', `≥ ${TARGET.e} ×`);
+    const eOptions = { ...embedded('e'), env: { DATABASE_URL: `sqlite:${eFile}`, RATE_LIMIT_PER_MINUTE: RAISED } };
+    const svc = await start('service', eOptions);
+    try {
+      const firstUrl = `${svc.base}/v1/organisations?limit=${settings.pageLimit}`;
+      const lastUrl = `${firstUrl}&cursor=${lastCursor}`;
+      const f = await preflight(firstUrl, platformAuth, 200, 'first page');
+      const l = await preflight(lastUrl, platformAuth, 200, 'last page');
+      if (f.body.data?.length !== settings.pageLimit || !f.body.meta?.next_cursor) throw new Error('the first page is not a full page with a next_cursor');
+      if (l.body.data?.length !== settings.pageLimit || l.body.meta?.next_cursor !== null) throw new Error(`the "last page" has ${l.body.data?.length} items and next_cursor ${l.body.meta?.next_cursor}`);
+      await measure(s, {
+        a: { label: 'last page', url: lastUrl, authorization: platformAuth, process: svc },
+        b: { label: 'first page', url: firstUrl, authorization: platformAuth, process: svc },
+        target: TARGET.e,
+        profileWith: { ...eOptions, name: 'e-prof' },
+      });
+      s.notes.push(`${settings.pageLimit} organisations per page; the last page's cursor is encodeCursor() of the record just before it`);
+    } catch (err) {
+      s.failed ??= err.message;
+    }
+    recordMemory('(e) 100k organisations', svc);
+    await stop(svc);
+  }
+
+  if (want('b')) {
+    const s = newScenario('b', '(b) production: Postgres + Redis', 'service', 'bare Koa', `≥ ${TARGET.b} ×`);
+    const dbUrl = process.env.TEST_DATABASE_URL || DEFAULT_DATABASE_URL;
+    const redisUrl = process.env.TEST_REDIS_URL || DEFAULT_REDIS_URL;
+    const [pg, redis] = await Promise.all([checkPostgres(dbUrl), checkRedis(redisUrl)]);
+    if (!pg.ok || !redis.ok) {
+      s.skipped = [pg.reason, redis.reason].filter(Boolean).join('; ');
+      log(`(b) skipped: ${s.skipped}`);
+    } else {
+      infraLine = `${pg.version}, ${redis.version}, both on this machine`;
+      let scratch;
+      let svc;
+      try {
+        scratch = await createScratchDatabase(dbUrl);
+        cleanups.push(() => scratch.drop());
+        const env = { DATABASE_URL: scratch.url };
+        step(`(b) setting up ${scratch.name} with cos-admin`);
+        cosAdmin(['migrate'], env);
+        cosAdmin(['bootstrap'], env);
+        const pgOrgId = idOf(cosAdmin(['org', 'create', '--name', 'Bench Tenant', '--slug', 'bench-tenant'], env));
+        const pgKey = rawKeyOf(cosAdmin(['key', 'issue', pgOrgId, '--label', 'bench'], env));
+        const bOptions = { name: 'b', env: { ...env, REDIS_URL: redisUrl, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'b.log') };
+        svc = await start('service', bOptions);
+        const url = `${svc.base}/v1/organisations/${pgOrgId}`;
+        const r = await preflight(url, `Bearer ${pgKey}`, 200, 'GET organisation (Postgres)');
+        if (r.headers.get('x-ratelimit-limit') !== RAISED) throw new Error(`X-RateLimit-Limit is ${r.headers.get('x-ratelimit-limit')}`);
+        await measure(s, {
+          a: { label: 'service (Postgres + Redis)', url, authorization: `Bearer ${pgKey}`, process: svc },
+          b: koaSide,
+          target: TARGET.b,
+          profileWith: { ...bOptions, name: 'b-prof' },
+        });
+        recordMemory('(b) Postgres + Redis', svc);
+        const warnings = readFileSync(bOptions.logFile, 'utf8').split('\n').filter((l) => /"level":"warn"/.test(l));
+        if (warnings.some((l) => /fail/i.test(l))) s.notes.push('the service logged fail-open warnings during the run: the Redis counter timed out under load');
+      } catch (err) {
+        s.failed ??= err.message;
+        log(`  !! (b) failed: ${err.message}`);
+      } finally {
+        await stop(svc);
+      }
+    }
+  }
+  recordMemory('bare Koa', baseline);
+  await stopAll();
+
+  // (f): peak RSS of every service process, read from /proc/<pid>/status VmHWM just before it stopped
+  const services = memory.filter((m) => m.label !== 'bare Koa');
+  if (services.length) {
+    const peak = services.reduce((a, b) => (b.hwmMiB > a.hwmMiB ? b : a));
+    const s = newScenario('f', '(f) peak RSS under load (VmHWM)', '', '', `≤ ${TARGET.fMiB} MiB`);
+    s.value = peak.hwmMiB;
+    s.unit = 'MiB';
+    s.valueLabel = `max over services: ${peak.label}`;
+    s.met = peak.hwmMiB <= TARGET.fMiB;
+    s.notes.push(memory.map((m) => `${m.label} ${m.hwmMiB.toFixed(0)} MiB`).join(', '));
+    log(`(f) peak RSS: ${memory.map((m) => `${m.label} ${m.hwmMiB.toFixed(0)} MiB`).join(', ')} → ${s.met ? 'met' : 'MISSED'}`);
+  }
+
+  if (want('g')) {
+    const s = newScenario('g', '(g) `cos-admin key issue`, bin invoked directly', '', '', `≤ ${TARGET.gS} s wall`);
+    step('(g) timing `node packages/cli/dist/main.js key issue` (median)');
+    try {
+      const g = timeCli(['key', 'issue', cliOrgId, '--label', 'cli-timing', '--json'], baseEnv);
+      s.value = g.medianS;
+      s.unit = 's';
+      s.valueLabel = `median of ${g.runs} (${g.tool})`;
+      s.met = g.medianS <= TARGET.gS;
+      s.notes.push(`${g.tool}: median ${g.medianS.toFixed(3)} s, min ${g.minS.toFixed(3)} s, max ${g.maxS.toFixed(3)} s over ${g.runs} runs on SQLite; \`node -e 0\` alone takes ${g.nodeS.toFixed(3)} s here`);
+      log(`  => ${g.medianS.toFixed(3)} s (${g.tool}) ${s.met ? 'met' : 'MISSED'}`);
+    } catch (err) {
+      s.failed = err.message;
+    }
+  }
+} catch (err) {
+  exitCode = 1;
+  log(`\nbench: ${err.stack || err.message}`);
+} finally {
+  await stopAll();
+  for (const c of cleanups) await c().catch((e) => log(`cleanup: ${e.message}`));
+}
+
+machine.loadEnd = os.loadavg()[0].toFixed(1);
+const run = {
+  finishedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  mode: opt.quick ? 'quick' : 'full',
+  totalSeconds: (Date.now() - started) / 1000,
+  command: ['pnpm bench', ...process.argv.slice(2)].join(' ').replace('pnpm bench -', 'pnpm bench -- -'),
+  machine,
+  loadGenerator: generator,
+  settings,
+  infra: infraLine,
+  scenarios,
+};
+const markdown = renderFigures(run);
+log('');
+log(markdown);
+if (writeDocs && scenarios.length) {
+  writeFigures(path.join(ROOT, 'docs', 'performance.md'), markdown);
+  log('\nwrote docs/performance.md');
+} else {
+  log(`\n(not written to docs/performance.md: ${opt.dry ? '--dry' : '--quick without --write'})`);
+}
+if (opt.keep) log(`scratch directory kept: ${work}`);
+else rmSync(work, { recursive: true, force: true });
+if (scenarios.some((s) => s.failed)) exitCode = 1;
+process.exit(exitCode);
+
+// ---------- (g) ----------
+function timeCli(args, env) {
+  const runs = settings.cliRuns;
+  const childEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...env };
+  const nodeS = timeOnce([process.execPath, '-e', '0'], childEnv, 5);
+  const hf = spawnSync('hyperfine', ['--version'], { encoding: 'utf8' });
+  if (!hf.error) {
+    const out = path.join(work, 'hyperfine.json');
+    const quote = (a) => (/^[\w./:=-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
+    const cmd = [process.execPath, CLI_MAIN, ...args].map(quote).join(' ');
+    const res = spawnSync('hyperfine', ['--shell=none', '--warmup', '2', '--runs', String(runs), '--export-json', out, cmd], {
+      env: childEnv,
+      encoding: 'utf8',
+    });
+    if (res.status !== 0) throw new Error(`hyperfine failed: ${res.stderr || res.stdout}`);
+    const r = JSON.parse(readFileSync(out, 'utf8')).results[0];
+    return { tool: `hyperfine ${hf.stdout.trim().split(' ')[1]}`, runs, medianS: r.median, minS: r.min, maxS: r.max, nodeS };
+  }
+  const times = [];
+  timeOnce([process.execPath, CLI_MAIN, ...args], childEnv, 2);
+  for (let i = 0; i < runs; i++) times.push(timeOnce([process.execPath, CLI_MAIN, ...args], childEnv, 1));
+  return { tool: 'repeated spawnSync timing', runs, medianS: median(times), minS: Math.min(...times), maxS: Math.max(...times), nodeS };
+}
+
+function timeOnce(argv, env, repeat) {
+  const times = [];
+  for (let i = 0; i < repeat; i++) {
+    const t = process.hrtime.bigint();
+    const r = spawnSync(argv[0], argv.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${argv.slice(1, 3).join(' ')} failed: ${r.stderr}`);
+    times.push(Number(process.hrtime.bigint() - t) / 1e9);
+  }
+  return median(times);
+}
