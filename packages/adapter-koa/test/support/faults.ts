@@ -9,17 +9,20 @@ import type { StoreHarness } from '@cos/core/testing';
 export type Fault = () => unknown;
 
 export interface FaultyStore extends StoreHarness {
-  /** While set, every store call, unit of work and health probe rejects with `fault()`. */
-  failWith(fault: Fault | null): void;
+  /**
+   * While set, every store call, unit of work and health probe rejects with `fault()`; with
+   * `only`, just the calls named there (e.g. "organisations.findById", "unitOfWork.run", "health.ping").
+   */
+  failWith(fault: Fault | null, only?: readonly string[]): void;
 }
 
-function guard<T extends object>(target: T, current: () => Fault | null): T {
+function guard<T extends object>(name: string, target: T, current: (call: string) => Fault | null): T {
   return new Proxy(target, {
     get(obj, prop, receiver) {
       const value = Reflect.get(obj, prop, receiver) as unknown;
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
-        const fault = current();
+        const fault = current(`${name}.${String(prop)}`);
         if (fault !== null) return Promise.reject(fault());
         return (value as (...a: unknown[]) => unknown).apply(obj, args);
       };
@@ -29,22 +32,27 @@ function guard<T extends object>(target: T, current: () => Fault | null): T {
 
 export function faultyStore(inner: StoreHarness): FaultyStore {
   let fault: Fault | null = null;
-  const current = (): Fault | null => fault;
+  let only: readonly string[] | undefined;
+  const current = (call: string): Fault | null => (only === undefined || only.includes(call) ? fault : null);
   const wrapStores = (s: StoreHarness['stores']): StoreHarness['stores'] => ({
-    organisations: guard(s.organisations, current),
-    members: guard(s.members, current),
-    apiKeys: guard(s.apiKeys, current),
-    audit: guard(s.audit, current),
+    organisations: guard('organisations', s.organisations, current),
+    members: guard('members', s.members, current),
+    apiKeys: guard('apiKeys', s.apiKeys, current),
+    audit: guard('audit', s.audit, current),
   });
   return {
     stores: wrapStores(inner.stores),
     unitOfWork: {
-      run: (work) => (fault !== null ? Promise.reject(fault()) : inner.unitOfWork.run((stores) => work(wrapStores(stores)))),
+      run: (work) => {
+        const f = current('unitOfWork.run');
+        return f !== null ? Promise.reject(f()) : inner.unitOfWork.run((stores) => work(wrapStores(stores)));
+      },
     },
-    health: guard(inner.health, current),
+    health: guard('health', inner.health, current),
     close: () => inner.close(),
-    failWith(f) {
+    failWith(f, calls) {
       fault = f;
+      only = calls;
     },
   };
 }

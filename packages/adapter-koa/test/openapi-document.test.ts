@@ -1,0 +1,74 @@
+/**
+ * docs/openapi.yaml itself: OpenAPI 3.1, every $ref resolves, every schema compiles under ajv's
+ * strict mode, and the document describes the twelve operations of spec §4 under /v1 (spec §9).
+ * (That every response of the suite matches it is checked by the test client on each exchange.)
+ */
+import { expect } from 'chai';
+import { OpenApiDocument } from './support/openapi.js';
+
+function walk(node: unknown, visit: (node: Record<string, unknown>, pointer: string) => void, pointer = '#'): void {
+  if (node === null || typeof node !== 'object') return;
+  if (!Array.isArray(node)) visit(node as Record<string, unknown>, pointer);
+  for (const [k, v] of Object.entries(node)) walk(v, visit, `${pointer}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+}
+
+describe('adapter-koa: docs/openapi.yaml', () => {
+  const doc = OpenApiDocument.load();
+
+  it('is OpenAPI 3.1 with the JSON Schema 2020-12 dialect and the /v1 server (spec §9)', () => {
+    expect(doc.doc['openapi']).to.match(/^3\.1\./);
+    expect(doc.doc['jsonSchemaDialect']).to.equal('https://json-schema.org/draft/2020-12/schema');
+    expect(doc.serverUrl).to.equal('/v1');
+  });
+
+  it('spec §4, §9: describes exactly the twelve operations, /health and /version without security', () => {
+    const ops = doc.operations();
+    expect(ops).to.have.length(12);
+    expect(new Set(ops.map((o) => o.operationId)).size).to.equal(12);
+    for (const o of ops) {
+      const op = (doc.paths()[o.template] as Record<string, Record<string, unknown>>)[o.method.toLowerCase()]!;
+      const isPublic = o.template === '/health' || o.template === '/version';
+      expect(op['security'], o.operationId).to.deep.equal(isPublic ? [] : undefined);
+    }
+  });
+
+  it('every $ref resolves', () => {
+    const refs: string[] = [];
+    walk(doc.doc, (node) => {
+      if (typeof node['$ref'] === 'string') refs.push(node['$ref']);
+    });
+    expect(refs.length).to.be.greaterThan(50);
+    for (const ref of refs) expect(() => doc.pointer(ref), ref).to.not.throw();
+  });
+
+  it('every response schema and header schema compiles under ajv strict mode', () => {
+    let compiled = 0;
+    walk(doc.doc, (node, pointer) => {
+      if (!pointer.startsWith('#/paths') && !pointer.startsWith('#/components/responses') && !pointer.startsWith('#/components/headers')) return;
+      if (node['schema'] !== undefined && typeof node['schema'] === 'object') {
+        doc.validatorAt(`${pointer}/schema`);
+        compiled++;
+      }
+    });
+    expect(compiled).to.be.greaterThan(20);
+  });
+
+  it('spec §5, §7, C-52: every authenticated operation documents 401, 403, 429, 500; every response documents the rate-limit and request-id headers', () => {
+    for (const o of doc.operations()) {
+      const op = (doc.paths()[o.template] as Record<string, Record<string, unknown>>)[o.method.toLowerCase()]!;
+      const responses = op['responses'] as Record<string, unknown>;
+      const codes = Object.keys(responses);
+      expect(codes, o.operationId).to.include.members(['429', '500']);
+      if (o.template !== '/health' && o.template !== '/version') expect(codes, o.operationId).to.include.members(['400', '401', '403', '503']);
+      for (const [code, r] of Object.entries(responses)) {
+        const headers = doc.deref<Record<string, unknown>>(r)['headers'] as Record<string, unknown>;
+        expect(Object.keys(headers), `${o.operationId} ${code}`).to.include.members([
+          'X-Request-Id',
+          'X-RateLimit-Limit',
+          'X-RateLimit-Remaining',
+          'X-RateLimit-Reset',
+        ]);
+      }
+    }
+  });
+});
