@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { CoreConfig } from '@cos/core';
+import { parseDatabaseUrl } from '@cos/store-sql';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -20,7 +21,7 @@ export interface AppConfig {
   readonly rateLimitPerMinute: number;
   readonly unauthRateLimitPerMinute: number;
   readonly logLevel: LogLevel;
-  /** True when LOG_LEVEL was set: operator commands then log at that level instead of `warn`. */
+  /** True when LOG_LEVEL was set: operator commands then log (on stderr) at that level; otherwise not at all. */
   readonly logLevelExplicit: boolean;
   readonly maxActiveKeysPerOrg: number;
   /** Base of the 429 `type` address (C-51), without a trailing slash. */
@@ -76,15 +77,16 @@ function url(name: string, protocols: readonly string[], what: string) {
   );
 }
 
-const DATABASE_URL_MESSAGE =
-  'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://user@host:port/database';
-
 const schema = z.object({
   DATABASE_URL: z
     .string()
     .default('sqlite:./data/cos.sqlite')
-    .refine((s) => /^sqlite:.+/.test(s) || /^postgres(ql)?:\/\/[^/\s]+(\/[^\s]*)?$/.test(s), {
-      message: DATABASE_URL_MESSAGE,
+    .superRefine((s, ctx) => {
+      try {
+        parseDatabaseUrl(s); // its messages name DATABASE_URL and never echo a password
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+      }
     }),
   REDIS_URL: url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)')
     .optional(),

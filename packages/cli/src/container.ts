@@ -1,14 +1,13 @@
 /**
- * The composition root: every port bound in one inversify container, with explicit factories
- * (`toConstantValue` / `toResolvedValue` + their dependency tokens), never implicit metadata.
- * Heavy adapters are imported only when chosen: Redis when REDIS_URL is set, Koa when the HTTP app
- * is resolved (`container.getAsync(CLI_TOKENS.HttpApp)`), so operator commands start fast.
+ * The composition root as an inversify 8 container: every port bound with an explicit factory
+ * (`toConstantValue` / `toResolvedValue` and its dependency tokens), never implicit metadata.
+ * Adapters are imported only when chosen: Redis when REDIS_URL is set; Koa when the HTTP app is
+ * resolved (`await container.getAsync(CLI_TOKENS.HttpApp)`).
  */
 import { Container } from 'inversify';
 import {
   createCore,
   cryptoRandom,
-  InProcessRateCounter,
   systemClock,
   TOKENS,
   type Clock,
@@ -21,10 +20,20 @@ import {
   type Stores,
   type UnitOfWork,
 } from '@cos/core';
-import { createSqlStore, type SqlStore } from '@cos/store-sql';
-import { coreConfigOf, type AppConfig } from './config.js';
+import type { SqlStore } from '@cos/store-sql';
+import {
+  coreConfigOf,
+  createHttpApp,
+  createLimiter,
+  createStore,
+  type HttpApp,
+  type LimiterHandle,
+} from './compose.js';
+import type { AppConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { serviceVersion } from './version.js';
+
+export type { HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
 
 /** Tokens of the composition root itself (core's TOKENS cover the ports and the Core). */
 export const CLI_TOKENS = Object.freeze({
@@ -32,24 +41,9 @@ export const CLI_TOKENS = Object.freeze({
   SqlStore: Symbol.for('cos.cli.SqlStore'),
   Limiter: Symbol.for('cos.cli.Limiter'),
   ServiceVersion: Symbol.for('cos.cli.ServiceVersion'),
-  /** The Koa application (resolve with `getAsync`: Koa is imported on first use). */
+  /** The Koa application: resolve with `getAsync` (Koa is imported on first use). */
   HttpApp: Symbol.for('cos.cli.HttpApp'),
 });
-
-export type StoreKind = 'sqlite' | 'postgres';
-export type LimiterKind = 'in-process' | 'redis';
-
-/** The rate counter together with what it is and how to release it. */
-export interface LimiterHandle {
-  readonly kind: LimiterKind;
-  readonly counter: RateCounter;
-  close(): Promise<void>;
-}
-
-/** What a Koa application offers that the server needs (kept structural: no Koa import here). */
-export interface HttpApp {
-  callback(): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void;
-}
 
 export interface ContainerOverrides {
   readonly clock?: Clock;
@@ -58,17 +52,8 @@ export interface ContainerOverrides {
   readonly logger?: Logger;
   /** Default: the Redis counter when REDIS_URL is set, else the in-process counter. */
   readonly counter?: RateCounter;
-  /** Passed to the SQL store: pool size (Postgres). */
+  /** Postgres pool size (default: the store's). */
   readonly poolMax?: number;
-}
-
-async function createLimiter(config: AppConfig, logger: Logger, clock: Clock): Promise<LimiterHandle> {
-  if (config.redisUrl === null) {
-    return { kind: 'in-process', counter: new InProcessRateCounter(clock), close: () => Promise.resolve() };
-  }
-  const { createRedisCounter } = await import('@cos/limiter-redis');
-  const counter = await createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
-  return { kind: 'redis', counter, close: () => counter.close() };
 }
 
 /**
@@ -78,13 +63,7 @@ async function createLimiter(config: AppConfig, logger: Logger, clock: Clock): P
 export async function buildContainer(config: AppConfig, overrides: ContainerOverrides = {}): Promise<Container> {
   const logger: Logger = overrides.logger ?? createLogger({ level: config.logLevel, fd: 1 });
   const clock = overrides.clock ?? systemClock;
-  const random = overrides.random ?? cryptoRandom;
-
-  const store = createSqlStore({
-    databaseUrl: config.databaseUrl,
-    logger,
-    ...(overrides.poolMax !== undefined ? { poolMax: overrides.poolMax } : {}),
-  });
+  const store = createStore(config, logger, overrides.poolMax);
   let limiter: LimiterHandle;
   try {
     limiter =
@@ -104,7 +83,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
 
   container.bind<Logger>(TOKENS.Logger).toConstantValue(logger);
   container.bind<Clock>(TOKENS.Clock).toConstantValue(clock);
-  container.bind<Random>(TOKENS.Random).toConstantValue(random);
+  container.bind<Random>(TOKENS.Random).toConstantValue(overrides.random ?? cryptoRandom);
   container.bind<Partial<CoreConfig>>(TOKENS.Config).toConstantValue(coreConfigOf(config));
   container.bind<Stores>(TOKENS.Stores).toResolvedValue((s: SqlStore) => s.stores, [CLI_TOKENS.SqlStore]);
   container.bind<UnitOfWork>(TOKENS.UnitOfWork).toResolvedValue((s: SqlStore) => s.unitOfWork, [CLI_TOKENS.SqlStore]);
@@ -117,18 +96,18 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
       (
         stores: Stores,
         unitOfWork: UnitOfWork,
-        counter: RateCounter,
         health: HealthProbe,
+        counter: RateCounter,
         clk: Clock,
-        rnd: Random,
+        random: Random,
         log: Logger,
         cfg: Partial<CoreConfig>,
-      ) => createCore({ stores, unitOfWork, counter, health, clock: clk, random: rnd, logger: log, config: cfg }),
+      ) => createCore({ stores, unitOfWork, health, counter, clock: clk, random, logger: log, config: cfg }),
       [
         TOKENS.Stores,
         TOKENS.UnitOfWork,
-        TOKENS.RateCounter,
         TOKENS.HealthProbe,
+        TOKENS.RateCounter,
         TOKENS.Clock,
         TOKENS.Random,
         TOKENS.Logger,
@@ -136,36 +115,35 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
       ],
     );
 
-  container.bind<HttpApp>(CLI_TOKENS.HttpApp).toResolvedValue(
-    async (core: Core, log: Logger, cfg: AppConfig, version: string): Promise<HttpApp> => {
-      const { createKoaApp } = await import('@cos/adapter-koa');
-      return createKoaApp({ core, logger: log }, { serviceVersion: version, errorsUrl: cfg.errorsUrl });
-    },
-    [TOKENS.Core, TOKENS.Logger, CLI_TOKENS.AppConfig, CLI_TOKENS.ServiceVersion],
-  );
+  container
+    .bind<HttpApp>(CLI_TOKENS.HttpApp)
+    .toResolvedValue(
+      (core: Core, log: Logger, cfg: AppConfig, version: string) => createHttpApp(core, log, cfg, version),
+      [TOKENS.Core, TOKENS.Logger, CLI_TOKENS.AppConfig, CLI_TOKENS.ServiceVersion],
+    );
 
   return container;
 }
 
-/** Closes the database pool and the Redis connection of a container built by buildContainer. */
+/** Closes the database pool and the Redis connection of a container built by buildContainer. Idempotent. */
 export async function closeContainer(container: Container): Promise<void> {
+  if (!container.isBound(CLI_TOKENS.SqlStore)) return;
   const store = container.get<SqlStore>(CLI_TOKENS.SqlStore);
   const limiter = container.get<LimiterHandle>(CLI_TOKENS.Limiter);
   const results = await Promise.allSettled([limiter.close(), store.close()]);
-  await container.unbindAll();
+  await container.unbindAllAsync();
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
 }
 
-/** The store behind a container and what kind it is. */
+export function coreOf(container: Container): Core {
+  return container.get<Core>(TOKENS.Core);
+}
+
 export function storeOf(container: Container): SqlStore {
   return container.get<SqlStore>(CLI_TOKENS.SqlStore);
 }
 
 export function limiterOf(container: Container): LimiterHandle {
   return container.get<LimiterHandle>(CLI_TOKENS.Limiter);
-}
-
-export function coreOf(container: Container): Core {
-  return container.get<Core>(TOKENS.Core);
 }

@@ -2,8 +2,9 @@
  * @cos/cli for embedders: the composition root (`buildContainer`) and its configuration, so a
  * service can run the whole stack in its own process. The `cos-admin` binary is src/main.ts.
  */
-export { buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS } from './container.js';
-export type { ContainerOverrides, HttpApp, LimiterHandle, LimiterKind, StoreKind } from './container.js';
+export { buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS, type ContainerOverrides } from './container.js';
+export { createStore, createLimiter, createHttpApp, composeCore } from './compose.js';
+export type { CorePorts, HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
 export { loadConfig, coreConfigOf, ConfigError, CONFIG_TABLE, LOG_LEVELS } from './config.js';
 export type { AppConfig, LoadConfigOptions, LogLevel } from './config.js';
 export { createLogger, type CosLogger, type CreateLoggerOptions } from './logger.js';

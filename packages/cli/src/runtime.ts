@@ -1,17 +1,17 @@
 /**
- * Running one operator command: configuration, a container on a stderr logger, the store made
- * ready (SQLite migrates itself; Postgres must have been migrated), the work, and a clean close.
+ * Running one operator command: configuration, the store and the core on a stderr logger (the
+ * same factories `buildContainer` binds, without the container: these commands are one-shot and
+ * benchmarked for start-up), the store made ready, the work, and a clean close.
  */
-import type { Container } from 'inversify';
-import { InProcessRateCounter, type Core, type Logger } from '@cos/core';
+import { cryptoRandom, InProcessRateCounter, systemClock, type Core, type Logger } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
+import { composeCore, coreConfigOf, createStore } from './compose.js';
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
-import { createLogger, type CosLogger } from './logger.js';
+import { createLogger, routeConsoleTo, type CosLogger } from './logger.js';
 
 export interface CommandContext {
   readonly config: AppConfig;
-  readonly container: Container;
   readonly core: Core;
   readonly store: SqlStore;
   readonly logger: Logger;
@@ -23,9 +23,12 @@ export interface RunOptions {
   readonly prepare?: 'ready' | 'none';
 }
 
-/** Operators see warnings and errors unless LOG_LEVEL asks for more. */
+/**
+ * Operator commands report a failure in one line of their own; log lines (on stderr) appear only
+ * when LOG_LEVEL is set.
+ */
 function commandLogLevel(config: AppConfig): LogLevel {
-  return config.logLevelExplicit ? config.logLevel : 'warn';
+  return config.logLevelExplicit ? config.logLevel : 'silent';
 }
 
 export function pendingMigrationsMessage(pending: readonly string[]): string {
@@ -50,15 +53,22 @@ export async function runCommand(
 ): Promise<void> {
   const config = loadConfig();
   const logger: CosLogger = createLogger({ level: commandLogLevel(config), fd: 2, sync: true });
-  const { buildContainer, closeContainer, coreOf, storeOf } = await import('./container.js');
-  // Operator commands never count requests: no Redis connection for them.
-  const container = await buildContainer(config, { logger, counter: new InProcessRateCounter(), poolMax: 2 });
+  routeConsoleTo(logger);
+  const store = createStore(config, logger, 2);
   try {
-    const store = storeOf(container);
     if ((options.prepare ?? 'ready') === 'ready') await makeStoreReady(store);
-    await work({ config, container, core: coreOf(container), store, logger, json });
+    // Operator commands never count requests: an in-process counter, no Redis connection.
+    const core = composeCore({
+      store,
+      counter: new InProcessRateCounter(),
+      clock: systemClock,
+      random: cryptoRandom,
+      logger,
+      config: coreConfigOf(config),
+    });
+    await work({ config, core, store, logger, json });
   } finally {
-    await closeContainer(container);
+    await store.close();
     logger.flush();
   }
 }

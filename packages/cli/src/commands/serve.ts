@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig, type AppConfig } from '../config.js';
 import { CliError, describeError } from '../errors.js';
-import { createLogger } from '../logger.js';
+import { createLogger, routeConsoleTo } from '../logger.js';
 import { emit } from '../output.js';
 import { lifecycle } from '../lifecycle.js';
 import { makeStoreReady } from '../runtime.js';
@@ -29,6 +29,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const config = loadConfig();
   const port = portOption(opts.port, config);
   const logger = createLogger({ level: config.logLevel, fd: 1 });
+  routeConsoleTo(logger);
   const { buildContainer, closeContainer, coreOf, limiterOf, storeOf, CLI_TOKENS } = await import('../container.js');
   const { listen } = await import('../server.js');
   const container = await buildContainer(config, { logger });

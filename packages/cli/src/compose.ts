@@ -1,0 +1,78 @@
+/**
+ * The factories of the composition root, free of any container: `buildContainer` binds them in
+ * inversify for `serve` and embedders; operator commands call them directly, so a one-shot
+ * `cos-admin key issue` loads neither inversify, Koa nor Redis (it is benchmarked for start-up).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  createCore,
+  InProcessRateCounter,
+  type Clock,
+  type Core,
+  type CoreConfig,
+  type Logger,
+  type Random,
+  type RateCounter,
+} from '@cos/core';
+import { createSqlStore, type SqlStore } from '@cos/store-sql';
+import { coreConfigOf, type AppConfig } from './config.js';
+
+export type StoreKind = 'sqlite' | 'postgres';
+export type LimiterKind = 'in-process' | 'redis';
+
+/** The rate counter together with what it is and how to release it. */
+export interface LimiterHandle {
+  readonly kind: LimiterKind;
+  readonly counter: RateCounter;
+  close(): Promise<void>;
+}
+
+/** What a Koa application offers that the HTTP server needs (structural: no Koa import here). */
+export interface HttpApp {
+  callback(): (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+/** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
+export function createStore(config: AppConfig, logger: Logger, poolMax?: number): SqlStore {
+  return createSqlStore({ databaseUrl: config.databaseUrl, logger, ...(poolMax !== undefined ? { poolMax } : {}) });
+}
+
+/** Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). */
+export async function createLimiter(config: AppConfig, logger: Logger, clock: Clock): Promise<LimiterHandle> {
+  if (config.redisUrl === null) {
+    return { kind: 'in-process', counter: new InProcessRateCounter(clock), close: () => Promise.resolve() };
+  }
+  const { createRedisCounter } = await import('@cos/limiter-redis');
+  const counter = await createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+  return { kind: 'redis', counter, close: () => counter.close() };
+}
+
+export interface CorePorts {
+  readonly store: SqlStore;
+  readonly counter: RateCounter;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  readonly config: Partial<CoreConfig>;
+}
+
+export function composeCore(ports: CorePorts): Core {
+  return createCore({
+    stores: ports.store.stores,
+    unitOfWork: ports.store.unitOfWork,
+    health: ports.store.health,
+    counter: ports.counter,
+    clock: ports.clock,
+    random: ports.random,
+    logger: ports.logger,
+    config: ports.config,
+  });
+}
+
+/** The Koa application over the core (Koa is imported here, on first use). */
+export async function createHttpApp(core: Core, logger: Logger, config: AppConfig, serviceVersion: string): Promise<HttpApp> {
+  const { createKoaApp } = await import('@cos/adapter-koa');
+  return createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl });
+}
+
+export { coreConfigOf };

@@ -1,0 +1,387 @@
+/**
+ * `cos-admin` end to end, as a child process, on a temp SQLite file and on Postgres
+ * (TEST_DATABASE_URL): every command of the contract's "Operator interface", its --json output
+ * (all of stdout parses as JSON) and its failure messages (exit 1, one line on stderr, nothing
+ * on stdout, nothing half-done).
+ */
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { NACE_SECTIONS } from '@cos/core';
+import { cliJson, ensureBuilt, printedKeys, runCli, type CliResult, type Env } from './support/cli.js';
+import { databaseTargets, type TestDatabase } from './support/databases.js';
+
+const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
+const ORGANISATION_FIELDS = ['created_at', 'id', 'industry_section', 'is_system', 'name', 'slug', 'updated_at'];
+const MEMBER_FIELDS = ['created_at', 'email', 'id', 'organisation_id'];
+const KEY_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'organisation_id', 'revoked_at', 'status'];
+const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A failure as the contract wants it: non-zero exit, exactly one line on stderr, nothing on stdout. */
+function expectFailure(r: CliResult, pattern: RegExp): void {
+  expect(r.code, `exit code; stderr: ${r.stderr}`).to.equal(1);
+  expect(r.stdout, 'stdout of a failure').to.equal('');
+  const lines = r.stderr.split('\n').filter((l) => l !== '');
+  expect(lines, `stderr: ${r.stderr}`).to.have.length(1);
+  expect(lines[0]).to.match(/^cos-admin: /);
+  expect(lines[0]).to.match(pattern);
+}
+
+before(async function () {
+  this.timeout(180_000);
+  await ensureBuilt();
+});
+
+for (const target of databaseTargets()) {
+  describe(`cos-admin on ${target.name} (Operator interface)`, function () {
+    this.timeout(60_000);
+    let db: TestDatabase;
+    let env: Env;
+    const cli = (...args: string[]): Promise<CliResult> => runCli(args, env, db.cwd);
+    const json = <T = any>(...args: string[]): Promise<T> => cliJson<T>(args, env, db.cwd);
+
+    let platformOrg: any;
+    let platformKey: string;
+    let acme: any;
+
+    before(async () => {
+      db = await target.create();
+      env = { DATABASE_URL: db.databaseUrl };
+    });
+    after(async () => {
+      await db?.drop();
+    });
+
+    if (target.name === 'Postgres') {
+      it('refuses operator commands while migrations are pending and says to run `cos-admin migrate`', async () => {
+        expectFailure(await cli('org', 'list', '--json'), /pending migration.*run `cos-admin migrate`/);
+        expectFailure(await cli('bootstrap'), /run `cos-admin migrate`/);
+      });
+
+      it('migrate applies the pending migrations once (--json: dialect and names), then has nothing to do', async () => {
+        const first = await json('migrate');
+        expect(first).to.deep.equal({ dialect: 'postgres', applied: first.applied });
+        expect(first.applied).to.include('0001_initial');
+        const second = await json('migrate');
+        expect(second).to.deep.equal({ dialect: 'postgres', applied: [] });
+        const human = await cli('migrate');
+        expect(human.code).to.equal(0);
+        expect(human.stdout).to.match(/up to date/);
+      });
+    } else {
+      it('SQLite migrates itself: the first command on a fresh file works, `migrate` then has nothing to do', async () => {
+        expect(await json('org', 'list')).to.deep.equal({ data: [], meta: { next_cursor: null } });
+        expect(await json('migrate')).to.deep.equal({ dialect: 'sqlite', applied: [] });
+      });
+    }
+
+    it('bootstrap --json creates the system organisation and prints its platform key once', async () => {
+      const r = await cli('bootstrap', '--name', 'Ops Platform', '--slug', 'ops', '--json');
+      expect(r.code, r.stderr).to.equal(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.created).to.equal(true);
+      expect(Object.keys(out.organisation).sort()).to.deep.equal(ORGANISATION_FIELDS);
+      expect(out.organisation).to.include({ name: 'Ops Platform', slug: 'ops', is_system: true, industry_section: null });
+      expect(out.key.key).to.match(KEY_PATTERN);
+      expect(out.key.key_prefix).to.equal(out.key.key.slice(0, 12));
+      expect(out.key).to.include({ organisation_id: out.organisation.id, status: 'active', is_active: true, label: 'bootstrap' });
+      expect(printedKeys(r.stdout)).to.deep.equal([out.key.key]);
+      platformOrg = out.organisation;
+      platformKey = out.key.key;
+    });
+
+    it('bootstrap when a system organisation exists says so, issues nothing and exits 0', async () => {
+      const human = await cli('bootstrap');
+      expect(human.code).to.equal(0);
+      expect(human.stdout).to.match(/already exists/);
+      expect(human.stdout).to.include(platformOrg.id);
+      expect(human.stdout).to.include(`cos-admin key issue ${platformOrg.id}`);
+      expect(printedKeys(human.stdout)).to.deep.equal([]);
+      const again = await json('bootstrap');
+      expect(again).to.deep.equal({ created: false, organisation: platformOrg });
+      const keys = await json('key', 'list', platformOrg.id);
+      expect(keys.data).to.have.length(1);
+    });
+
+    it('C-22: the bootstrap key is never shown again (key list shows its prefix only)', async () => {
+      const r = await cli('key', 'list', platformOrg.id, '--json');
+      expect(r.stdout).not.to.include(platformKey);
+      const listed = JSON.parse(r.stdout).data[0];
+      expect(Object.keys(listed).sort()).to.deep.equal(KEY_FIELDS);
+      expect(listed.key_prefix).to.equal(platformKey.slice(0, 12));
+    });
+
+    it('C-20: org create --json prints the organisation record', async () => {
+      acme = await json('org', 'create', '--name', 'Acme Ltd', '--slug', 'acme');
+      expect(Object.keys(acme).sort()).to.deep.equal(ORGANISATION_FIELDS);
+      expect(acme).to.include({ name: 'Acme Ltd', slug: 'acme', is_system: false, industry_section: null });
+      expect(acme.created_at).to.match(ISO_Z);
+    });
+
+    it('org create prints the record for people; --system makes a system organisation', async () => {
+      const r = await cli('org', 'create', '--name', 'Globex', '--slug', 'globex');
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.match(/Created organisation/);
+      expect(r.stdout).to.match(/slug:\s+globex/);
+      const sys = await json('org', 'create', '--name', 'Second Platform', '--slug', 'platform-2', '--system');
+      expect(sys.is_system).to.equal(true);
+    });
+
+    it('C-13: a duplicate slug fails with one line and changes nothing', async () => {
+      const before = await json('org', 'list');
+      const auditBefore = await json('audit', 'list', '--kind', 'organisation_created', '--limit', '100');
+      expectFailure(await cli('org', 'create', '--name', 'Other', '--slug', 'acme', '--json'), /--slug: already taken/);
+      expect(await json('org', 'list')).to.deep.equal(before);
+      expect(await json('audit', 'list', '--kind', 'organisation_created', '--limit', '100')).to.deep.equal(auditBefore);
+    });
+
+    it('C-11/C-13: invalid name and slug are reported together with the option names', async () => {
+      expectFailure(
+        await cli('org', 'create', '--name', ' ', '--slug', '-Bad-'),
+        /invalid input: --name: .*; --slug: must be 1 to 63 characters/,
+      );
+      expectFailure(await cli('org', 'create', '--slug', 'x'), /required option '--name <name>' not specified/);
+    });
+
+    it('C-7: org list --json lists every organisation oldest first; the human form is a table', async () => {
+      const list = await json('org', 'list');
+      expect(list.meta).to.deep.equal({ next_cursor: null });
+      expect(list.data.map((o: any) => o.slug)).to.deep.equal(['ops', 'acme', 'globex', 'platform-2']);
+      const r = await cli('org', 'list');
+      expect(r.code).to.equal(0);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines[0]).to.match(/^ID\s+SLUG\s+NAME\s+SECTION\s+SYSTEM\s+CREATED$/);
+      expect(lines.slice(1, 5).map((l) => l.split(/\s{2,}/)[1])).to.deep.equal(['ops', 'acme', 'globex', 'platform-2']);
+    });
+
+    it('C-24: org classify sets a NACE section, `none` clears it, and the audit log records both', async () => {
+      const classified = await json('org', 'classify', acme.id, '--section', 'C');
+      expect(classified).to.include({ id: acme.id, industry_section: 'C' });
+      const human = await cli('org', 'classify', acme.id, '--section', 'J');
+      expect(human.stdout).to.match(/J \(Information and communication\)/);
+      const cleared = await json('org', 'classify', acme.id, '--section', 'none');
+      expect(cleared.industry_section).to.equal(null);
+      const updates = await json('audit', 'list', '--org', acme.id, '--kind', 'organisation_updated');
+      expect(updates.data).to.have.length(3);
+      expect(updates.data.every((e: any) => e.actor.type === 'operator')).to.equal(true);
+    });
+
+    it('C-24: org classify rejects a section outside A..U, an unknown and a malformed organisation', async () => {
+      expectFailure(await cli('org', 'classify', acme.id, '--section', 'Z'), /invalid input: --section: must be a NACE section/);
+      expectFailure(await cli('org', 'classify', randomUUID(), '--section', 'C', '--json'), /Organisation not found/);
+      expectFailure(await cli('org', 'classify', 'not-a-uuid', '--section', 'C'), /<org_id>: must be a UUID/);
+      expect((await json('org', 'list')).data.find((o: any) => o.id === acme.id).industry_section).to.equal(null);
+    });
+
+    it('C-24: org classify --help lists the sections A..U with their names', async () => {
+      const r = await cli('org', 'classify', '--help');
+      expect(r.code).to.equal(0);
+      for (const [letter, title] of Object.entries(NACE_SECTIONS)) {
+        expect(r.stdout).to.include(`${letter}  ${title}`);
+      }
+      expect(r.stdout).to.match(/none\s+remove the classification/);
+    });
+
+    let member: any;
+    it('C-21: member add --json prints the member record; member list shows it', async () => {
+      member = await json('member', 'add', acme.id, '--email', 'ada@example.com');
+      expect(Object.keys(member).sort()).to.deep.equal(MEMBER_FIELDS);
+      expect(member).to.include({ organisation_id: acme.id, email: 'ada@example.com' });
+      const human = await cli('member', 'add', acme.id, '--email', 'grace@example.com');
+      expect(human.code, human.stderr).to.equal(0);
+      expect(human.stdout).to.match(/Added member/);
+      const list = await json('member', 'list', acme.id);
+      expect(list.data.map((m: any) => m.email)).to.deep.equal(['ada@example.com', 'grace@example.com']);
+      const table = await cli('member', 'list', acme.id);
+      expect(table.stdout).to.match(/^ID\s+E-MAIL\s+CREATED\n/);
+      expect(table.stdout).to.include('grace@example.com');
+    });
+
+    it('C-21: member add rejects a bad e-mail, a duplicate (any case) and an unknown organisation', async () => {
+      expectFailure(await cli('member', 'add', acme.id, '--email', 'not-an-address'), /invalid input: --email: /);
+      expectFailure(await cli('member', 'add', acme.id, '--email', 'ADA@example.com', '--json'), /--email: already taken/);
+      expectFailure(await cli('member', 'add', randomUUID(), '--email', 'x@example.com'), /Organisation not found/);
+      expect((await json('member', 'list', acme.id)).data).to.have.length(2);
+    });
+
+    it('C-21: member remove removes once; a second time it is not found', async () => {
+      const removed = await json('member', 'remove', acme.id, member.id);
+      expect(removed).to.deep.equal({ id: member.id, organisation_id: acme.id, removed: true });
+      expectFailure(await cli('member', 'remove', acme.id, member.id), /Member not found/);
+      expect((await json('member', 'list', acme.id)).data.map((m: any) => m.email)).to.deep.equal(['grace@example.com']);
+    });
+
+    let issued: any;
+    it('C-22/C-23: key issue --json prints the record with the raw key once', async () => {
+      const r = await cli('key', 'issue', acme.id, '--label', 'ci pipeline', '--json');
+      expect(r.code, r.stderr).to.equal(0);
+      issued = JSON.parse(r.stdout);
+      expect(Object.keys(issued).sort()).to.deep.equal([...KEY_FIELDS, 'key'].sort());
+      expect(issued.key).to.match(/^svc_live_[A-Za-z0-9]{48}$/);
+      expect(issued).to.include({ organisation_id: acme.id, label: 'ci pipeline', status: 'active', is_active: true, expires_at: null });
+      expect(issued.key_prefix).to.equal(issued.key.slice(0, 12));
+      expect(printedKeys(r.stdout)).to.deep.equal([issued.key]);
+    });
+
+    it('key issue for people prints the key once and tells the operator to store it now', async () => {
+      const r = await cli('key', 'issue', acme.id, '--label', 'people');
+      expect(r.code, r.stderr).to.equal(0);
+      expect(printedKeys(r.stdout)).to.have.length(1);
+      expect(r.stdout).to.match(/Store this key now: it is shown only once/);
+    });
+
+    it('C-23: key issue --test gives a svc_test_ key; --expires-in and --expires-at set expires_at', async () => {
+      const test = await json('key', 'issue', acme.id, '--label', 'test', '--test');
+      expect(test.key).to.match(/^svc_test_/);
+      const t0 = Date.now();
+      const in90 = await json('key', 'issue', acme.id, '--label', 'quarter', '--expires-in', '90d');
+      const expected = t0 + 90 * 86_400_000;
+      expect(Date.parse(in90.expires_at)).to.be.within(expected - 1000, expected + 60_000);
+      const in12h = await json('key', 'issue', acme.id, '--label', 'half day', '--expires-in', '12h');
+      expect(Date.parse(in12h.expires_at) - Date.parse(in12h.created_at)).to.equal(12 * 3_600_000);
+      const in30m = await json('key', 'issue', acme.id, '--label', 'short', '--expires-in', '30m');
+      expect(Date.parse(in30m.expires_at) - Date.parse(in30m.created_at)).to.equal(30 * 60_000);
+      const at = await json('key', 'issue', acme.id, '--label', 'fixed', '--expires-at', '2099-01-01T00:00:00Z');
+      expect(at.expires_at).to.equal('2099-01-01T00:00:00.000Z');
+    });
+
+    it('C-23: key issue rejects a past expiry, a bad duration, both expiry options and a missing label', async () => {
+      const before = (await json('key', 'list', acme.id)).data.length;
+      expectFailure(
+        await cli('key', 'issue', acme.id, '--label', 'old', '--expires-at', '2020-01-01T00:00:00Z'),
+        /invalid input: --expires-at: /,
+      );
+      expectFailure(await cli('key', 'issue', acme.id, '--label', 'x', '--expires-in', '90y'), /--expires-in "90y"/);
+      expectFailure(
+        await cli('key', 'issue', acme.id, '--label', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'),
+        /cannot be used with/,
+      );
+      expectFailure(await cli('key', 'issue', acme.id), /required option '--label <label>' not specified/);
+      expectFailure(await cli('key', 'issue', randomUUID(), '--label', 'x'), /Organisation not found/);
+      expect((await json('key', 'list', acme.id)).data).to.have.length(before);
+    });
+
+    it('C-22: key list shows prefixes and statuses, never a raw key', async () => {
+      const r = await cli('key', 'list', acme.id, '--json');
+      expect(r.code).to.equal(0);
+      expect(printedKeys(r.stdout)).to.deep.equal([]);
+      const list = JSON.parse(r.stdout);
+      expect(list.data.map((k: any) => k.label)).to.deep.equal(['ci pipeline', 'people', 'test', 'quarter', 'half day', 'short', 'fixed']);
+      for (const k of list.data) expect(Object.keys(k).sort()).to.deep.equal(KEY_FIELDS);
+      const table = await cli('key', 'list', acme.id);
+      expect(table.stdout).to.match(/^ID\s+PREFIX\s+LABEL\s+STATUS\s+EXPIRES\s+CREATED\n/);
+      expect(table.stdout).to.include(issued.key_prefix);
+      expect(printedKeys(table.stdout)).to.deep.equal([]);
+    });
+
+    it('C-35/C-40: key revoke revokes at once, writes one audit entry with the operator as actor, and is idempotent', async () => {
+      const revoked = await json('key', 'revoke', acme.id, issued.id);
+      expect(revoked).to.include({ id: issued.id, status: 'revoked', is_active: false });
+      expect(revoked.revoked_at).to.match(ISO_Z);
+      const again = await cli('key', 'revoke', acme.id, issued.id);
+      expect(again.code, again.stderr).to.equal(0);
+      expect(again.stdout).to.match(/status:\s+revoked/);
+      const events = await json('audit', 'list', '--org', acme.id, '--kind', 'api_key_revoked');
+      expect(events.data).to.have.length(1);
+      expect(events.data[0]).to.deep.include({ key_id: issued.id, key_prefix: issued.key_prefix, actor: { type: 'operator' } });
+    });
+
+    it('C-34: key revoke of an unknown key id or organisation fails with one line', async () => {
+      expectFailure(await cli('key', 'revoke', acme.id, randomUUID()), /API key not found/);
+      expectFailure(await cli('key', 'revoke', randomUUID(), issued.id, '--json'), /not found/);
+      expectFailure(await cli('key', 'revoke', acme.id, 'nope'), /<key_id>: must be a UUID/);
+    });
+
+    it('C-41: audit list filters by organisation and kind, pages with --limit/--cursor, oldest first', async () => {
+      const all = await json('audit', 'list', '--org', acme.id, '--limit', '100');
+      expect(all.data.map((e: any) => e.kind)[0]).to.equal('organisation_created');
+      expect(all.data.every((e: any) => e.organisation_id === acme.id)).to.equal(true);
+      const issuedEvents = await json('audit', 'list', '--org', acme.id, '--kind', 'api_key_issued', '--limit', '100');
+      expect(issuedEvents.data).to.have.length(7);
+      const first = await json('audit', 'list', '--org', acme.id, '--limit', '1');
+      expect(first.data).to.deep.equal([all.data[0]]);
+      expect(first.meta.next_cursor).to.be.a('string');
+      const second = await json('audit', 'list', '--org', acme.id, '--limit', '1', '--cursor', first.meta.next_cursor);
+      expect(second.data).to.deep.equal([all.data[1]]);
+      const human = await cli('audit', 'list', '--org', acme.id, '--limit', '2');
+      expect(human.stdout).to.match(/^OCCURRED\s+KIND\s+ORGANISATION\s+KEY PREFIX\s+ACTOR\n/);
+      expect(human.stdout).to.match(/More entries: cos-admin audit list --org \S+ --limit 2 --cursor \S+/);
+    });
+
+    it('C-5: audit list rejects a bad limit, kind, organisation or cursor', async () => {
+      expectFailure(await cli('audit', 'list', '--limit', '0'), /invalid input: --limit: must be an integer from 1 to 100/);
+      expectFailure(await cli('audit', 'list', '--kind', 'nope', '--org', 'x'), /--org: must be a UUID; --kind: must be one of/);
+      expectFailure(await cli('audit', 'list', '--cursor', '!!'), /--cursor: /);
+    });
+
+    it('C-25: MAX_ACTIVE_KEYS_PER_ORG reaches the core: one key too many is refused', async () => {
+      const fresh = await json('org', 'create', '--name', 'Capped', '--slug', 'capped');
+      const capped = { ...env, MAX_ACTIVE_KEYS_PER_ORG: '1' };
+      expect((await runCli(['key', 'issue', fresh.id, '--label', 'one'], capped, db.cwd)).code).to.equal(0);
+      expectFailure(await runCli(['key', 'issue', fresh.id, '--label', 'two'], capped, db.cwd), /1/);
+    });
+
+    it('accepts the `--` that `pnpm cos-admin -- …` passes through', async () => {
+      const r = await cli('--', 'org', 'list', '--json');
+      expect(r.code, r.stderr).to.equal(0);
+      expect(JSON.parse(r.stdout).data.length).to.be.greaterThan(0);
+    });
+  });
+}
+
+describe('cos-admin configuration (Operator interface)', function () {
+  this.timeout(30_000);
+  const cwd = process.cwd();
+  const fail = async (env: Env, pattern: RegExp): Promise<void> => expectFailure(await runCli(['org', 'list', '--json'], env, cwd), pattern);
+
+  it('a bad PORT names the variable and the allowed range', async () => {
+    await fail({ DATABASE_URL: 'sqlite::memory:', PORT: 'abc' }, /PORT must be an integer from 0 to 65535/);
+    await fail({ DATABASE_URL: 'sqlite::memory:', PORT: '70000' }, /PORT must be an integer from 0 to 65535/);
+  });
+
+  it('a bad DATABASE_URL names the variable and never echoes a password', async () => {
+    await fail({ DATABASE_URL: 'mysql://root:hunter2@db/cos' }, /DATABASE_URL scheme "mysql:" is not supported/);
+    const r = await runCli(['org', 'list'], { DATABASE_URL: 'postgres://root:hunter2@db' }, cwd);
+    expectFailure(r, /DATABASE_URL .* names no database/);
+    expect(r.stderr).not.to.include('hunter2');
+  });
+
+  it('bad values of several variables are all named in one line', async () => {
+    await fail(
+      { DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'loud', REDIS_URL: 'http://cache', RATE_LIMIT_PER_MINUTE: '0', REDIS_TIMEOUT_MS: '1.5', ERRORS_URL: 'nope' },
+      /REDIS_URL must be a redis:\/\/ .*RATE_LIMIT_PER_MINUTE must be an integer of at least 1.*LOG_LEVEL must be one of .*ERRORS_URL must be an http:\/\/ or https:\/\/ URL.*REDIS_TIMEOUT_MS must be an integer from 1 to 60000/,
+    );
+  });
+
+  it('an unreachable database is one line saying so, nothing on stdout', async () => {
+    await fail({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/cos' }, /the database is unavailable .*ECONNREFUSED/);
+  });
+
+  it('a .env file in the working directory is read; variables already set win', async () => {
+    const { tempDir } = await import('./support/cli.js');
+    const { writeFileSync } = await import('node:fs');
+    const tmp = tempDir();
+    try {
+      writeFileSync(`${tmp.dir}/.env`, 'DATABASE_URL=sqlite:./from-dotenv.sqlite\nPORT=not-a-port\n');
+      expectFailure(await runCli(['org', 'list'], {}, tmp.dir), /PORT must be an integer/);
+      const ok = await runCli(['org', 'list', '--json'], { PORT: '3001' }, tmp.dir);
+      expect(ok.code, ok.stderr).to.equal(0);
+      const { existsSync } = await import('node:fs');
+      expect(existsSync(`${tmp.dir}/from-dotenv.sqlite`)).to.equal(true);
+    } finally {
+      tmp.remove();
+    }
+  });
+
+  it('--help lists every command of the contract and the configuration table', async () => {
+    const r = await runCli(['--help'], {}, cwd);
+    expect(r.code).to.equal(0);
+    for (const c of ['migrate', 'bootstrap', 'serve', 'org', 'member', 'key', 'audit']) expect(r.stdout).to.match(new RegExp(`\\n  ${c} `));
+    for (const v of ['DATABASE_URL', 'REDIS_URL', 'HOST', 'PORT', 'RATE_LIMIT_PER_MINUTE', 'UNAUTH_RATE_LIMIT_PER_MINUTE', 'LOG_LEVEL', 'MAX_ACTIVE_KEYS_PER_ORG', 'ERRORS_URL', 'REDIS_TIMEOUT_MS']) {
+      expect(r.stdout).to.include(v);
+    }
+    for (const sub of [['org', 'create', 'list', 'classify'], ['member', 'add', 'remove', 'list'], ['key', 'issue', 'list', 'revoke'], ['audit', 'list']]) {
+      const h = await runCli([sub[0] as string, '--help'], {}, cwd);
+      for (const s of sub.slice(1)) expect(h.stdout).to.match(new RegExp(`\\n  ${s} `));
+    }
+  });
+});
