@@ -9,3 +9,17 @@ export { FakeClock, FAKE_CLOCK_START } from './fake-clock.js';
 export { seededRandom } from './seeded-random.js';
 export { CapturingLogger, type LogEntry } from './capturing-logger.js';
 export { createTestCore, type TestCore, type TestCoreOptions } from './test-core.js';
+export {
+  describeApiKeyStore,
+  describeAuditLog,
+  describeHealthProbe,
+  describeMemberStore,
+  describeOrganisationStore,
+  describeRateCounter,
+  describeStoreContract,
+  describeUnitOfWork,
+  expectApiKey,
+  expectAuditEntry,
+  expectMember,
+  expectOrganisation,
+} from './contracts/index.js';

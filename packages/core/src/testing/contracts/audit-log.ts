@@ -1,0 +1,197 @@
+/** Contract suite of AuditLog (C-40, C-41; paging C-6, C-7 over occurredAt). */
+import { expect } from 'chai';
+import type { AuditEntry } from '../../domain/audit.js';
+import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
+import { ascendingIds, at, expectSameInstant, newApiKey, newAuditEntry, newOrganisation } from './fixtures.js';
+import type { ApiKey } from '../../domain/api-key.js';
+import { describeKeysetPaging } from './paging.js';
+import { randomUUID } from 'node:crypto';
+
+export function expectAuditEntry(actual: AuditEntry | undefined | null, expected: AuditEntry): void {
+  expect(actual, `audit entry ${expected.id}`).to.not.equal(undefined);
+  expect(actual, `audit entry ${expected.id}`).to.not.equal(null);
+  const e = actual as AuditEntry;
+  expect(e.id).to.equal(expected.id);
+  expect(e.kind).to.equal(expected.kind);
+  expectSameInstant(e.occurredAt, expected.occurredAt, 'occurredAt');
+  expect(e.organisationId).to.equal(expected.organisationId);
+  expect(e.keyId).to.equal(expected.keyId);
+  expect(e.keyPrefix).to.equal(expected.keyPrefix);
+  expect(e.actor).to.deep.equal(expected.actor);
+  expect(Object.keys(e).sort()).to.deep.equal(
+    ['actor', 'id', 'keyId', 'keyPrefix', 'kind', 'occurredAt', 'organisationId'],
+    'no other fields',
+  );
+}
+
+const ALL = { limit: 100, after: null } as const;
+
+export function describeAuditLog(name: string, factory: StoreHarnessFactory): void {
+  describe(`AuditLog contract: ${name}`, () => {
+    let harness: StoreHarness;
+    let orgA: string;
+    let orgB: string;
+    // Real keys, so a store may reference api_keys from its audit table.
+    let keyA: ApiKey;
+    let keyB: ApiKey;
+
+    beforeEach(async () => {
+      harness = await factory();
+      const a = newOrganisation();
+      const b = newOrganisation({ isSystem: true });
+      await harness.stores.organisations.create(a);
+      await harness.stores.organisations.create(b);
+      orgA = a.id;
+      orgB = b.id;
+      keyA = newApiKey(orgA);
+      keyB = newApiKey(orgB);
+      await harness.stores.apiKeys.insert(keyA);
+      await harness.stores.apiKeys.insert(keyB);
+    });
+
+    afterEach(async () => {
+      await harness.close();
+    });
+
+    const audit = () => harness.stores.audit;
+
+    it('C-40: round-trips a revocation entry with an api_key actor, at ms precision', async () => {
+      const e = newAuditEntry(orgA, {
+        kind: 'api_key_revoked',
+        occurredAt: at(321),
+        keyId: keyA.id,
+        keyPrefix: keyA.keyPrefix,
+        actor: { type: 'api_key', keyId: keyB.id },
+      });
+      await audit().append(e);
+      const listed = await audit().list({}, ALL);
+      expect(listed).to.have.length(1);
+      expectAuditEntry(listed[0], e);
+    });
+
+    it('C-40, C-41: round-trips an operator actor and null key fields of an organisation event', async () => {
+      const e = newAuditEntry(orgA, { kind: 'organisation_created', actor: { type: 'operator' }, occurredAt: at(-1) });
+      await audit().append(e);
+      expectAuditEntry((await audit().list({}, ALL))[0], e);
+    });
+
+    it('C-41: round-trips every kind', async () => {
+      const entries = (['api_key_revoked', 'api_key_issued', 'organisation_created', 'organisation_updated'] as const).map(
+        (kind, i) =>
+          newAuditEntry(orgA, {
+            kind,
+            occurredAt: at(i),
+            ...(kind.startsWith('api_key') ? { keyId: keyA.id, keyPrefix: keyA.keyPrefix } : {}),
+          }),
+      );
+      for (const e of entries) await audit().append(e);
+      const listed = await audit().list({}, ALL);
+      expect(listed).to.have.length(4);
+      entries.forEach((e, i) => expectAuditEntry(listed[i], e));
+    });
+
+    it('C-41: entries are listed oldest first, all organisations when unfiltered', async () => {
+      const b = newAuditEntry(orgB, { occurredAt: at(2) });
+      const a1 = newAuditEntry(orgA, { occurredAt: at(1) });
+      const a3 = newAuditEntry(orgA, { occurredAt: at(3) });
+      for (const e of [a3, b, a1]) await audit().append(e);
+      expect((await audit().list({}, ALL)).map((e) => e.id)).to.deep.equal([a1.id, b.id, a3.id]);
+    });
+
+    it('C-41: filters by organisation, by kind, and by both', async () => {
+      const aRevoked = newAuditEntry(orgA, { kind: 'api_key_revoked', occurredAt: at(0), keyId: keyA.id, keyPrefix: keyA.keyPrefix });
+      const aUpdated = newAuditEntry(orgA, { kind: 'organisation_updated', occurredAt: at(1) });
+      const bRevoked = newAuditEntry(orgB, { kind: 'api_key_revoked', occurredAt: at(2), keyId: keyB.id, keyPrefix: keyB.keyPrefix });
+      const bIssued = newAuditEntry(orgB, { kind: 'api_key_issued', occurredAt: at(3), keyId: keyB.id, keyPrefix: keyB.keyPrefix });
+      for (const e of [aRevoked, aUpdated, bRevoked, bIssued]) await audit().append(e);
+      const ids = async (filter: Parameters<ReturnType<typeof audit>['list']>[0]) =>
+        (await audit().list(filter, ALL)).map((e) => e.id);
+      expect(await ids({ organisationId: orgA })).to.deep.equal([aRevoked.id, aUpdated.id]);
+      expect(await ids({ organisationId: orgB })).to.deep.equal([bRevoked.id, bIssued.id]);
+      expect(await ids({ kind: 'api_key_revoked' })).to.deep.equal([aRevoked.id, bRevoked.id]);
+      expect(await ids({ organisationId: orgB, kind: 'api_key_revoked' })).to.deep.equal([bRevoked.id]);
+      expect(await ids({ organisationId: orgA, kind: 'api_key_issued' })).to.deep.equal([]);
+      expect(await ids({ kind: 'organisation_created' })).to.deep.equal([]);
+      expect(await ids({ organisationId: '7c9e6679-7425-40de-944b-e07fc1f90ae7' })).to.deep.equal([]);
+      expect(await ids({})).to.deep.equal([aRevoked.id, aUpdated.id, bRevoked.id, bIssued.id]);
+    });
+
+    it('C-6: filters and keyset paging combine (pages of a filtered list skip nothing)', async () => {
+      const ids = ascendingIds(8);
+      const entries = ids.map((id, i) =>
+        newAuditEntry(i % 2 === 0 ? orgA : orgB, {
+          id,
+          kind: i % 4 < 2 ? 'api_key_revoked' : 'organisation_updated',
+          occurredAt: at(i < 4 ? 0 : i),
+          ...(i % 4 < 2 ? { keyId: (i % 2 === 0 ? keyA : keyB).id, keyPrefix: 'svc_live_pgn' } : {}),
+        }),
+      );
+      for (const e of [...entries].reverse()) await audit().append(e);
+      const expectedA = entries.filter((e) => e.organisationId === orgA).map((e) => e.id);
+      const seen: string[] = [];
+      let after: { createdAt: Date; id: string } | null = null;
+      for (let pages = 0; ; pages++) {
+        expect(pages, 'paging terminates').to.be.below(entries.length + 1);
+        const page: AuditEntry[] = await audit().list({ organisationId: orgA }, { limit: 1, after });
+        if (page.length === 0) break;
+        const last: AuditEntry = page[0]!;
+        seen.push(last.id);
+        after = { createdAt: last.occurredAt, id: last.id };
+      }
+      expect(seen).to.deep.equal(expectedA);
+      const revokedOfB = entries.filter((e) => e.organisationId === orgB && e.kind === 'api_key_revoked');
+      const firstPage = await audit().list({ organisationId: orgB, kind: 'api_key_revoked' }, { limit: 1, after: null });
+      expect(firstPage.map((e) => e.id)).to.deep.equal([revokedOfB[0]!.id]);
+      const rest = await audit().list(
+        { organisationId: orgB, kind: 'api_key_revoked' },
+        { limit: 10, after: { createdAt: firstPage[0]!.occurredAt, id: firstPage[0]!.id } },
+      );
+      expect(rest.map((e) => e.id)).to.deep.equal(revokedOfB.slice(1).map((e) => e.id));
+    });
+
+    it('C-41: append-only: identical content under new ids is kept twice, nothing is replaced', async () => {
+      const first = newAuditEntry(orgA, { kind: 'api_key_revoked', keyId: keyA.id, keyPrefix: keyA.keyPrefix, occurredAt: at(5) });
+      const second = { ...first, id: randomUUID() };
+      await audit().append(first);
+      await audit().append(second);
+      const listed = await audit().list({}, ALL);
+      expect(listed.map((e) => e.id).sort()).to.deep.equal([first.id, second.id].sort());
+    });
+
+    it('C-41: the AuditLog offers no way to update or delete an entry', () => {
+      const log = audit() as unknown as Record<string, unknown>;
+      for (const method of ['update', 'delete', 'remove', 'clear', 'truncate', 'set', 'replace']) {
+        expect(typeof log[method], `AuditLog.${method}`).to.equal('undefined');
+      }
+      expect(typeof log['append']).to.equal('function');
+      expect(typeof log['list']).to.equal('function');
+    });
+
+    it('returns copies: mutating a listed entry or the appended input changes nothing stored', async () => {
+      const input = newAuditEntry(orgA, { actor: { type: 'api_key', keyId: keyB.id }, occurredAt: at(8) });
+      const original: AuditEntry = { ...input, occurredAt: new Date(input.occurredAt), actor: { ...input.actor } };
+      await audit().append(input);
+      (input as { kind: string }).kind = 'api_key_issued';
+      input.occurredAt.setTime(0);
+      (input.actor as { keyId: string }).keyId = 'mutated';
+      const [listed] = await audit().list({}, ALL);
+      expectAuditEntry(listed, original);
+      (listed!.actor as { type: string }).type = 'operator';
+      listed!.occurredAt.setTime(1);
+      expectAuditEntry((await audit().list({}, ALL))[0], original);
+    });
+  });
+
+  describeKeysetPaging(`AuditLog contract: ${name}`, factory, async (harness) => {
+    const org = newOrganisation();
+    const other = newOrganisation();
+    await harness.stores.organisations.create(org);
+    await harness.stores.organisations.create(other);
+    await harness.stores.audit.append(newAuditEntry(other.id, { occurredAt: at(1) }));
+    return {
+      insert: (occurredAt, id) => harness.stores.audit.append(newAuditEntry(org.id, { id, occurredAt })),
+      list: async (page) =>
+        (await harness.stores.audit.list({ organisationId: org.id }, page)).map((e) => ({ createdAt: e.occurredAt, id: e.id })),
+    };
+  });
+}

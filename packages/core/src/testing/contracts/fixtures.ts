@@ -1,0 +1,122 @@
+/**
+ * Record builders for the contract suites. Ids are real UUIDs (a Postgres store keeps them in uuid
+ * columns) and every timestamp carries milliseconds, so a store that drops them is caught.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { ApiKey } from '../../domain/api-key.js';
+import type { AuditEntry } from '../../domain/audit.js';
+import { ConflictError, type ErrorDetail } from '../../domain/errors.js';
+import type { Member } from '../../domain/member.js';
+import type { Organisation } from '../../domain/organisation.js';
+import type { KeysetPosition } from '../../ports/pagination.js';
+import { expect } from 'chai';
+
+/** 2026-03-01T09:15:42.123Z: an instant with non-zero milliseconds. */
+export const T0 = new Date('2026-03-01T09:15:42.123Z');
+
+export const at = (offsetMs: number, base: Date = T0): Date => new Date(base.getTime() + offsetMs);
+
+let sequence = 0;
+/** Unique per process, so suites that share a database across runs never collide on slugs. */
+function unique(): string {
+  sequence += 1;
+  return `${randomBytes(4).toString('hex')}${sequence.toString(36)}`;
+}
+
+export function newOrganisation(overrides: Partial<Organisation> = {}): Organisation {
+  return {
+    id: randomUUID(),
+    name: `Organisation ${unique()}`,
+    slug: `org-${unique()}`,
+    industrySection: null,
+    isSystem: false,
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  };
+}
+
+export function newMember(organisationId: string, overrides: Partial<Member> = {}): Member {
+  return {
+    id: randomUUID(),
+    organisationId,
+    email: `member-${unique()}@example.com`,
+    createdAt: T0,
+    ...overrides,
+  };
+}
+
+/** A random lower-case hex SHA-256-sized digest. */
+export const newDigest = (): string => randomBytes(32).toString('hex');
+
+export function newApiKey(organisationId: string, overrides: Partial<ApiKey> = {}): ApiKey {
+  return {
+    id: randomUUID(),
+    organisationId,
+    label: `key ${unique()}`,
+    keyPrefix: `svc_live_${randomBytes(2).toString('hex').slice(0, 3)}`,
+    digest: newDigest(),
+    expiresAt: null,
+    createdAt: T0,
+    revokedAt: null,
+    ...overrides,
+  };
+}
+
+export function newAuditEntry(organisationId: string, overrides: Partial<AuditEntry> = {}): AuditEntry {
+  return {
+    id: randomUUID(),
+    kind: 'organisation_updated',
+    occurredAt: T0,
+    organisationId,
+    keyId: null,
+    keyPrefix: null,
+    actor: { type: 'operator' },
+    ...overrides,
+  };
+}
+
+/** `count` fresh UUIDs in ascending (binary) order. */
+export function ascendingIds(count: number): string[] {
+  return Array.from({ length: count }, () => randomUUID()).sort();
+}
+
+/** Awaits `promise`, expects it to reject, and returns the rejection. */
+export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  expect.fail('expected the call to reject, but it resolved');
+}
+
+/** Expects a ConflictError (code CONFLICT, a message); returns it. */
+export async function expectConflictError(promise: Promise<unknown>): Promise<ConflictError> {
+  const error = await rejectionOf(promise);
+  expect(error, String(error)).to.be.instanceOf(ConflictError);
+  const conflict = error as ConflictError;
+  expect(conflict.code).to.equal('CONFLICT');
+  expect(conflict.message).to.be.a('string').and.not.equal('');
+  return conflict;
+}
+
+/** Expects a ConflictError whose details name `field` (and `issue`, when given); returns it. */
+export async function expectConflict(promise: Promise<unknown>, field: string, issue?: string): Promise<ConflictError> {
+  const conflict = await expectConflictError(promise);
+  const fields = conflict.details.map((d: ErrorDetail) => d.field);
+  expect(fields, 'ConflictError details name the field').to.include(field);
+  if (issue !== undefined) expect(conflict.details).to.deep.include({ field, issue });
+  return conflict;
+}
+
+export const positionOf = (r: { readonly createdAt: Date; readonly id: string }): KeysetPosition => ({
+  createdAt: r.createdAt,
+  id: r.id,
+});
+
+/** Expects `actual` to be a Date at exactly the same millisecond as `expected`. */
+export function expectSameInstant(actual: unknown, expected: Date, what: string): void {
+  expect(actual, `${what} is a Date`).to.be.instanceOf(Date);
+  expect((actual as Date).getTime(), `${what} at ms precision`).to.equal(expected.getTime());
+}

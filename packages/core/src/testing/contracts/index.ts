@@ -1,0 +1,8 @@
+export { describeApiKeyStore, expectApiKey } from './api-key-store.js';
+export { describeAuditLog, expectAuditEntry } from './audit-log.js';
+export { describeHealthProbe } from './health-probe.js';
+export { describeMemberStore, expectMember } from './member-store.js';
+export { describeOrganisationStore, expectOrganisation } from './organisation-store.js';
+export { describeRateCounter } from './rate-counter.js';
+export { describeStoreContract } from './store.js';
+export { describeUnitOfWork } from './unit-of-work.js';

@@ -1,0 +1,104 @@
+/** Contract suite of RateCounter (C-50, C-51, C-55): the in-process and the Redis counter. */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import type { CounterHarness } from '../harness.js';
+
+const MINUTE = 60_000;
+/** Long enough that nothing expires during a test. */
+const TTL = 120_000;
+
+export function describeRateCounter(name: string, factory: () => Promise<CounterHarness>): void {
+  describe(`RateCounter contract: ${name}`, () => {
+    let harness: CounterHarness;
+    // Scopes are unique per test, so a shared backing store (one Redis) never leaks counts between runs.
+    let scope: (label: string) => string;
+    // A window start in the current UTC minute, as core computes it.
+    let window: number;
+
+    beforeEach(async () => {
+      harness = await factory();
+      const run = randomUUID();
+      scope = (label) => `${label}:${run}`;
+      window = Math.floor(Date.now() / MINUTE) * MINUTE;
+    });
+
+    afterEach(async () => {
+      await harness.close();
+    });
+
+    const hit = (s: string, w: number = window, ttl: number = TTL) => harness.counter.hit(s, w, ttl);
+
+    it('C-50: the first hit of a window returns 1', async () => {
+      expect(await hit(scope('organisation'))).to.equal(1);
+    });
+
+    it('C-51: each hit increments the count of its window by one', async () => {
+      const s = scope('organisation');
+      const counts: number[] = [];
+      for (let i = 0; i < 65; i++) counts.push(await hit(s));
+      expect(counts).to.deep.equal(Array.from({ length: 65 }, (_, i) => i + 1));
+    });
+
+    it('C-50: scopes are counted independently, including look-alike scopes', async () => {
+      const scopes = ['org:a', 'org:b', 'org:a:', 'unauthenticated', 'source:::1', 'source:127.0.0.1', 'Org:A', 'org a', 'ß-ünï'].map(
+        scope,
+      );
+      for (let i = 0; i < 3; i++) await hit(scopes[0]!);
+      const firsts = [];
+      for (const s of scopes.slice(1)) firsts.push(await hit(s));
+      expect(firsts).to.deep.equal(scopes.slice(1).map(() => 1));
+      expect(await hit(scopes[0]!)).to.equal(4);
+      expect(await hit(scopes[1]!)).to.equal(2);
+    });
+
+    it('C-50: windows of one scope are counted independently (a new minute starts at 1)', async () => {
+      const s = scope('organisation');
+      expect(await hit(s, window)).to.equal(1);
+      expect(await hit(s, window)).to.equal(2);
+      expect(await hit(s, window + MINUTE)).to.equal(1);
+      expect(await hit(s, window - MINUTE)).to.equal(1);
+      expect(await hit(s, window)).to.equal(3);
+      expect(await hit(s, window + MINUTE)).to.equal(2);
+    });
+
+    it('C-51, C-55: 100 concurrent hits return the counts 1..100, each exactly once', async () => {
+      const s = scope('organisation');
+      const counts = await Promise.all(Array.from({ length: 100 }, () => hit(s)));
+      expect([...counts].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 100 }, (_, i) => i + 1));
+      expect(await hit(s)).to.equal(101);
+    });
+
+    it('C-50: concurrent hits on several scopes keep each count exact', async () => {
+      const scopes = [scope('a'), scope('b'), scope('c')];
+      const counts = await Promise.all(Array.from({ length: 60 }, (_, i) => hit(scopes[i % 3]!)));
+      for (let k = 0; k < 3; k++) {
+        const mine = counts.filter((_, i) => i % 3 === k).sort((a, b) => a - b);
+        expect(mine, `scope ${k}`).to.deep.equal(Array.from({ length: 20 }, (_, i) => i + 1));
+      }
+    });
+
+    it('C-50: a window is kept for its ttl and forgotten after it', async function () {
+      this.timeout(5000);
+      const s = scope('ttl');
+      expect(await hit(s, window, 1000)).to.equal(1);
+      expect(await hit(s, window, 1000), 'still counting within the ttl').to.equal(2);
+      await sleep(1300);
+      expect(await hit(s, window, 1000), 'forgotten after the ttl').to.equal(1);
+      expect(await hit(s, window, 1000)).to.equal(2);
+    });
+
+    it('C-50: a short ttl on one window leaves other windows and scopes alone', async function () {
+      this.timeout(5000);
+      const s = scope('ttl');
+      const other = scope('long');
+      await hit(s, window, 500);
+      await hit(s, window + MINUTE, TTL);
+      await hit(other, window, TTL);
+      await sleep(800);
+      expect(await hit(s, window, 500)).to.equal(1);
+      expect(await hit(s, window + MINUTE, TTL)).to.equal(2);
+      expect(await hit(other, window, TTL)).to.equal(2);
+    });
+  });
+}

@@ -1,0 +1,19 @@
+import type { StoreHarnessFactory } from '../harness.js';
+import { describeApiKeyStore } from './api-key-store.js';
+import { describeAuditLog } from './audit-log.js';
+import { describeHealthProbe } from './health-probe.js';
+import { describeMemberStore } from './member-store.js';
+import { describeOrganisationStore } from './organisation-store.js';
+import { describeUnitOfWork } from './unit-of-work.js';
+
+/** Every store contract: what a store implementation (in-memory, SQLite, Postgres) must pass. */
+export function describeStoreContract(name: string, factory: StoreHarnessFactory): void {
+  describe(`store contract: ${name}`, () => {
+    describeOrganisationStore(name, factory);
+    describeMemberStore(name, factory);
+    describeApiKeyStore(name, factory);
+    describeAuditLog(name, factory);
+    describeUnitOfWork(name, factory);
+    describeHealthProbe(name, factory);
+  });
+}
