@@ -2,23 +2,24 @@
  * createKoaApp: the whole service as a Koa application. createV1Router: the /v1 surface as one
  * middleware for a host Koa application.
  *
- * Pipeline, built once per app (C-33, C-15, C-52):
- *   request id -> access log -> rate-limit headers -> errors -> dispatch
+ * Pipeline, built once per app (C-33, C-15, C-52), run as one function per request:
+ *   request id (X-Request-Id) ->
  *   dispatch: match route (404/405) -> authenticate (401, counted per source address) ->
- *             rate limit (429) -> route -> use case (403 -> 400 -> 404/409/...)
+ *             rate limit (429) -> route -> use case (403 -> 400 -> 404/409/...) ->
+ *   error response (errors.ts, the one table) -> rate-limit headers on every response ->
+ *   one access-log line.
  */
 import Koa from 'koa';
 import type { Core, Logger } from '@cos/core';
 import { DEFAULT_BODY_LIMIT_BYTES } from './body.js';
 import { redact } from './redact.js';
-import { accessLogMiddleware } from './middleware/access-log.js';
+import { createRequestLogger } from './middleware/access-log.js';
 import { authenticateStep } from './middleware/authenticate.js';
-import { compose } from './middleware/compose.js';
-import { dispatchMiddleware } from './middleware/dispatch.js';
-import { errorMiddleware } from './middleware/errors.js';
-import { rateLimitHeadersMiddleware } from './middleware/rate-limit-headers.js';
+import { createDispatch } from './middleware/dispatch.js';
+import { createErrorResponder } from './middleware/errors.js';
+import { createRateHeaderWriter } from './middleware/rate-limit-headers.js';
 import { rateLimitSteps } from './middleware/rate-limit.js';
-import { requestIdMiddleware } from './middleware/request-id.js';
+import { beginRequest } from './middleware/request-id.js';
 import { koaSourceAddress } from './middleware/source-address.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { createRouteKit } from './routes/kit.js';
@@ -74,13 +75,26 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...memberRoutes(kit),
     ...apiKeyRoutes(kit),
   ]);
-  return compose([
-    requestIdMiddleware(),
-    accessLogMiddleware(logger),
-    rateLimitHeadersMiddleware(core, koaSourceAddress),
-    errorMiddleware(errorsUrl),
-    dispatchMiddleware(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core)),
-  ]);
+  const dispatch = createDispatch(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core));
+  const respondWithError = createErrorResponder(errorsUrl);
+  const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
+  const logRequest = createRequestLogger(logger);
+
+  // The middleware order of the architecture, as one function (no per-request composition):
+  // request id -> [dispatch -> error response] -> rate-limit headers -> access log.
+  return async (ctx) => {
+    const state = beginRequest(ctx);
+    try {
+      try {
+        await dispatch(ctx, state);
+      } catch (err) {
+        respondWithError(ctx, state, err);
+      }
+      writeRateHeaders(ctx, state);
+    } finally {
+      logRequest(ctx, state);
+    }
+  };
 }
 
 function isV1Path(path: string): boolean {

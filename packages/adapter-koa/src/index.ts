@@ -10,6 +10,8 @@ export {
   type HttpErrorCode,
   type HttpOnlyErrorCode,
   type ProblemBody,
+  type RenderContext,
+  type RenderedError,
   type StandardErrorBody,
 } from './errors.js';
 export { DEFAULT_BODY_LIMIT_BYTES } from './body.js';

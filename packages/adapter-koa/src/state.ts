@@ -2,7 +2,6 @@
  * Per-request state of the v1 surface, kept at `ctx.state.cos` (a host app mounting the surface can
  * read `requestId` and `principal` from it after the surface has run).
  */
-import type Koa from 'koa';
 import type { KeyPrincipal, RateDecision } from '@cos/core';
 import type { HttpErrorCode } from './errors.js';
 
@@ -20,8 +19,4 @@ export interface CosRequestState {
   errorCode: HttpErrorCode | undefined;
   /** The thrown value behind a 5xx, for the log line (never sent to the client). */
   failure: unknown;
-}
-
-export function stateOf(ctx: Koa.Context): CosRequestState {
-  return (ctx.state as { cos: CosRequestState }).cos;
 }

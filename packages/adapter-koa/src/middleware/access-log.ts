@@ -1,14 +1,17 @@
 /**
- * One log line per request through the core's Logger port: method, route template, path, status,
- * latency, request id, and the organisation and key ids once authenticated. Never the
- * Authorization header, a key or a query string (C-31); the path is redacted in case a caller put
- * a key into it. 500s carry the error's name, message and stack (redacted), 503s its message.
+ * Last step of the pipeline: one log line per request through the core's Logger port: method,
+ * route template, path, status, latency, request id, and the organisation and key ids once
+ * authenticated. Never the Authorization header, a key or a query string (C-31); the path is
+ * redacted in case a caller put a key into it. 500s carry the error's name, message and stack
+ * (redacted), other 5xx its name and message; 500 is logged at error level, other 5xx at warn.
  */
 import type Koa from 'koa';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@cos/core';
 import { redact } from '../redact.js';
-import { stateOf } from '../state.js';
+import type { CosRequestState } from '../state.js';
+
+export type RequestLogger = (ctx: Koa.Context, state: CosRequestState) => void;
 
 function describeFailure(failure: unknown, withStack: boolean): Record<string, unknown> {
   if (failure instanceof Error) {
@@ -23,30 +26,25 @@ function describeFailure(failure: unknown, withStack: boolean): Record<string, u
   return { type: typeof failure, message: redact(String(failure)) };
 }
 
-export function accessLogMiddleware(logger: Logger): Koa.Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } finally {
-      const state = stateOf(ctx);
-      const status = ctx.status;
-      const fields: Record<string, unknown> = {
-        request_id: state.requestId,
-        method: ctx.method,
-        route: state.route ?? null,
-        path: redact(ctx.path),
-        status,
-        latency_ms: Math.round((performance.now() - state.startedAt) * 1000) / 1000,
-      };
-      if (state.principal !== undefined) {
-        fields.organisation_id = state.principal.organisationId;
-        fields.key_id = state.principal.keyId;
-      }
-      if (state.errorCode !== undefined) fields.error_code = state.errorCode;
-      if (status >= 500 && state.failure !== undefined) fields.err = describeFailure(state.failure, status === 500);
-      if (status === 500) logger.error(fields, 'request failed');
-      else if (status >= 500) logger.warn(fields, 'request failed');
-      else logger.info(fields, 'request completed');
+export function createRequestLogger(logger: Logger): RequestLogger {
+  return (ctx, state) => {
+    const status = ctx.status;
+    const fields: Record<string, unknown> = {
+      request_id: state.requestId,
+      method: ctx.method,
+      route: state.route ?? null,
+      path: redact(ctx.path),
+      status,
+      latency_ms: Math.round((performance.now() - state.startedAt) * 1000) / 1000,
+    };
+    if (state.principal !== undefined) {
+      fields.organisation_id = state.principal.organisationId;
+      fields.key_id = state.principal.keyId;
     }
+    if (state.errorCode !== undefined) fields.error_code = state.errorCode;
+    if (status >= 500 && state.failure !== undefined) fields.err = describeFailure(state.failure, status === 500);
+    if (status === 500) logger.error(fields, 'request failed');
+    else if (status >= 500) logger.warn(fields, 'request failed');
+    else logger.info(fields, 'request completed');
   };
 }

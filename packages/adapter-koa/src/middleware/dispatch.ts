@@ -1,23 +1,24 @@
 /**
- * Last middleware of the pipeline: match the route (404 / 405 + Allow for no match, C-9), then
- * in C-33 order: authenticate (401) -> rate limit (429) -> the route, whose use case authorises
- * (403), validates (400) and acts (404/409/...). Public routes go straight to the global
- * unauthenticated rate limit.
+ * The request's way to its route: match it (404 / 405 + Allow for no match, C-9), then in C-33
+ * order: authenticate (401) -> rate limit (429) -> the route, whose use case authorises (403),
+ * validates (400) and acts (404/409/...). Public routes go straight to the global
+ * unauthenticated rate limit. Throws whatever fails; the pipeline renders it.
  */
 import type Koa from 'koa';
 import { methodNotAllowed, unknownPath } from '../errors.js';
 import type { RouteMatch } from '../routes/route.js';
-import { stateOf } from '../state.js';
+import type { CosRequestState } from '../state.js';
 import type { AuthenticateStep } from './authenticate.js';
 import type { RateLimitSteps } from './rate-limit.js';
 
-export function dispatchMiddleware(
+export type Dispatch = (ctx: Koa.Context, state: CosRequestState) => Promise<void>;
+
+export function createDispatch(
   match: (method: string, path: string) => RouteMatch,
   authenticate: AuthenticateStep,
   rateLimit: RateLimitSteps,
-): Koa.Middleware {
-  return async (ctx) => {
-    const state = stateOf(ctx);
+): Dispatch {
+  return async (ctx, state) => {
     const found = match(ctx.method, ctx.path);
     if (found.kind === 'unknown-path') throw unknownPath();
     if (found.kind === 'method-not-allowed') {

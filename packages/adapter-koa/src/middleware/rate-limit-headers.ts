@@ -7,19 +7,17 @@
  */
 import type Koa from 'koa';
 import type { Core } from '@cos/core';
-import { stateOf } from '../state.js';
+import type { CosRequestState } from '../state.js';
 import type { SourceAddress } from './source-address.js';
 
-export function rateLimitHeadersMiddleware(core: Core, sourceAddress: SourceAddress): Koa.Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-    } finally {
-      const state = stateOf(ctx);
-      const decision = state.decision ?? core.rateLimiter.peek({ kind: 'source', address: sourceAddress(ctx) });
-      ctx.set('X-RateLimit-Limit', String(decision.limit));
-      ctx.set('X-RateLimit-Remaining', String(decision.remaining));
-      ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
-    }
+export type RateHeaderWriter = (ctx: Koa.Context, state: CosRequestState) => void;
+
+export function createRateHeaderWriter(core: Core, sourceAddress: SourceAddress): RateHeaderWriter {
+  const limiter = core.rateLimiter;
+  return (ctx, state) => {
+    const decision = state.decision ?? limiter.peek({ kind: 'source', address: sourceAddress(ctx) });
+    ctx.set('X-RateLimit-Limit', String(decision.limit));
+    ctx.set('X-RateLimit-Remaining', String(decision.remaining));
+    ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
   };
 }

@@ -1,23 +1,21 @@
-/** First in the pipeline: the request's id (C-15) and its state. */
+/** Step 1 of the pipeline: the request's id (C-15), echoed in `X-Request-Id`, and its state. */
 import type Koa from 'koa';
 import { performance } from 'node:perf_hooks';
 import { REQUEST_ID_HEADER, requestIdFor } from '../request-id.js';
 import type { CosRequestState } from '../state.js';
 
-export function requestIdMiddleware(): Koa.Middleware {
-  return (ctx, next) => {
-    const requestId = requestIdFor(ctx.req.headers['x-request-id']);
-    const state: CosRequestState = {
-      requestId,
-      startedAt: performance.now(),
-      route: undefined,
-      principal: undefined,
-      decision: undefined,
-      errorCode: undefined,
-      failure: undefined,
-    };
-    (ctx.state as { cos: CosRequestState }).cos = state;
-    ctx.set(REQUEST_ID_HEADER, requestId);
-    return next();
+export function beginRequest(ctx: Koa.Context): CosRequestState {
+  const requestId = requestIdFor(ctx.req.headers['x-request-id']);
+  const state: CosRequestState = {
+    requestId,
+    startedAt: performance.now(),
+    route: undefined,
+    principal: undefined,
+    decision: undefined,
+    errorCode: undefined,
+    failure: undefined,
   };
+  (ctx.state as { cos?: CosRequestState }).cos = state;
+  ctx.set(REQUEST_ID_HEADER, requestId);
+  return state;
 }

@@ -41,9 +41,12 @@ interface PathEntry {
   readonly template: string;
   /** Literal segment, or null for a parameter. */
   readonly segments: readonly (string | null)[];
+  readonly hasParams: boolean;
   readonly byMethod: ReadonlyMap<string, Route>;
-  /** Value of the `Allow` header on 405. */
-  readonly allow: string;
+  /** Prebuilt matches of a path without parameters, so matching it allocates nothing. */
+  readonly staticMatches: ReadonlyMap<string, RouteMatch>;
+  /** The 405 answer of this path (its `Allow` header lists the methods it has). */
+  readonly notAllowed: RouteMatch;
 }
 
 const UNKNOWN_PATH: RouteMatch = Object.freeze({ kind: 'unknown-path' });
@@ -67,12 +70,20 @@ export function compileRoutes(routes: readonly Route[]): (method: string, path: 
     list.push(route);
     byTemplate.set(route.template, list);
   }
-  const entries: PathEntry[] = [...byTemplate].map(([template, list]) => ({
-    template,
-    segments: template.split('/').map((s) => (s.startsWith(':') ? null : s)),
-    byMethod: new Map(list.map((r) => [r.method, r])),
-    allow: list.map((r) => r.method).join(', '),
-  }));
+  const entries: PathEntry[] = [...byTemplate].map(([template, list]) => {
+    const segments = template.split('/').map((s) => (s.startsWith(':') ? null : s));
+    const hasParams = segments.includes(null);
+    return {
+      template,
+      segments,
+      hasParams,
+      byMethod: new Map(list.map((r) => [r.method, r])),
+      staticMatches: new Map(
+        hasParams ? [] : list.map((route): [string, RouteMatch] => [route.method, Object.freeze({ kind: 'route', route, params: NO_PARAMS })]),
+      ),
+      notAllowed: Object.freeze({ kind: 'method-not-allowed', template, allow: list.map((r) => r.method).join(', ') }),
+    };
+  });
 
   return (method, path) => {
     const parts = path.split('/');
@@ -80,30 +91,20 @@ export function compileRoutes(routes: readonly Route[]): (method: string, path: 
       const segments = entry.segments;
       if (segments.length !== parts.length) continue;
       let ok = true;
-      let paramCount = 0;
       for (let i = 0; i < segments.length; i++) {
         const literal = segments[i];
         const part = parts[i]!;
-        if (literal === null) {
-          if (part.length === 0) {
-            ok = false;
-            break;
-          }
-          paramCount++;
-        } else if (literal !== part) {
+        if (literal === null ? part.length === 0 : literal !== part) {
           ok = false;
           break;
         }
       }
       if (!ok) continue;
       const route = entry.byMethod.get(method);
-      if (route === undefined) return { kind: 'method-not-allowed', template: entry.template, allow: entry.allow };
-      let params = NO_PARAMS;
-      if (paramCount > 0) {
-        const collected: string[] = [];
-        for (let i = 0; i < segments.length; i++) if (segments[i] === null) collected.push(decodeParam(parts[i]!));
-        params = collected;
-      }
+      if (route === undefined) return entry.notAllowed;
+      if (!entry.hasParams) return entry.staticMatches.get(method)!;
+      const params: string[] = [];
+      for (let i = 0; i < segments.length; i++) if (segments[i] === null) params.push(decodeParam(parts[i]!));
       return { kind: 'route', route, params };
     }
     return UNKNOWN_PATH;
