@@ -13,7 +13,10 @@ export const addMemberSchema = z.strictObject({
     .regex(EMAIL_PATTERN, { error: ISSUE_EMAIL }),
 });
 
-export type AddMemberInput = z.output<typeof addMemberSchema>;
+/** A valid member body: `email` trimmed. Spelled out so that the public .d.ts names no internal schema. */
+export interface AddMemberInput {
+  email: string;
+}
 
 export function checkAddMember(body: unknown): Checked<AddMemberInput> {
   return checkBody(addMemberSchema, body);

@@ -21,9 +21,22 @@ export const replaceOrganisationSchema = z.strictObject({ name });
 /** PATCH: {name?}; `{}` is valid and changes nothing (C-14). */
 export const patchOrganisationSchema = z.strictObject({ name: name.optional() });
 
-export type CreateOrganisationInput = z.output<typeof createOrganisationSchema>;
-export type ReplaceOrganisationInput = z.output<typeof replaceOrganisationSchema>;
-export type PatchOrganisationInput = z.output<typeof patchOrganisationSchema>;
+// Spelled out (not z.output<typeof schema>) so that the public .d.ts names no internal schema.
+// The check functions below return checkBody(schema) as these types, so a schema that stops
+// producing one of their fields (or changes its type) no longer compiles.
+/** A valid POST /organisations body: `name` trimmed. */
+export interface CreateOrganisationInput {
+  name: string;
+  slug: string;
+}
+/** A valid PUT body: `name` trimmed. */
+export interface ReplaceOrganisationInput {
+  name: string;
+}
+/** A valid PATCH body: `name` trimmed, absent when not sent. */
+export interface PatchOrganisationInput {
+  name?: string | undefined;
+}
 
 export function checkCreateOrganisation(body: unknown): Checked<CreateOrganisationInput> {
   return checkBody(createOrganisationSchema, body);
