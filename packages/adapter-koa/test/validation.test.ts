@@ -241,6 +241,12 @@ describe('adapter-koa: validation over HTTP', () => {
       expect(res.body.details).to.have.length(4);
     });
 
+    it('C-11: an empty key in the body is an extra field named ""', async () => {
+      const res = await world.api.post(`${own}/api-keys`, { key: world.own.key, json: { label: 'x', '': null } });
+      expect(res.status).to.equal(400);
+      expect(res.body.details).to.deep.equal([{ field: '', issue: 'extra fields not permitted' }]);
+    });
+
     it('C-12: slug, industry_section, is_system or id in PUT or PATCH is 400 "extra fields not permitted"', async () => {
       for (const field of ['slug', 'industry_section', 'is_system', 'id']) {
         for (const method of ['PUT', 'PATCH']) {
