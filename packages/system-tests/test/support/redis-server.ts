@@ -1,0 +1,74 @@
+/**
+ * A throw-away redis-server the test spawns on a free port and may kill (SIGKILL: a crash, not a
+ * shutdown) and start again on the same port.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createConnection } from 'node:net';
+import { freePort, sleep } from './free-port.js';
+
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let answer = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      answer += d.toString('utf8');
+      if (answer.includes('\r\n')) done(answer.startsWith('+PONG'));
+    });
+  });
+}
+
+export class RedisServer {
+  private child: ChildProcess | null = null;
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<RedisServer> {
+    const server = new RedisServer(await freePort());
+    await server.startProcess();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  async startProcess(): Promise<void> {
+    if (this.child !== null) return;
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+      { stdio: 'ignore' },
+    );
+    this.child = child;
+    child.once('exit', () => {
+      if (this.child === child) this.child = null;
+    });
+    for (let i = 0; i < 100; i += 1) {
+      if (await ping(this.port)) return;
+      if (this.child === null) break;
+      await sleep(50);
+    }
+    throw new Error(`redis-server did not come up on port ${this.port} (is redis-server installed?)`);
+  }
+
+  /** SIGKILL: Redis dies without a goodbye, like a crashed host. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (child === null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+    this.child = null;
+  }
+}
