@@ -99,22 +99,23 @@ function isForeignKeyViolation(err: DriverError): boolean {
   return err.code === '23503' || err.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || /FOREIGN KEY constraint failed/.test(message);
 }
 
-const ALREADY_TAKEN: readonly ErrorDetail[] = Object.freeze([]);
+const NO_DETAILS: readonly ErrorDetail[] = Object.freeze([]);
 
+/** The same messages and details as the in-memory store of @cos/core/testing. */
 export function conflictFor(target: UniqueTarget): ConflictError {
   switch (target) {
     case 'slug':
-      return new ConflictError('An organisation with this slug already exists', [{ field: 'slug', issue: 'already taken' }]);
+      return new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]);
     case 'email':
-      return new ConflictError('A member with this e-mail address already exists in this organisation', [
+      return new ConflictError('A member with this e-mail already exists in the organisation', [
         { field: 'email', issue: 'already taken' },
       ]);
     case 'digest':
-      return new ConflictError('An API key with this digest already exists', ALREADY_TAKEN);
+      return new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
     case 'id':
-      return new ConflictError('A record with this id already exists', [{ field: 'id', issue: 'already taken' }]);
+      return new ConflictError('A record with this id already exists', [{ field: 'id', issue: 'already exists' }]);
     case 'unknown':
-      return new ConflictError('The record conflicts with an existing one', ALREADY_TAKEN);
+      return new ConflictError('The record conflicts with an existing one', NO_DETAILS);
   }
 }
 

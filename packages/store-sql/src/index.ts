@@ -11,5 +11,5 @@ export {
   type SqlStoreConfig,
   type SqlStoreFromKnexOptions,
 } from './sql-store.js';
-export { MIGRATIONS, MIGRATIONS_TABLE, type SqlMigration } from './migrations.js';
+export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations.js';
 export { SQL_STORE, sqlStoreModule } from './module.js';

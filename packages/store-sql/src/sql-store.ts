@@ -49,9 +49,26 @@ const NEVER_MS = 2 ** 31 - 1;
 
 type SqliteConnection = { pragma(source: string): unknown };
 
-function sqliteKnexConfig(parsed: Extract<ParsedDatabaseUrl, { dialect: 'sqlite' }>, timeoutMs: number): Knex.Config {
+/**
+ * knex's own messages (e.g. "migration failed") go to the Logger port, never to stdout: the CLI's
+ * --json output must stay clean. Without a logger they are dropped.
+ */
+function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  const to =
+    (level: 'debug' | 'warn' | 'error') =>
+    (message: unknown): void =>
+      logger?.[level]({ component: 'knex' }, typeof message === 'string' ? message : String((message as Error)?.message ?? message));
+  return { debug: to('debug'), warn: to('warn'), error: to('error'), deprecate: to('warn') };
+}
+
+function sqliteKnexConfig(
+  parsed: Extract<ParsedDatabaseUrl, { dialect: 'sqlite' }>,
+  timeoutMs: number,
+  logger: Logger | undefined,
+): Knex.Config {
   return {
     client: 'better-sqlite3',
+    log: knexLog(logger),
     useNullAsDefault: true,
     // A provider knex calls on first connect (lazy): create the file's directory when missing. The
     // `filename` property only tells knex's config check that a file is named.
@@ -86,7 +103,7 @@ function sqliteKnexConfig(parsed: Extract<ParsedDatabaseUrl, { dialect: 'sqlite'
 
 function postgresKnexConfig(
   parsed: Extract<ParsedDatabaseUrl, { dialect: 'postgres' }>,
-  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined },
+  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined; logger: Logger | undefined },
 ): Knex.Config {
   const timeouts =
     options.timeoutMs === null
@@ -100,6 +117,7 @@ function postgresKnexConfig(
         };
   return {
     client: 'pg',
+    log: knexLog(options.logger),
     connection: {
       connectionString: parsed.connectionString,
       application_name: 'cos',
@@ -182,7 +200,7 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
   if (!(timeoutMs > 0)) throw new Error('statementTimeoutMs must be a positive number of milliseconds');
   if (parsed.dialect === 'sqlite') {
     return buildStore({
-      knex: knexFactory(sqliteKnexConfig(parsed, timeoutMs)),
+      knex: knexFactory(sqliteKnexConfig(parsed, timeoutMs, config.logger)),
       dialect: 'sqlite',
       logger: config.logger,
       destroyOnClose: true,
@@ -191,12 +209,12 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
   const poolMax = config.poolMax ?? DEFAULT_POOL_MAX;
   if (!Number.isInteger(poolMax) || poolMax < 1) throw new Error('poolMax must be a positive integer');
   return buildStore({
-    knex: knexFactory(postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema })),
+    knex: knexFactory(postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger })),
     dialect: 'postgres',
     logger: config.logger,
     destroyOnClose: true,
     // DDL may legitimately run longer than one request's statement timeout.
-    migrationKnex: () => knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema })),
+    migrationKnex: () => knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema, logger: config.logger })),
   });
 }
 

@@ -93,7 +93,8 @@ function postgresTarget(url: string): Target {
         }
         shared = schema;
       }
-      await adminKnex().raw(`TRUNCATE ${TABLES.map((t) => `"${shared}".${t}`).join(', ')}`);
+      // DELETE rather than TRUNCATE: on tables this small it is far cheaper (no new relfilenodes).
+      for (const t of ['audit_entries', 'api_keys', 'members', 'organisations']) await adminKnex().raw(`DELETE FROM "${shared}".${t}`);
       return createSqlStore({ databaseUrl: url, schema: shared, ...options });
     },
     async openUnmigrated(options) {

@@ -1,0 +1,10 @@
+/**
+ * The core's store contract suites (@cos/core/testing), unchanged, on every dialect: the in-memory
+ * store and the SQL stores are held to the very same tests.
+ */
+import { describeStoreContract } from '@cos/core/testing';
+import { forEachTarget } from './support/targets.js';
+
+forEachTarget('store contract', (target) => {
+  describeStoreContract(`@cos/store-sql ${target.name}`, () => target.open());
+});

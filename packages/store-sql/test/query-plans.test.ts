@@ -1,0 +1,96 @@
+/**
+ * C-31, C-6: the authentication hot path is one query on the unique digest index, and keyset pages
+ * are index range scans. The SQL is captured from the store itself (knex 'query' events), then
+ * explained with the same bindings.
+ */
+import type { KeysetPosition, Stores } from '@cos/core';
+import type { SqlStore } from '@cos/store-sql';
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { at, auditEntry, issuedKey, member, organisation } from './support/fixtures.js';
+import { forEachTarget } from './support/targets.js';
+
+interface Captured {
+  sql: string;
+  bindings: readonly unknown[];
+}
+
+async function capture(store: SqlStore, call: (stores: Stores) => Promise<unknown>): Promise<Captured[]> {
+  const seen: Captured[] = [];
+  const listener = (q: { sql: string; bindings?: readonly unknown[] }): void => void seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
+  store.knex.on('query', listener);
+  try {
+    await call(store.stores);
+  } finally {
+    store.knex.removeListener('query', listener);
+  }
+  return seen;
+}
+
+async function plan(store: SqlStore, q: Captured): Promise<string> {
+  if (store.dialect === 'sqlite') {
+    const rows = (await store.knex.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as Knex.RawBinding[])) as Array<{ detail: string }>;
+    return rows.map((r) => r.detail).join('\n');
+  }
+  // Tiny test tables would be seq-scanned; forbid that to see which index the planner can use.
+  return store.knex.transaction(async (trx) => {
+    await trx.raw('SET LOCAL enable_seqscan = off');
+    // The event carries the native SQL ($1, $2, … in order); hand knex back its '?' form.
+    const result = (await trx.raw(`EXPLAIN ${q.sql.replace(/\$\d+/g, '?')}`, q.bindings as Knex.RawBinding[])) as { rows: Array<{ 'QUERY PLAN': string }> };
+    return result.rows.map((r) => r['QUERY PLAN']).join('\n');
+  });
+}
+
+forEachTarget('query plans', (target) => {
+  let store: SqlStore;
+  let orgId: string;
+  let digest: string;
+  const position: KeysetPosition = { createdAt: at(1), id: '00000000-0000-4000-8000-000000000000' };
+
+  before(async () => {
+    store = await target.open();
+    const o = organisation();
+    orgId = o.id;
+    await store.stores.organisations.create(o);
+    const { key } = issuedKey(o.id);
+    digest = key.digest;
+    await store.stores.apiKeys.insert(key);
+    await store.stores.members.add(member(o.id));
+    await store.stores.audit.append(auditEntry(o.id));
+  });
+  after(() => store.close());
+
+  async function onlyQuery(call: (stores: Stores) => Promise<unknown>): Promise<string> {
+    const queries = await capture(store, call);
+    expect(queries, queries.map((q) => q.sql).join('\n')).to.have.length(1);
+    return plan(store, queries[0]!);
+  }
+
+  it('C-31: findCredential is one query that finds the key through api_keys_digest_unique', async () => {
+    const p = await onlyQuery((s) => s.apiKeys.findCredential(digest));
+    expect(p).to.include('api_keys_digest_unique');
+    expect(p).to.match(/organisations_pkey|sqlite_autoindex_organisations_1|INTEGER PRIMARY KEY|USING INDEX|Index Scan/);
+  });
+
+  it('C-6: the organisation keyset page uses organisations_created_at_id', async () => {
+    expect(await onlyQuery((s) => s.organisations.list({ limit: 20, after: position }))).to.include('organisations_created_at_id');
+    expect(await onlyQuery((s) => s.organisations.list({ limit: 20, after: null }))).to.include('organisations_created_at_id');
+  });
+
+  it('C-6: per-organisation key and member pages use their (organisation_id, created_at, id) indexes', async () => {
+    expect(await onlyQuery((s) => s.apiKeys.list(orgId, { limit: 20, after: position }))).to.include('api_keys_organisation_created_at_id');
+    expect(await onlyQuery((s) => s.members.list(orgId, { limit: 20, after: position }))).to.include('members_organisation_created_at_id');
+  });
+
+  it('C-6: audit pages use the (occurred_at, id) index, or the per-organisation one when filtered', async () => {
+    expect(await onlyQuery((s) => s.audit.list({}, { limit: 20, after: position }))).to.include('audit_entries_occurred_at_id');
+    expect(await onlyQuery((s) => s.audit.list({ organisationId: orgId }, { limit: 20, after: position }))).to.include(
+      'audit_entries_organisation_occurred_at_id',
+    );
+  });
+
+  it('a key id lookup and a revocation are index lookups', async () => {
+    expect(await onlyQuery((s) => s.apiKeys.findById(orgId, position.id))).to.match(/api_keys_pkey|sqlite_autoindex_api_keys_1/);
+    expect(await onlyQuery((s) => s.apiKeys.revoke(orgId, position.id, at(5)))).to.match(/api_keys_pkey|sqlite_autoindex_api_keys_1/);
+  });
+});
