@@ -1,0 +1,231 @@
+/**
+ * Issue 7 "Done when": a package can be consumed from a packed tarball. Builds the workspace
+ * (`tsc -b`), packs @cos/core and @cos/adapter-koa with `pnpm pack` (which rewrites `workspace:*`
+ * and applies publishConfig), installs both into an empty ESM project with plain `npm install`
+ * (zod, koa and chai come from the registry), and uses them there the way a host service would:
+ * by package name only, from JavaScript and from strict TypeScript.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+
+const exec = promisify(execFile);
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+const RAW_KEY = /svc_(live|test)_[A-Za-z0-9]{48}/;
+
+/** pnpm as the running package manager when mocha was started by `pnpm test`, else from PATH. */
+function pnpm(args: string[], cwd: string) {
+  const execPath = process.env['npm_execpath'];
+  return execPath !== undefined && /pnpm/.test(execPath)
+    ? exec(process.execPath, [execPath, ...args], { cwd })
+    : exec('pnpm', args, { cwd });
+}
+
+async function pack(dir: string, destination: string): Promise<string> {
+  const { stdout } = await pnpm(['pack', '--pack-destination', destination], join(ROOT, 'packages', dir));
+  const tarball = stdout.trim().split('\n').filter((l) => l.endsWith('.tgz')).at(-1);
+  if (tarball === undefined) throw new Error(`pnpm pack printed no tarball: ${stdout}`);
+  return resolve(destination, tarball.trim());
+}
+
+async function tarList(tarball: string): Promise<string[]> {
+  const { stdout } = await exec('tar', ['tzf', tarball]);
+  return stdout.trim().split('\n');
+}
+
+async function tarManifest(tarball: string): Promise<Record<string, unknown>> {
+  const { stdout } = await exec('tar', ['xzf', tarball, '-O', 'package/package.json']);
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+const SMOKE_CORE = `
+import { apiKeyView, createCore, InProcessRateCounter, OPERATOR } from '@cos/core';
+import { createInMemoryStore } from '@cos/core/testing';
+
+const store = createInMemoryStore();
+const core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InProcessRateCounter() });
+const org = await core.organisations.create(OPERATOR, { name: 'Packed Ltd', slug: 'packed' });
+const issued = await core.apiKeys.issue(OPERATOR, org.id, { label: 'from a tarball' });
+const principal = await core.authenticator.authenticate('Bearer ' + issued.rawKey);
+let afterRevoke = 'accepted';
+await core.apiKeys.revoke(principal, org.id, issued.key.id);
+try { await core.authenticator.authenticate('Bearer ' + issued.rawKey); } catch (e) { afterRevoke = e.code; }
+console.log(JSON.stringify({
+  principal: { kind: principal.kind, organisationId: principal.organisationId, isPlatform: principal.isPlatform, keyPrefix: principal.keyPrefix },
+  orgId: org.id,
+  key: apiKeyView(issued.key, core.clock.now()),
+  rawKeyShape: /^svc_live_[A-Za-z0-9]{48}$/.test(issued.rawKey),
+  afterRevoke,
+  health: (await core.health.check()).status,
+}));
+`;
+
+const SMOKE_KOA = `
+import { once } from 'node:events';
+import { createCore, InProcessRateCounter, OPERATOR, silentLogger } from '@cos/core';
+import { createInMemoryStore } from '@cos/core/testing';
+import { createKoaApp } from '@cos/adapter-koa';
+
+const store = createInMemoryStore();
+const core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InProcessRateCounter() });
+const org = await core.organisations.create(OPERATOR, { name: 'Packed Ltd', slug: 'packed' });
+const { rawKey } = await core.apiKeys.issue(OPERATOR, org.id, { label: 'http' });
+const server = createKoaApp({ core, logger: silentLogger }, { serviceVersion: '0.1.0' }).listen(0, '127.0.0.1');
+await once(server, 'listening');
+const base = 'http://127.0.0.1:' + server.address().port + '/v1';
+const version = await fetch(base + '/version');
+const own = await fetch(base + '/organisations/' + org.id, { headers: { authorization: 'Bearer ' + rawKey } });
+console.log(JSON.stringify({ version: await version.json(), own: { status: own.status, body: await own.json() } }));
+server.close();
+`;
+
+const CONSUMER_TS = `
+import {
+  createCore,
+  InProcessRateCounter,
+  OPERATOR,
+  organisationView,
+  silentLogger,
+  validateCreateOrganisation,
+  type Core,
+  type OrganisationView,
+} from '@cos/core';
+import { createInMemoryStore, FakeClock, type StoreHarness } from '@cos/core/testing';
+import { createV1Router, mountAt, type HttpOptions } from '@cos/adapter-koa';
+import type Koa from 'koa';
+
+const store: StoreHarness = createInMemoryStore();
+const core: Core = createCore({ ...store, counter: new InProcessRateCounter(), clock: new FakeClock() });
+const options: HttpOptions = { serviceVersion: '0.1.0' };
+const middleware: Koa.Middleware = mountAt('/compliance', createV1Router({ core, logger: silentLogger }, options));
+export async function created(): Promise<OrganisationView> {
+  return organisationView(await core.organisations.create(OPERATOR, { name: 'Typed', slug: 'typed' }));
+}
+const input: { name: string; slug: string } = validateCreateOrganisation({ name: 'Typed', slug: 'typed' });
+// @ts-expect-error the validated input has no industry_section (C-12)
+export const section: string = input.industry_section;
+export { middleware };
+`;
+
+describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a scratch project', function () {
+  this.timeout(120_000);
+  let work: string;
+  let scratch: string;
+  let coreTarball: string;
+  let koaTarball: string;
+
+  before(async () => {
+    await exec(process.execPath, [TSC, '-b'], { cwd: ROOT });
+    work = mkdtempSync(join(tmpdir(), 'cos-pack-'));
+    coreTarball = await pack('core', work);
+    koaTarball = await pack('adapter-koa', work);
+    scratch = join(work, 'scratch');
+    mkdirSync(scratch);
+    writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }, null, 2));
+    // chai: @cos/core/testing's optional peer (its contract suites assert with it).
+    await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', coreTarball, koaTarball, 'chai@6'], {
+      cwd: scratch,
+      timeout: 100_000,
+    });
+  });
+
+  after(() => {
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('the tarballs hold package.json, README.md and dist/ only, with workspace:* rewritten and no "source" condition', async () => {
+    for (const tarball of [coreTarball, koaTarball]) {
+      const files = await tarList(tarball);
+      expect(files).to.include.members(['package/package.json', 'package/README.md', 'package/dist/index.js', 'package/dist/index.d.ts']);
+      expect(files.filter((f) => !/^package\/(package\.json|README\.md|dist\/.+)$/.test(f)), tarball).to.deep.equal([]);
+      const manifest = await tarManifest(tarball);
+      expect(JSON.stringify(manifest)).not.to.include('workspace:');
+      expect(JSON.stringify(manifest.exports)).not.to.include('source');
+      expect(JSON.stringify(manifest.exports)).not.to.include('/src/');
+    }
+    const koa = await tarManifest(koaTarball);
+    expect((koa.dependencies as Record<string, string>)['@cos/core']).to.equal((await tarManifest(coreTarball)).version);
+    expect(await tarList(coreTarball)).to.include('package/dist/testing/index.js');
+  });
+
+  it('npm installs one @cos/core, shared by @cos/adapter-koa', () => {
+    const lock = JSON.parse(readFileSync(join(scratch, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
+    const cores = Object.keys(lock.packages).filter((p) => p.endsWith('node_modules/@cos/core'));
+    expect(cores).to.deep.equal(['node_modules/@cos/core']);
+  });
+
+  it('C-22, C-30, C-36: an ESM script importing @cos/core and @cos/core/testing issues a key, authenticates it and rejects it once revoked', async () => {
+    writeFileSync(join(scratch, 'smoke-core.mjs'), SMOKE_CORE);
+    const { stdout } = await exec(process.execPath, ['smoke-core.mjs'], { cwd: scratch });
+    const out = JSON.parse(stdout) as {
+      principal: { kind: string; organisationId: string; isPlatform: boolean; keyPrefix: string };
+      orgId: string;
+      key: Record<string, unknown>;
+      rawKeyShape: boolean;
+      afterRevoke: string;
+      health: string;
+    };
+    expect(out.rawKeyShape).to.equal(true);
+    expect(out.principal).to.deep.equal({ kind: 'api_key', organisationId: out.orgId, isPlatform: false, keyPrefix: out.key['key_prefix'] });
+    expect(out.key).to.include({ organisation_id: out.orgId, label: 'from a tarball', is_active: true, status: 'active' });
+    expect(out.key).not.to.have.property('key');
+    expect(out.afterRevoke).to.equal('UNAUTHORIZED');
+    expect(out.health).to.equal('ok');
+    expect(stdout).not.to.match(RAW_KEY);
+  });
+
+  it('C-3: @cos/adapter-koa from its tarball serves /v1 over the packed core', async () => {
+    writeFileSync(join(scratch, 'smoke-koa.mjs'), SMOKE_KOA);
+    const { stdout } = await exec(process.execPath, ['smoke-koa.mjs'], { cwd: scratch });
+    const out = JSON.parse(stdout) as { version: Record<string, string>; own: { status: number; body: { slug: string } } };
+    expect(out.version).to.deep.equal({ api_version: 'v1', release: 'v1-stable', released_on: '2026-06-10', service_version: '0.1.0' });
+    expect(out.own.status).to.equal(200);
+    expect(out.own.body.slug).to.equal('packed');
+  });
+
+  it('only the declared entry points resolve: deep imports are refused, even under --conditions=source', async () => {
+    const probe = [
+      "for (const s of ['@cos/core/dist/core.js', '@cos/core/src/index.ts', '@cos/adapter-koa/dist/app.js']) {",
+      '  try { await import(s); console.log(s, "resolved"); } catch (e) { console.log(s, e.code); }',
+      '}',
+      "const { createCore } = await import('@cos/core');",
+      "console.log('entry', typeof createCore);",
+    ].join('\n');
+    writeFileSync(join(scratch, 'probe.mjs'), probe);
+    const { stdout } = await exec(process.execPath, ['--conditions=source', 'probe.mjs'], { cwd: scratch });
+    expect(stdout.trim().split('\n')).to.deep.equal([
+      '@cos/core/dist/core.js ERR_PACKAGE_PATH_NOT_EXPORTED',
+      '@cos/core/src/index.ts ERR_PACKAGE_PATH_NOT_EXPORTED',
+      '@cos/adapter-koa/dist/app.js ERR_PACKAGE_PATH_NOT_EXPORTED',
+      'entry function',
+    ]);
+  });
+
+  it('a strict NodeNext TypeScript consumer type-checks against the shipped declarations, third-party ones included', async () => {
+    writeFileSync(join(scratch, 'consumer.ts'), CONSUMER_TS);
+    writeFileSync(
+      join(scratch, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: [],
+        },
+        files: ['consumer.ts'],
+      }),
+    );
+    const result = await exec(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: scratch }).catch(
+      (e: { stdout: string; code: number }) => e,
+    );
+    expect(result.stdout, 'tsc output').to.equal('');
+  });
+});
