@@ -34,7 +34,8 @@ export async function createCast(core: Core, options: { spares?: number; expirin
 
   const revoked = await core.apiKeys.issue(OPERATOR, own.id, { label: 'revoked' });
   await core.apiKeys.revoke(OPERATOR, own.id, revoked.key.id);
-  const expiringMs = options.expiringMs ?? 1200;
+  // The expiry must still be in the future when the core validates it (C-23).
+  const expiringMs = Math.max(250, options.expiringMs ?? 1200);
   const expiresAt = new Date(core.clock.now().getTime() + expiringMs);
   const expired = await core.apiKeys.issue(OPERATOR, own.id, { label: 'expiring', expires_at: expiresAt.toISOString() });
   rawKeys.push(revoked.rawKey, expired.rawKey);

@@ -227,6 +227,14 @@ export function checkResponse(r: ObservedResponse): string[] {
     return problems;
   }
 
+  // C-4: the health check's own 503 is its report {status:"unavailable", timestamp}.
+  if (r.status === 503 && pathname === '/v1/health' && (r.method === 'GET' || head)) {
+    if (head) return problems;
+    const parsed = parseJson(r.text);
+    if (!parsed.ok || !validators.health(parsed.value)) problems.push(`health 503 body: ${errorsOf(validators.health)}`);
+    else if ((parsed.value as { status: string }).status !== 'unavailable') problems.push('health 503 with status other than "unavailable" (C-4)');
+    return problems;
+  }
   if (r.status >= 400) {
     const code = ERROR_CODE_BY_STATUS[r.status];
     if (code === undefined) {

@@ -1,0 +1,39 @@
+/**
+ * A fresh Postgres schema per suite (dropped afterwards), and the URL that reaches the same
+ * database through a TcpProxy the test owns.
+ */
+import { createSqlStore } from '@cos/store-sql';
+import { randomBytes } from 'node:crypto';
+import { TcpProxy } from './tcp-proxy.js';
+
+export function freshSchemaName(prefix: string): string {
+  return `st_${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/** Creates the schema; returns a function that drops it. */
+export async function createSchema(databaseUrl: string, schema: string): Promise<() => Promise<void>> {
+  const admin = createSqlStore({ databaseUrl, statementTimeoutMs: 30_000 });
+  try {
+    await admin.knex.raw('CREATE SCHEMA ??', [schema]);
+  } finally {
+    await admin.close();
+  }
+  return async () => {
+    const dropper = createSqlStore({ databaseUrl, statementTimeoutMs: 30_000 });
+    try {
+      await dropper.knex.raw('DROP SCHEMA IF EXISTS ?? CASCADE', [schema]);
+    } finally {
+      await dropper.close();
+    }
+  };
+}
+
+/** A proxy in front of the database of `databaseUrl`, and the URL that goes through it. */
+export async function proxiedDatabase(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(databaseUrl);
+  const proxy = await new TcpProxy(target.hostname || '127.0.0.1', Number(target.port || 5432)).listen();
+  const via = new URL(databaseUrl);
+  via.hostname = '127.0.0.1';
+  via.port = String(proxy.port);
+  return { proxy, url: via.toString() };
+}
