@@ -63,7 +63,18 @@ export {
   type ListQuery,
   type AuditQuery,
 } from './validation/index.js';
-export { OPERATOR_REQUIRED_MESSAGE } from './use-cases/authorise.js';
+// Authorisation (spec §5, C-33, C-34): the rule every use case applies first, for adapters that
+// must refuse (403) before work of their own such as reading a request body.
+export {
+  OPERATOR_REQUIRED_MESSAGE,
+  OPERATIONS,
+  authorise,
+  type Operation,
+  type OrganisationOperation,
+  type PlatformOperation,
+  type OperatorOperation,
+  type OrganisationArgument,
+} from './use-cases/authorise.js';
 export { parseAuthorization } from './use-cases/authenticate.js';
 export { scopeKey, COUNTER_TTL_MS, FAIL_OPEN_WARN_INTERVAL_MS } from './use-cases/rate-limit.js';
 export { maxActiveKeysMessage } from './use-cases/api-keys.js';

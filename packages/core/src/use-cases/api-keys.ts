@@ -14,7 +14,7 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, requireOrganisationAccess } from './authorise.js';
+import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
@@ -71,7 +71,7 @@ export class ApiKeys {
 
   /** GET .../api-keys, query {limit, cursor}; 404 when the organisation does not exist. */
   async list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<ApiKey>> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'api_keys.list', orgId);
     const [id, q] = all(checkUuid(orgId, 'org_id'), checkListQuery(query));
     if ((await this.deps.stores.organisations.findById(id)) === null) {
       throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
@@ -84,7 +84,7 @@ export class ApiKeys {
    * config.maxActiveKeysPerOrg active keys (C-25, 409); audit api_key_issued in the same unit of work.
    */
   async issue(principal: Principal, orgId: string, body: unknown): Promise<IssuedKey> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'api_keys.issue', orgId);
     const now = this.deps.clock.now();
     const [id, input] = all(checkUuid(orgId, 'org_id'), checkIssueKey(body, now));
     return this.deps.unitOfWork.run((stores) => issueKeyIn(stores, this.deps, id, input, actorOf(principal), now));
@@ -92,7 +92,7 @@ export class ApiKeys {
 
   /** GET .../api-keys/{key_id}: a key id not in the named organisation is 404 (C-34). */
   async get(principal: Principal, orgId: string, keyId: string): Promise<ApiKey> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'api_keys.get', orgId);
     const [org, kid] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'));
     const key = await this.deps.stores.apiKeys.findById(org, kid);
     if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
@@ -104,7 +104,7 @@ export class ApiKeys {
    * entry commit in one unit of work (C-40); a second DELETE writes no second entry.
    */
   async revoke(principal: Principal, orgId: string, keyId: string): Promise<void> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'api_keys.revoke', orgId);
     const [org, kid] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'));
     await this.deps.unitOfWork.run(async (stores) => {
       const key = await stores.apiKeys.findById(org, kid);

@@ -2,7 +2,7 @@ import type { AuditEntry } from '../domain/audit.js';
 import type { Principal } from '../domain/principal.js';
 import { unwrap } from '../validation/issues.js';
 import { checkAuditQuery } from '../validation/query.js';
-import { requireOperator } from './authorise.js';
+import { authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
@@ -12,7 +12,7 @@ export class AuditTrail {
   constructor(private readonly deps: CoreDeps) {}
 
   async list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<AuditEntry>> {
-    requireOperator(principal);
+    authorise(principal, 'audit.list');
     const { organisationId, kind, ...page } = unwrap(checkAuditQuery(query));
     const filter = { ...(organisationId !== undefined ? { organisationId } : {}), ...(kind !== undefined ? { kind } : {}) };
     return paginate(page, (p) => this.deps.stores.audit.list(filter, p), (e) => ({ createdAt: e.occurredAt, id: e.id }));

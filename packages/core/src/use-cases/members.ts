@@ -5,7 +5,7 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkAddMember } from '../validation/member.js';
 import { checkListQuery } from '../validation/query.js';
-import { requireOperator, requireOrganisationAccess } from './authorise.js';
+import { authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 import type { Page } from './page.js';
@@ -19,7 +19,7 @@ export class Members {
 
   /** GET /organisations/{org_id}/members, query {limit, cursor}; 404 when the organisation does not exist. */
   async list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<Member>> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'members.list', orgId);
     const [id, q] = all(checkUuid(orgId, 'org_id'), checkListQuery(query));
     if ((await this.deps.stores.organisations.findById(id)) === null) {
       throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
@@ -29,7 +29,7 @@ export class Members {
 
   /** Operator: body {email}; 404 unknown organisation; 409 duplicate e-mail in the organisation. */
   async add(principal: Principal, orgId: string, body: unknown): Promise<Member> {
-    requireOperator(principal);
+    authorise(principal, 'members.add');
     const [id, input] = all(checkUuid(orgId, 'org_id'), checkAddMember(body));
     const now = this.deps.clock.now();
     return this.deps.unitOfWork.run(async (stores) => {
@@ -42,7 +42,7 @@ export class Members {
 
   /** Operator: 404 when the member is not in that organisation. */
   async remove(principal: Principal, orgId: string, memberId: string): Promise<void> {
-    requireOperator(principal);
+    authorise(principal, 'members.remove');
     const [org, member] = all(checkUuid(orgId, 'org_id'), checkUuid(memberId, 'member_id'));
     if (!(await this.deps.stores.members.remove(org, member))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE);
   }

@@ -14,7 +14,7 @@ import {
 } from '../validation/organisation.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, requireOperator, requireOrganisationAccess, requirePlatform } from './authorise.js';
+import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
@@ -64,7 +64,7 @@ export class Organisations {
 
   /** GET /organisations: platform key or operator only; query {limit, cursor} (C-5, C-6). */
   async list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<Organisation>> {
-    requirePlatform(principal);
+    authorise(principal, 'organisations.list');
     const q = unwrap(checkListQuery(query));
     return paginate(q, (page) => this.deps.stores.organisations.list(page), (o) => o);
   }
@@ -72,8 +72,7 @@ export class Organisations {
   /** POST /organisations: platform key or operator; body {name, slug} strict (C-11..C-13); audit organisation_created. */
   async create(principal: Principal, body: unknown, options?: CreateOrganisationOptions): Promise<Organisation> {
     const isSystem = options?.isSystem === true;
-    if (isSystem) requireOperator(principal);
-    else requirePlatform(principal);
+    authorise(principal, isSystem ? 'organisations.create_system' : 'organisations.create');
     const input = unwrap(checkCreateOrganisation(body));
     const now = this.deps.clock.now();
     return this.deps.unitOfWork.run((stores) =>
@@ -83,28 +82,28 @@ export class Organisations {
 
   /** GET /organisations/{org_id}. */
   async get(principal: Principal, orgId: string): Promise<Organisation> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'organisations.get', orgId);
     const [id] = all(checkUuid(orgId, 'org_id'));
     return this.find(id);
   }
 
   /** PUT: body {name} required, strict (C-12, C-14); audit organisation_updated. */
   async replace(principal: Principal, orgId: string, body: unknown): Promise<Organisation> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'organisations.replace', orgId);
     const [id, input] = all(checkUuid(orgId, 'org_id'), checkReplaceOrganisation(body));
     return this.apply(principal, id, { name: input.name });
   }
 
   /** PATCH: body {name?} strict; `{}` changes nothing and returns the record (C-14). */
   async patch(principal: Principal, orgId: string, body: unknown): Promise<Organisation> {
-    requireOrganisationAccess(principal, orgId);
+    authorise(principal, 'organisations.patch', orgId);
     const [id, input] = all(checkUuid(orgId, 'org_id'), checkPatchOrganisation(body));
     return this.apply(principal, id, input.name === undefined ? {} : { name: input.name });
   }
 
   /** Operator only (CLI `org classify`): section 'A'..'U' or 'none' (C-24); audit organisation_updated. */
   async classify(principal: Principal, orgId: string, section: string): Promise<Organisation> {
-    requireOperator(principal);
+    authorise(principal, 'organisations.classify');
     const [id, industrySection] = all(checkUuid(orgId, 'org_id'), checkSection(section));
     return this.apply(principal, id, { industrySection });
   }

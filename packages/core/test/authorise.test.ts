@@ -1,0 +1,151 @@
+/**
+ * The exported authorisation rule (spec §5.3-§5.5, C-33, C-34): `authorise(principal, operation,
+ * orgId?)` over its closed set of operations, and the use cases answering 403 exactly when it does
+ * (they call it; there is no second copy of the rule).
+ */
+import { expect } from 'chai';
+import {
+  FOREIGN_ORGANISATION_MESSAGE,
+  ForbiddenError,
+  OPERATIONS,
+  OPERATOR,
+  OPERATOR_REQUIRED_MESSAGE,
+  PLATFORM_REQUIRED_MESSAGE,
+  authorise,
+  type Core,
+  type Operation,
+  type OrganisationOperation,
+  type Principal,
+} from '@cos/core';
+import { UNKNOWN_UUID, fixture } from './use-cases-fixtures.js';
+
+const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
+  'organisations.get',
+  'organisations.replace',
+  'organisations.patch',
+  'members.list',
+  'api_keys.list',
+  'api_keys.issue',
+  'api_keys.get',
+  'api_keys.revoke',
+];
+const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create'];
+const OPERATOR_OPERATIONS: readonly Operation[] = [
+  'organisations.create_system',
+  'organisations.classify',
+  'members.add',
+  'members.remove',
+  'audit.list',
+];
+
+/** The 403 message `authorise` answers with, or null when it allows the operation. */
+function refusal(principal: Principal, operation: Operation, orgId: string): string | null {
+  try {
+    // Organisation operations read orgId; the others take none (the cast only widens the tuple type).
+    (authorise as (p: Principal, o: Operation, ...rest: string[]) => void)(
+      principal,
+      operation,
+      ...((ORGANISATION_OPERATIONS as readonly string[]).includes(operation) ? [orgId] : []),
+    );
+    return null;
+  } catch (e) {
+    expect(e).to.be.instanceOf(ForbiddenError);
+    return (e as ForbiddenError).message;
+  }
+}
+
+describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
+  const ownOrg = '0b9e5a1c-2f4d-4e6a-8b7c-9d0e1f2a3b4c';
+  const foreignOrg = '7c6d5e4f-3a2b-4c1d-9e8f-0a1b2c3d4e5f';
+  const standard: Principal = { kind: 'api_key', keyId: 'k1', keyPrefix: 'svc_live_abc', organisationId: ownOrg, isPlatform: false };
+  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true };
+
+  it('C-33: the operation names are a closed set, each given exactly one access rule', () => {
+    expect([...OPERATIONS].sort()).to.deep.equal(
+      [...ORGANISATION_OPERATIONS, ...PLATFORM_OPERATIONS, ...OPERATOR_OPERATIONS].sort(),
+    );
+    expect(Object.isFrozen(OPERATIONS)).to.equal(true);
+  });
+
+  it('spec §5.5: the operator may do everything; a platform key everything but the operator-only operations', () => {
+    for (const op of OPERATIONS) {
+      expect(refusal(OPERATOR, op, foreignOrg), `operator ${op}`).to.equal(null);
+      const expected = OPERATOR_OPERATIONS.includes(op) ? OPERATOR_REQUIRED_MESSAGE : null;
+      expect(refusal(platform, op, ownOrg), `platform ${op}`).to.equal(expected);
+    }
+  });
+
+  it('spec §5.3, §5.4: a standard key may use its own organisation only, and no platform or operator operation', () => {
+    for (const op of ORGANISATION_OPERATIONS) {
+      expect(refusal(standard, op, ownOrg), `own ${op}`).to.equal(null);
+      expect(refusal(standard, op, ownOrg.toUpperCase()), `own upper-case ${op}`).to.equal(null);
+      expect(refusal(standard, op, foreignOrg), `foreign ${op}`).to.equal(FOREIGN_ORGANISATION_MESSAGE);
+    }
+    for (const op of PLATFORM_OPERATIONS) expect(refusal(standard, op, ownOrg), op).to.equal(PLATFORM_REQUIRED_MESSAGE);
+    for (const op of OPERATOR_OPERATIONS) expect(refusal(standard, op, ownOrg), op).to.equal(OPERATOR_REQUIRED_MESSAGE);
+  });
+
+  it('C-34: a standard key naming a missing, malformed, empty or absent organisation id is refused (403), never validated', () => {
+    for (const id of [UNKNOWN_UUID, 'not-a-uuid', '', ' ' + ownOrg, `${ownOrg}/`]) {
+      expect(() => authorise(standard, 'organisations.patch', id), JSON.stringify(id)).to.throw(ForbiddenError, FOREIGN_ORGANISATION_MESSAGE);
+    }
+    // From plain JavaScript the id may be missing or not a string at all.
+    const loose = authorise as (p: Principal, o: string, ...rest: unknown[]) => void;
+    for (const id of [undefined, null, 42, { toLowerCase: () => ownOrg }]) {
+      expect(() => loose(standard, 'api_keys.issue', id), String(id)).to.throw(ForbiddenError, FOREIGN_ORGANISATION_MESSAGE);
+    }
+  });
+
+  it('C-33: an unknown operation name is an error, never a grant, even one Object.prototype has', () => {
+    const loose = authorise as (p: Principal, o: string, ...rest: unknown[]) => void;
+    for (const name of ['toString', '__proto__', 'constructor', 'organisations.delete', '']) {
+      expect(() => loose(OPERATOR, name), name).to.throw(TypeError, 'unknown operation');
+      expect(() => loose(standard, name, ownOrg), name).to.throw(TypeError, 'unknown operation');
+    }
+  });
+
+  it('C-33: the use cases refuse exactly when authorise does, with the same message (one rule)', async () => {
+    const f = fixture();
+    const own = await f.tenant('acme');
+    const other = await f.org('globex');
+    const system = await f.platform();
+    // Every operation, called through its use case with inputs that write nothing once authorised
+    // (invalid bodies, unknown ids): the Record type makes the list as closed as Operation itself.
+    const calls: Record<Operation, (core: Core, p: Principal, orgId: string) => Promise<unknown>> = {
+      'organisations.list': (c, p) => c.organisations.list(p, {}),
+      'organisations.create': (c, p) => c.organisations.create(p, {}),
+      'organisations.create_system': (c, p) => c.organisations.create(p, {}, { isSystem: true }),
+      'organisations.classify': (c, p, id) => c.organisations.classify(p, id, 'not a section'),
+      'organisations.get': (c, p, id) => c.organisations.get(p, id),
+      'organisations.replace': (c, p, id) => c.organisations.replace(p, id, {}),
+      'organisations.patch': (c, p, id) => c.organisations.patch(p, id, {}),
+      'members.list': (c, p, id) => c.members.list(p, id, {}),
+      'members.add': (c, p, id) => c.members.add(p, id, {}),
+      'members.remove': (c, p, id) => c.members.remove(p, id, UNKNOWN_UUID),
+      'api_keys.list': (c, p, id) => c.apiKeys.list(p, id, {}),
+      'api_keys.issue': (c, p, id) => c.apiKeys.issue(p, id, {}),
+      'api_keys.get': (c, p, id) => c.apiKeys.get(p, id, UNKNOWN_UUID),
+      'api_keys.revoke': (c, p, id) => c.apiKeys.revoke(p, id, UNKNOWN_UUID),
+      'audit.list': (c, p) => c.audit.list(p, {}),
+    };
+    const auditBefore = (await f.core.audit.list(OPERATOR, { limit: 100 })).items.length;
+    let refused = 0;
+    for (const op of OPERATIONS) {
+      for (const principal of [OPERATOR, system.principal, own.principal]) {
+        for (const orgId of [own.org.id, other.id, 'not-a-uuid']) {
+          const expected = refusal(principal, op, orgId);
+          let actual: string | null = null;
+          try {
+            await calls[op](f.core, principal, orgId);
+          } catch (e) {
+            if (e instanceof ForbiddenError) actual = e.message;
+          }
+          expect(actual, `${op} as ${principal.kind === 'operator' ? 'operator' : principal.isPlatform ? 'platform' : 'standard'} on ${orgId}`).to.equal(expected);
+          if (expected !== null) refused++;
+        }
+      }
+    }
+    expect(refused).to.be.greaterThan(0);
+    expect((await f.core.audit.list(OPERATOR, { limit: 100 })).items.length).to.equal(auditBefore);
+  });
+});
