@@ -5,7 +5,8 @@
  * Pipeline, built once per app (C-33, C-15, C-52), run as one function per request:
  *   request id (X-Request-Id) ->
  *   dispatch: match route (404/405) -> authenticate (401, counted per source address) ->
- *             rate limit (429) -> route -> use case (403 -> 400 -> 404/409/...) ->
+ *             rate limit (429) -> route: core authorise (403) -> body, if the route takes one
+ *             (415/413/400) -> use case (403 -> 400 -> 404/409/...) ->
  *   error response (errors.ts, the one table) -> rate-limit headers on every response ->
  *   one access-log line.
  */

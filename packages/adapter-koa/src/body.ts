@@ -1,8 +1,9 @@
 /**
  * C-10: request bodies are JSON objects of at most `limitBytes` (64 KiB by default).
  *
- * Read lazily by the routes that take a body (POST, PUT, PATCH), so authentication and the rate
- * limit (C-33) come first and no GET ever reads one. In order:
+ * Read lazily by the routes that take a body (POST, PUT, PATCH), through the route kit, which first
+ * has the core authorise the operation: authentication, the rate limit and authorisation (C-33)
+ * come first, and no GET ever reads one. In order:
  *  1. a Content-Type that is not JSON (`application/json` or `application/*+json`, charset absent or
  *     utf-8) is 415; so is a non-empty body sent without any Content-Type;
  *  2. no body at all (and no Content-Type) is 400 `{field:"body", issue:"must be a JSON object"}`;

@@ -12,7 +12,7 @@ export function apiKeyRoutes(kit: RouteKit): Route[] {
       kit.json(ctx, 200, listView(page, (k: ApiKey) => apiKeyView(k, now)));
     }),
     keyRoute('POST', '/v1/organisations/:org_id/api-keys', async (ctx, [orgId], principal) => {
-      const body = await kit.body(ctx);
+      const body = await kit.body(ctx, principal, 'api_keys.issue', orgId!);
       const issued = await core.apiKeys.issue(principal, orgId!, body);
       // C-16: the only response that carries a raw key must not be stored by any cache.
       ctx.set('Cache-Control', 'no-store');

@@ -1,6 +1,6 @@
 /** What every route handler needs: the core, and the few ways a successful response is written. */
 import type Koa from 'koa';
-import type { Core } from '@cos/core';
+import { authorise, type Core, type KeyPrincipal, type Operation, type OrganisationArgument } from '@cos/core';
 import { readJsonBody } from '../body.js';
 import { JSON_CONTENT_TYPE } from '../errors.js';
 import { originalPath } from '../paths.js';
@@ -13,8 +13,17 @@ export interface RouteKit {
   created(ctx: Koa.Context, id: string, body: unknown): void;
   /** 204 with an empty body. */
   noContent(ctx: Koa.Context): void;
-  /** The request's JSON object body (C-10); only routes that take a body call it. */
-  body(ctx: Koa.Context): Promise<Record<string, unknown>>;
+  /**
+   * The request's JSON object body (C-10), read only once the core's `authorise` has let
+   * `principal` perform `operation` (C-33: 403 comes before 415, 413 and 400). Only routes that
+   * take a body call it; the use case they call next authorises again by the same rule.
+   */
+  body<O extends Operation>(
+    ctx: Koa.Context,
+    principal: KeyPrincipal,
+    operation: O,
+    ...organisation: OrganisationArgument<O>
+  ): Promise<Record<string, unknown>>;
 }
 
 export function createRouteKit(core: Core, bodyLimitBytes: number): RouteKit {
@@ -34,6 +43,9 @@ export function createRouteKit(core: Core, bodyLimitBytes: number): RouteKit {
       ctx.status = 204;
       ctx.body = null;
     },
-    body: (ctx) => readJsonBody(ctx.req, bodyLimitBytes),
+    async body(ctx, principal, operation, ...organisation) {
+      authorise(principal, operation, ...organisation);
+      return readJsonBody(ctx.req, bodyLimitBytes);
+    },
   };
 }
