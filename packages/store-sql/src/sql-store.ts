@@ -4,6 +4,7 @@ import type { HealthProbe, Logger, Stores, UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
 import { ErrorTranslator } from './errors.js';
+import { CachingSqliteClient } from './sqlite-client.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
 import { createStores } from './stores/index.js';
 import { SqlUnitOfWork } from './unit-of-work.js';
@@ -67,7 +68,7 @@ function sqliteKnexConfig(
   logger: Logger | undefined,
 ): Knex.Config {
   return {
-    client: 'better-sqlite3',
+    client: CachingSqliteClient,
     log: knexLog(logger),
     useNullAsDefault: true,
     // A provider knex calls on first connect (lazy): create the file's directory when missing. The

@@ -86,6 +86,23 @@ describe('SQLite store', () => {
     }
   });
 
+  it('cached prepared statements follow schema changes (added column, dropped and recreated table)', async () => {
+    const store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
+    try {
+      await store.knex.raw('CREATE TABLE t (a integer)');
+      await store.knex.raw('INSERT INTO t VALUES (1)');
+      expect(await store.knex.raw('SELECT * FROM t')).to.deep.equal([{ a: 1 }]);
+      await store.knex.raw('ALTER TABLE t ADD COLUMN b integer DEFAULT 7');
+      expect(await store.knex.raw('SELECT * FROM t')).to.deep.equal([{ a: 1, b: 7 }]);
+      await store.knex.raw('DROP TABLE t');
+      await store.knex.raw('CREATE TABLE t (c text)');
+      await store.knex.raw("INSERT INTO t VALUES ('x')");
+      expect(await store.knex.raw('SELECT * FROM t')).to.deep.equal([{ c: 'x' }]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("two ':memory:' stores are separate databases", async () => {
     const a = createSqlStore({ databaseUrl: 'sqlite::memory:' });
     const b = createSqlStore({ databaseUrl: 'sqlite::memory:' });
