@@ -1,13 +1,31 @@
 /**
  * The HTTP listener and its graceful shutdown: stop accepting, let in-flight requests finish (up
  * to a grace period, then force-close what is left), and only then release the pools.
+ *
+ * Shutdown is connection-aware. `http.Server.close()` destroys at once every connection that is
+ * not in the middle of a request: one accepted a moment ago whose request is still on its way, or
+ * a keep-alive connection on which the client has just sent its next request. Those clients would
+ * see a reset for a request they have already sent. So stopping here closes the listening socket
+ * only (net.Server's close), answers every request with `Connection: close` from then on, and
+ * closes a connection once it has been idle for CONNECTION_IDLE_GRACE_MS since the stop or since
+ * its last response, whichever is later.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
 import type { Logger } from '@cos/core';
-import type { HttpApp } from './container.js';
+import type { HttpApp } from './compose.js';
 
 export const SHUTDOWN_GRACE_MS = 10_000;
+/** During shutdown, how long an idle connection may still bring a request before it is closed. */
+export const CONNECTION_IDLE_GRACE_MS = 1_000;
+const SWEEP_INTERVAL_MS = 20;
+
+export interface StopResult {
+  /** True when the grace period ran out and connections were destroyed with requests in flight. */
+  readonly forced: boolean;
+  /** Requests in flight when stop() was called. */
+  readonly inFlight: number;
+}
 
 export interface RunningServer {
   readonly server: Server;
@@ -15,25 +33,47 @@ export interface RunningServer {
   readonly port: number;
   /** `http://host:port` (IPv6 hosts in brackets). */
   readonly url: string;
+  /** Requests being handled right now. */
+  inFlight(): number;
   /**
-   * Stops accepting connections and resolves once every in-flight request has been answered, or
-   * after `graceMs`, when the remaining connections are destroyed. Idempotent.
+   * Stops accepting connections and resolves once every in-flight request has been answered and
+   * every connection closed, or after `graceMs`, when what is left is destroyed. Idempotent.
    */
-  stop(graceMs?: number): Promise<{ forced: boolean; inFlight: number }>;
+  stop(graceMs?: number): Promise<StopResult>;
+  /** Destroys every connection now (a second signal). */
+  destroyAll(): void;
+}
+
+interface ConnectionState {
+  /** Requests being handled on this connection. */
+  active: number;
+  /** When the connection last became idle (accepted, or its last response finished). */
+  idleSince: number;
 }
 
 export async function listen(app: HttpApp, host: string, port: number, logger: Logger): Promise<RunningServer> {
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const connections = new Map<Socket, ConnectionState>();
   let inFlight = 0;
-  server.on('request', (_req, res) => {
+  let stopping = false;
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const state = connections.get(req.socket);
+    if (state !== undefined) state.active += 1;
     inFlight += 1;
+    if (stopping) res.shouldKeepAlive = false;
     res.once('close', () => {
       inFlight -= 1;
+      if (state !== undefined) {
+        state.active -= 1;
+        state.idleSince = Date.now();
+      }
     });
+    handle(req, res);
   });
-  server.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy(err);
+  server.on('connection', (socket: Socket) => {
+    connections.set(socket, { active: 0, idleSince: Date.now() });
+    socket.once('close', () => connections.delete(socket));
   });
 
   await new Promise<void>((resolveListen, rejectListen) => {
@@ -47,27 +87,48 @@ export async function listen(app: HttpApp, host: string, port: number, logger: L
   const address = server.address() as AddressInfo;
   const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
-  let stopping: Promise<{ forced: boolean; inFlight: number }> | undefined;
-  const stop = (graceMs = SHUTDOWN_GRACE_MS): Promise<{ forced: boolean; inFlight: number }> => {
-    stopping ??= new Promise((resolveStop) => {
+  const destroyAll = (): void => {
+    for (const socket of connections.keys()) socket.destroy();
+  };
+
+  let stopped: Promise<StopResult> | undefined;
+  const stop = (graceMs = SHUTDOWN_GRACE_MS): Promise<StopResult> => {
+    stopped ??= new Promise<StopResult>((resolveStop) => {
+      stopping = true;
+      const stoppedAt = Date.now();
       const atStop = inFlight;
       let forced = false;
-      // Keep-alive connections that are idle now, or become idle after their last response, go away.
-      const sweeper = setInterval(() => server.closeIdleConnections(), 25);
+      const sweep = (): void => {
+        const now = Date.now();
+        for (const [socket, state] of connections) {
+          if (state.active === 0 && now - Math.max(state.idleSince, stoppedAt) >= CONNECTION_IDLE_GRACE_MS) socket.destroy();
+        }
+      };
+      const sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
       const deadline = setTimeout(() => {
-        forced = true;
+        forced = inFlight > 0;
         logger.warn({ inFlight, graceMs }, 'shutdown grace period over: closing the remaining connections');
-        server.closeAllConnections();
+        destroyAll();
       }, graceMs);
-      server.close(() => {
+      // net.Server's close: stop listening and call back once the last connection has closed,
+      // without http.Server's immediate destruction of the connections idle at this instant.
+      NetServer.prototype.close.call(server, () => {
         clearInterval(sweeper);
         clearTimeout(deadline);
         resolveStop({ forced, inFlight: atStop });
       });
-      server.closeIdleConnections();
+      sweep();
     });
-    return stopping;
+    return stopped;
   };
 
-  return { server, host: address.address, port: address.port, url: `http://${urlHost}:${address.port}`, stop };
+  return {
+    server,
+    host: address.address,
+    port: address.port,
+    url: `http://${urlHost}:${address.port}`,
+    inFlight: () => inFlight,
+    stop,
+    destroyAll,
+  };
 }

@@ -34,8 +34,10 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const { listen } = await import('../server.js');
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
+  let storeKind = 'unknown';
   try {
     const store = storeOf(container);
+    storeKind = store.dialect;
     const applied = await makeStoreReady(store);
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
     const core = coreOf(container);
@@ -50,17 +52,6 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       const why = code === 'EADDRINUSE' ? 'the address is already in use' : describeError(e);
       throw new CliError(`cannot listen on ${config.host}:${port}: ${why}`);
     });
-    logger.info(
-      {
-        address: running.url,
-        host: running.host,
-        port: running.port,
-        store: store.dialect,
-        limiter: limiterOf(container).kind,
-        version: container.get<string>(CLI_TOKENS.ServiceVersion),
-      },
-      `cos listening on ${running.url}`,
-    );
   } catch (e) {
     await closeContainer(container).catch(() => undefined);
     logger.flush();
@@ -74,7 +65,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     signals += 1;
     if (signals > 1) {
       logger.warn({ signal }, 'second signal: closing every connection now');
-      server.server.closeAllConnections();
+      server.destroyAll();
       return;
     }
     logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
@@ -92,8 +83,20 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       process.exit(exitCode);
     })();
   };
+  // Handlers first, then the start-up line: whoever reads that line may signal at once.
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  logger.info(
+    {
+      address: server.url,
+      host: server.host,
+      port: server.port,
+      store: storeKind,
+      limiter: limiterOf(container).kind,
+      version: container.get<string>(CLI_TOKENS.ServiceVersion),
+    },
+    `cos listening on ${server.url}`,
+  );
 }
 
 export function registerServe(program: Command): void {

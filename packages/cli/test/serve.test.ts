@@ -1,0 +1,248 @@
+/**
+ * `cos-admin serve` as a child process on SQLite and Postgres: migrations on start, the start-up
+ * line, bootstrap, and graceful shutdown (SIGTERM while 100 requests, half of them writes, are in
+ * flight: every acknowledged write is present after a restart, none half-applied, exit code 0).
+ */
+import { Agent, request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { cliJson, ensureBuilt, printedKeys, ROOT, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
+import { databaseTargets, type TestDatabase } from './support/databases.js';
+
+const VERSION = (JSON.parse(readFileSync(`${ROOT}/packages/cli/package.json`, 'utf8')) as { version: string }).version;
+
+before(async function () {
+  this.timeout(180_000);
+  await ensureBuilt();
+});
+
+/** One request over `agent` (node:http, so the test controls its connections). */
+function request(
+  agent: Agent,
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest(
+      `${base}${path}`,
+      { method, agent, headers: { ...headers, ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text === '' ? null : JSON.parse(text) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+async function listAll(base: string, key: string): Promise<any[]> {
+  const out: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const res: Response = await fetch(`${base}/v1/organisations?limit=100${cursor ? `&cursor=${cursor}` : ''}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(res.status).to.equal(200);
+    const body = (await res.json()) as { data: any[]; meta: { next_cursor: string | null } };
+    out.push(...body.data);
+    cursor = body.meta.next_cursor;
+  } while (cursor !== null);
+  return out;
+}
+
+for (const target of databaseTargets()) {
+  describe(`cos-admin serve on ${target.name} (Operator interface)`, function () {
+    this.timeout(90_000);
+    let db: TestDatabase;
+    let env: Env;
+    const servers: ServeProcess[] = [];
+    const serve = (args: string[], extra: Env = {}): ServeProcess => {
+      const s = startServe(args, { ...env, ...extra }, db.cwd);
+      servers.push(s);
+      return s;
+    };
+    let platformKey: string;
+
+    before(async () => {
+      db = await target.create();
+      env = { DATABASE_URL: db.databaseUrl, PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' };
+    });
+    afterEach(() => {
+      for (const s of servers.splice(0)) s.kill();
+    });
+    after(async () => {
+      await db?.drop();
+    });
+
+    if (target.name === 'Postgres') {
+      it('refuses to start with pending migrations and says to run `cos-admin migrate`', async () => {
+        const s = serve(['--bootstrap']);
+        const exit = await s.exited();
+        expect(exit.code).to.equal(1);
+        expect(s.stdout()).to.equal('');
+        expect(s.stderr().trim().split('\n')).to.have.length(1);
+        expect(s.stderr()).to.match(/pending migration.*run `cos-admin migrate` first/);
+        expect((await cliJson(['migrate'], env, db.cwd)).applied).to.include('0001_initial');
+      });
+    }
+
+    it(`--bootstrap prints the platform key once, then one start-up line: address, store, limiter, version`, async () => {
+      const s = serve(['--bootstrap']);
+      const { url, line } = await s.listening();
+      expect(line).to.include({ store: target.name === 'SQLite' ? 'sqlite' : 'postgres', limiter: 'in-process', version: VERSION });
+      expect(line['address']).to.equal(url);
+      expect(s.logLines().filter((l) => l['address'] !== undefined)).to.have.length(1);
+      if (target.name === 'SQLite') {
+        expect(s.logLines().some((l) => l['msg'] === 'applied pending migrations')).to.equal(true);
+      }
+      const keys = printedKeys(s.stdout());
+      expect(keys).to.have.length(1);
+      platformKey = keys[0] as string;
+      expect(s.stdout()).to.match(/Store this key now/);
+      const version = await fetch(`${url}/v1/version`);
+      expect(await version.json()).to.deep.equal({ api_version: 'v1', release: 'v1-stable', released_on: '2026-06-10', service_version: VERSION });
+      const orgs = await listAll(url, platformKey);
+      expect(orgs.map((o) => o.slug)).to.deep.equal(['platform']);
+      s.child.kill('SIGINT');
+      expect((await s.exited()).code).to.equal(0);
+    });
+
+    it('--bootstrap when a system organisation exists prints no key', async () => {
+      const s = serve(['--bootstrap']);
+      await s.listening();
+      expect(printedKeys(s.stdout())).to.deep.equal([]);
+      expect(s.logLines().some((l) => l['msg'] === 'a system organisation exists: bootstrap skipped')).to.equal(true);
+      s.child.kill('SIGTERM');
+      expect(await s.exited(), s.stdout() + s.stderr()).to.deep.equal({ code: 0, signal: null });
+    });
+
+    it('SIGTERM with 100 requests in flight (half writes): exit 0, every acknowledged write present after restart, none half-applied', async () => {
+      const s = serve([]);
+      const { url } = await s.listening();
+      // 100 keep-alive connections, accepted by the server before the requests start, so that
+      // every request below is really in flight at the server when SIGTERM arrives.
+      const agent = new Agent({ keepAlive: true, maxSockets: 100 });
+      try {
+        const warm = await Promise.all(Array.from({ length: 100 }, () => request(agent, url, 'GET', '/v1/health')));
+        expect(warm.every((r) => r.status === 200)).to.equal(true);
+        const auth = { authorization: `Bearer ${platformKey}` };
+        let killedAt = 0;
+        const answeredAfterKill: number[] = [];
+        const requests = Array.from({ length: 100 }, async (_, i) => {
+          const write = i % 2 === 0;
+          try {
+            const res = write
+              ? await request(agent, url, 'POST', '/v1/organisations', auth, { name: `Drain ${i}`, slug: `drain-${i}` })
+              : await request(agent, url, 'GET', '/v1/organisations?limit=10', auth);
+            if (killedAt > 0) answeredAfterKill.push(i);
+            return { i, write, status: res.status, body: res.body as any };
+          } catch (e) {
+            return { i, write, status: 0, error: e as Error };
+          } finally {
+            if (killedAt === 0) {
+              killedAt = Date.now();
+              s.child.kill('SIGTERM');
+            }
+          }
+        });
+        const results = await Promise.all(requests);
+        const exit = await s.exited();
+        expect(exit, s.stdout()).to.deep.equal({ code: 0, signal: null });
+        const failures = results.filter((r) => r.status === 0).map((r) => `${r.i}: ${String(r.error)}`);
+        expect(failures, 'requests on connections accepted before SIGTERM are all answered').to.deep.equal([]);
+        expect(answeredAfterKill.length, 'requests answered after SIGTERM').to.be.greaterThan(0);
+        for (const r of results) expect([200, 201], JSON.stringify(r.body)).to.include(r.status);
+        const logs = s.logLines();
+        expect(logs.some((l) => l['signal'] === 'SIGTERM')).to.equal(true);
+        expect(logs.find((l) => l['msg'] === 'shut down: pools closed')).to.include({ forced: false });
+        if (process.env['COS_TEST_VERBOSE']) console.log(`answered after SIGTERM: ${answeredAfterKill.length} of 100`);
+
+        const acknowledged = results.filter((r) => r.write && r.status === 201).map((r) => `drain-${r.i}`);
+        expect(acknowledged).to.have.length(50);
+
+        const again = serve([]);
+        const restarted = await again.listening();
+        const present = (await listAll(restarted.url, platformKey)).filter((o) => o.slug.startsWith('drain-'));
+        expect(present.map((o) => o.slug as string)).to.have.members(acknowledged);
+        for (const o of present) expect(o.name).to.equal(`Drain ${o.slug.slice('drain-'.length)}`);
+        // none half-applied: each organisation has exactly its one organisation_created entry
+        const created: any[] = [];
+        let cursor: string | undefined;
+        do {
+          const page: any = await cliJson(
+            ['audit', 'list', '--kind', 'organisation_created', '--limit', '100', ...(cursor ? ['--cursor', cursor] : [])],
+            env,
+            db.cwd,
+          );
+          created.push(...page.data);
+          cursor = page.meta.next_cursor ?? undefined;
+        } while (cursor !== undefined);
+        for (const o of present) expect(created.filter((e) => e.organisation_id === o.id), o.slug).to.have.length(1);
+        again.child.kill('SIGTERM');
+        expect((await again.exited()).code).to.equal(0);
+      } finally {
+        agent.destroy();
+      }
+    });
+
+    it('a port already in use is one line on stderr and exit 1', async () => {
+      const blocker = createServer();
+      await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+      const port = (blocker.address() as { port: number }).port;
+      try {
+        const s = serve([], { PORT: String(port) });
+        const exit = await s.exited();
+        expect(exit.code).to.equal(1);
+        const lines = s.stderr().trim().split('\n');
+        expect(lines).to.have.length(1);
+        expect(lines[0]).to.match(new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+      } finally {
+        blocker.close();
+      }
+      const bad = await runCli(['serve', '--port', '99999'], env, db.cwd);
+      expect(bad.code).to.equal(1);
+      expect(bad.stderr.trim()).to.equal('cos-admin: --port must be an integer from 0 to 65535');
+    });
+  });
+}
+
+describe('cos-admin serve with REDIS_URL (C-55)', function () {
+  this.timeout(60_000);
+  const redisUrl = process.env['TEST_REDIS_URL'];
+  let s: ServeProcess | undefined;
+  let tmp: TestDatabase | undefined;
+  afterEach(async () => {
+    s?.kill();
+    await tmp?.drop();
+  });
+
+  it('C-55: with REDIS_URL set the limiter is Redis, shared counters answer with rate-limit headers', async function () {
+    if (redisUrl === undefined || redisUrl === '') {
+      if (process.env['CI'] === 'true') throw new Error('CI=true but TEST_REDIS_URL is not set: the Redis suites must run in CI');
+      this.skip();
+    }
+    tmp = await databaseTargets()[0]!.create();
+    s = startServe([], { DATABASE_URL: tmp.databaseUrl, PORT: '0', REDIS_URL: redisUrl as string }, tmp.cwd);
+    const { url, line } = await s.listening();
+    expect(line).to.include({ limiter: 'redis', store: 'sqlite' });
+    const first = await fetch(`${url}/v1/health`);
+    expect(first.status).to.equal(200);
+    const remaining = Number(first.headers.get('x-ratelimit-remaining'));
+    const second = await fetch(`${url}/v1/health`);
+    if (second.headers.get('x-ratelimit-reset') === first.headers.get('x-ratelimit-reset')) {
+      // same UTC minute: the counter in Redis went up (other users of this Redis may add more)
+      expect(Number(second.headers.get('x-ratelimit-remaining'))).to.be.lessThan(remaining);
+    }
+    expect(second.headers.get('x-ratelimit-limit')).to.equal('60');
+    s.child.kill('SIGTERM');
+    expect((await s.exited()).code).to.equal(0);
+  });
+});
