@@ -62,6 +62,16 @@ export class RedisServer {
     throw new Error(`redis-server did not come up on port ${this.port} (is redis-server installed?)`);
   }
 
+  /** SIGSTOP: Redis keeps its sockets open but answers nothing (a frozen or partitioned host). */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: a frozen Redis resumes. */
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** SIGKILL: Redis dies without a goodbye, like a crashed host. */
   async kill(): Promise<void> {
     const child = this.child;

@@ -1,0 +1,145 @@
+/**
+ * Redis dies under load (C-54, C-55): the whole stack as `cos-admin serve` composes it (Redis
+ * limiter, SQL store, Koa, the cli's listener) keeps serving while a redis-server the test spawned
+ * is killed (SIGKILL) and later frozen (SIGSTOP), with traffic arriving at a steady rate all along:
+ * zero 5xx, no request waits on the dead counter, the rate-limit headers show fail-open
+ * (Remaining = Limit), a warning is logged but not per request, and counting resumes by itself.
+ */
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CapturingLogger } from '@cos/core/testing';
+import { IN_CI } from '../support/env.js';
+import { RedisServer } from '../support/redis-server.js';
+import { startContainerStack, postgresUrlForSchema, type ContainerStack } from '../support/container-stack.js';
+import { createSchema, freshSchemaName } from '../support/postgres.js';
+import { createTenant, type Tenant } from '../support/stack.js';
+import { runLoad, type Planned, type Sample } from '../support/load.js';
+import { sleep } from '../support/free-port.js';
+import { checkResponse } from '../support/shapes.js';
+
+const LIMIT = 100_000;
+const RATE = 60;
+
+describe('system: the whole stack keeps serving while Redis dies under load (C-54, C-55)', function () {
+  this.timeout(120_000);
+  let redis: RedisServer;
+  let stack: ContainerStack;
+  let logger: CapturingLogger;
+  let tenants: Tenant[];
+  let cleanup: (() => Promise<void>) | undefined;
+
+  before(async () => {
+    redis = await RedisServer.start();
+    logger = new CapturingLogger();
+    // The database: Postgres when the run has one (always under CI), else a SQLite file.
+    const pg = process.env.TEST_DATABASE_URL;
+    let databaseUrl: string;
+    if (pg !== undefined && pg !== '') {
+      const schema = freshSchemaName('redis');
+      cleanup = await createSchema(pg, schema);
+      databaseUrl = postgresUrlForSchema(pg, schema);
+    } else {
+      if (IN_CI) throw new Error('TEST_DATABASE_URL must be set when CI=true');
+      const dir = mkdtempSync(join(tmpdir(), 'cos-redis-outage-'));
+      cleanup = () => Promise.resolve(rmSync(dir, { recursive: true, force: true }));
+      databaseUrl = `sqlite:${join(dir, 'cos.sqlite')}`;
+    }
+    stack = await startContainerStack(
+      { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, RATE_LIMIT_PER_MINUTE: String(LIMIT), UNAUTH_RATE_LIMIT_PER_MINUTE: String(LIMIT), LOG_LEVEL: 'warn' },
+      logger,
+    );
+    tenants = [];
+    for (const name of ['red', 'green', 'blue']) tenants.push(await createTenant(stack.core, name));
+  });
+
+  after(async () => {
+    await stack?.close();
+    await redis?.kill();
+    await cleanup?.();
+  });
+
+  it('C-54: Redis killed, restarted, frozen and thawed under 60 req/s: zero 5xx, no request waits on it, Remaining = Limit while it is down, one warning not one per request, counting resumes by itself', async () => {
+    const events: { at: number; what: string }[] = [];
+    const started = performance.now();
+    const mark = (what: string): void => {
+      events.push({ at: performance.now() - started, what });
+    };
+    const warnsBefore = logger.entries.filter((e) => e.level === 'warn').length;
+    const timeline = (async () => {
+      await sleep(2000);
+      mark('kill');
+      await redis.kill();
+      await sleep(4000);
+      mark('restart');
+      await redis.startProcess();
+      await sleep(4000);
+      mark('freeze');
+      redis.freeze();
+      await sleep(3000);
+      mark('thaw');
+      redis.thaw();
+      await sleep(4000);
+    })();
+    const problems: string[] = [];
+    const load = runLoad({
+      client: stack.client,
+      ratePerSecond: RATE,
+      durationMs: 17_000,
+      origin: started,
+      next: (i): Planned => {
+        const t = tenants[i % tenants.length] as Tenant;
+        const pick = i % 10;
+        if (pick === 9) return { label: 'health', request: { method: 'GET', path: '/v1/health' } };
+        if (pick === 8)
+          return {
+            label: 'patch',
+            request: { method: 'PATCH', path: `/v1/organisations/${t.id}`, headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: `n${i}` }) },
+          };
+        if (pick === 7) return { label: 'keys', request: { method: 'GET', path: `/v1/organisations/${t.id}/api-keys`, headers: { authorization: `Bearer ${t.key}` } } };
+        return {
+          label: 'org',
+          request: { method: 'GET', path: `/v1/organisations/${t.id}`, headers: { authorization: `Bearer ${t.key}` } },
+          onResponse: (r) => {
+            const p = checkResponse(r);
+            if (p.length > 0) problems.push(...p);
+          },
+        };
+      },
+    });
+    const [result] = await Promise.all([load, timeline]);
+    const at = (what: string): number => events.find((e) => e.what === what)?.at ?? Number.NaN;
+    const samples = result.samples;
+    const inWindow = (s: Sample, from: number, to: number): boolean => s.at >= from && s.at < to;
+
+    expect(result.skipped, 'arrivals skipped because 200 requests were in flight').to.equal(0);
+    expect(samples.filter((s) => s.status === 0).map((s) => s.error), 'transport errors').to.deep.equal([]);
+    expect(samples.filter((s) => s.status >= 500).map((s) => `${s.label} ${s.status}`), '5xx').to.deep.equal([]);
+    expect(samples.filter((s) => s.status !== 200).map((s) => `${s.label} ${s.status}`), 'non-200').to.deep.equal([]);
+    expect(problems.slice(0, 5), 'contract shape').to.deep.equal([]);
+
+    // Requests never queue behind a dead or frozen Redis (C-54: bounded by REDIS_TIMEOUT_MS = 50 ms).
+    const slowest = samples.reduce((m, s) => Math.max(m, s.elapsedMs), 0);
+    expect(slowest, 'slowest request (ms)').to.be.lessThan(750);
+
+    // Fail-open: while Redis is dead or frozen, Remaining equals Limit (allow 300 ms for in-flight calls at the switch).
+    const down = samples.filter((s) => inWindow(s, at('kill') + 300, at('restart') - 100) || inWindow(s, at('freeze') + 300, at('thaw') - 100));
+    expect(down.length, 'requests while Redis was down').to.be.greaterThan(200);
+    expect(down.filter((s) => s.remaining !== s.limit).map((s) => `${s.label}@${Math.round(s.at)}: ${s.remaining}/${s.limit}`), 'fail-open headers').to.deep.equal([]);
+    // Before the kill the counter counted.
+    expect(samples.some((s) => s.at < at('kill') && s.label === 'org' && s.remaining !== null && s.remaining < LIMIT)).to.equal(true);
+    // And it counts again by itself within 3 s of the restart and of the thaw.
+    for (const back of ['restart', 'thaw'])
+      expect(
+        samples.some((s) => inWindow(s, at(back), at(back) + 3000) && s.label === 'org' && s.remaining !== null && s.remaining < (s.limit ?? 0)),
+        `counting resumed after ${back}`,
+      ).to.equal(true);
+
+    // A warning, but not one per request: at most one per component per outage (each under 10 s) (C-54).
+    const warns = logger.entries.filter((e) => e.level === 'warn').slice(warnsBefore);
+    console.log(`      ${samples.length} requests, slowest ${Math.round(slowest)} ms, ${warns.length} warnings: ${[...new Set(warns.map((w) => w.message))].join(' | ')}`);
+    expect(warns.length, 'warnings logged').to.be.greaterThan(0);
+    expect(warns.length, `warnings logged (${warns.map((w) => w.message).join(' | ')})`).to.be.at.most(4);
+  });
+});

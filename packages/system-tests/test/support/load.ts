@@ -1,0 +1,86 @@
+/**
+ * A steady-rate load generator: starts `ratePerSecond` requests per second on a fixed schedule
+ * (open model: a slow service does not slow the arrivals), with a cap on requests in flight so
+ * a hung service shows up as rejections, not as an unbounded pile of sockets.
+ */
+import type { Incoming, Outgoing, Client } from './http.js';
+
+export interface Sample {
+  readonly at: number;
+  readonly label: string;
+  readonly status: number;
+  readonly elapsedMs: number;
+  readonly limit: number | null;
+  readonly remaining: number | null;
+  readonly error?: string;
+}
+
+export interface Planned {
+  readonly label: string;
+  readonly request: Outgoing;
+  readonly onResponse?: (r: Incoming) => void;
+}
+
+export interface LoadOptions {
+  readonly client: Client;
+  readonly ratePerSecond: number;
+  readonly durationMs: number;
+  readonly maxInFlight?: number;
+  /** The next request to send (its label is for reports). */
+  readonly next: (i: number) => Planned;
+  readonly onSample?: (s: Sample) => void;
+  /** performance.now() value that sample times are relative to (default: the start of the load). */
+  readonly origin?: number;
+}
+
+export interface LoadResult {
+  readonly sent: number;
+  readonly skipped: number;
+  readonly samples: Sample[];
+}
+
+function numberHeader(r: Incoming, name: string): number | null {
+  const v = r.headers.get(name);
+  return v === null ? null : Number(v);
+}
+
+export async function runLoad(o: LoadOptions, keepSamples = true): Promise<LoadResult> {
+  const samples: Sample[] = [];
+  const maxInFlight = o.maxInFlight ?? 200;
+  const started = performance.now();
+  const origin = o.origin ?? started;
+  const inFlight = new Set<Promise<void>>();
+  let sent = 0;
+  let skipped = 0;
+  const intervalMs = 1000 / o.ratePerSecond;
+  for (let i = 0; ; i += 1) {
+    const due = started + i * intervalMs;
+    if (due - started >= o.durationMs) break;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    if (inFlight.size >= maxInFlight) {
+      skipped += 1;
+      continue;
+    }
+    const { label, request, onResponse } = o.next(i);
+    sent += 1;
+    const at = performance.now() - origin;
+    const p = o.client
+      .send(request)
+      .then(
+        (r) => {
+          onResponse?.(r);
+          return { at, label, status: r.status, elapsedMs: r.elapsedMs, limit: numberHeader(r, 'x-ratelimit-limit'), remaining: numberHeader(r, 'x-ratelimit-remaining') };
+        },
+        (e: unknown) => ({ at, label, status: 0, elapsedMs: performance.now() - origin - at, limit: null, remaining: null, error: (e as Error).message }),
+      )
+      .then((s: Sample) => {
+        if (keepSamples) samples.push(s);
+        o.onSample?.(s);
+      });
+    const tracked = p.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  }
+  await Promise.all(inFlight);
+  return { sent, skipped, samples };
+}
