@@ -115,6 +115,18 @@ describe('C-17: store unavailable', () => {
 });
 
 withPostgres('C-17: Postgres stops answering', (url, target) => {
+  it('C-17: sessions run with a 2 s statement timeout by default (and a bound on idle transactions)', async () => {
+    const store = await target.open();
+    try {
+      const show = async (name: string): Promise<unknown> =>
+        ((await store.knex.raw(`SHOW ${name}`)) as { rows: Array<Record<string, unknown>> }).rows[0]![name];
+      expect(await show('statement_timeout')).to.equal('2s');
+      expect(await show('idle_in_transaction_session_timeout')).to.equal('10s');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('C-17: a statement blocked past the statement timeout gives UnavailableError; the unit of work leaves nothing behind; service resumes', async () => {
     const store = await target.open({ statementTimeoutMs: 300 });
     const schema = ((await store.knex.raw('SELECT current_schema() AS s')) as { rows: Array<{ s: string }> }).rows[0]!.s;
