@@ -7,8 +7,8 @@
  * a keep-alive connection on which the client has just sent its next request. Those clients would
  * see a reset for a request they have already sent. So stopping here closes the listening socket
  * only (net.Server's close), answers every request with `Connection: close` from then on, and
- * closes a connection once it has been idle for CONNECTION_IDLE_GRACE_MS since the stop or since
- * its last response, whichever is later.
+ * closes a connection once it has been idle for `idleGraceMs` since the stop or since its last
+ * response, whichever is later.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
@@ -17,7 +17,12 @@ import type { HttpApp } from './compose.js';
 
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** During shutdown, how long an idle connection may still bring a request before it is closed. */
-export const CONNECTION_IDLE_GRACE_MS = 1_000;
+export const CONNECTION_IDLE_GRACE_MS = 500;
+
+export interface ListenOptions {
+  /** Default CONNECTION_IDLE_GRACE_MS. */
+  readonly idleGraceMs?: number;
+}
 const SWEEP_INTERVAL_MS = 20;
 
 export interface StopResult {
@@ -51,7 +56,14 @@ interface ConnectionState {
   idleSince: number;
 }
 
-export async function listen(app: HttpApp, host: string, port: number, logger: Logger): Promise<RunningServer> {
+export async function listen(
+  app: HttpApp,
+  host: string,
+  port: number,
+  logger: Logger,
+  options: ListenOptions = {},
+): Promise<RunningServer> {
+  const idleGraceMs = options.idleGraceMs ?? CONNECTION_IDLE_GRACE_MS;
   const handle = app.callback();
   const connections = new Map<Socket, ConnectionState>();
   let inFlight = 0;
@@ -101,7 +113,7 @@ export async function listen(app: HttpApp, host: string, port: number, logger: L
       const sweep = (): void => {
         const now = Date.now();
         for (const [socket, state] of connections) {
-          if (state.active === 0 && now - Math.max(state.idleSince, stoppedAt) >= CONNECTION_IDLE_GRACE_MS) socket.destroy();
+          if (state.active === 0 && now - Math.max(state.idleSince, stoppedAt) >= idleGraceMs) socket.destroy();
         }
       };
       const sweeper = setInterval(sweep, SWEEP_INTERVAL_MS);
