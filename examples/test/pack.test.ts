@@ -21,9 +21,8 @@ const RAW_KEY = /svc_(live|test)_[A-Za-z0-9]{48}/;
 /** pnpm as the running package manager when mocha was started by `pnpm test`, else from PATH. */
 function pnpm(args: string[], cwd: string) {
   const execPath = process.env['npm_execpath'];
-  return execPath !== undefined && /pnpm/.test(execPath)
-    ? exec(process.execPath, [execPath, ...args], { cwd })
-    : exec('pnpm', args, { cwd });
+  if (execPath === undefined || !/pnpm/.test(execPath)) return exec('pnpm', args, { cwd });
+  return /\.[cm]?js$/.test(execPath) ? exec(process.execPath, [execPath, ...args], { cwd }) : exec(execPath, args, { cwd });
 }
 
 async function pack(dir: string, destination: string): Promise<string> {
