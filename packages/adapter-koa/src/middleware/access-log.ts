@@ -30,7 +30,8 @@ export function createRequestLogger(logger: Logger): RequestLogger {
   return (ctx, state) => {
     const status = ctx.status;
     const fields: Record<string, unknown> = {
-      request_id: state.requestId,
+      // A caller-chosen request id is echoed to the caller (C-15) but may carry a key: redact it here.
+      request_id: redact(state.requestId),
       method: ctx.method,
       route: state.route ?? null,
       path: redact(ctx.path),
