@@ -1,5 +1,6 @@
 /**
- * The TypeScript examples of the package READMEs are complete programs: each one type-checks
+ * The runnable TypeScript example of each package README (the block after a
+ * `<!-- runnable: examples/test/readmes.test.ts -->` line) is a complete program: it type-checks
  * against the packages' public declarations and runs, printing what its comments say.
  */
 import { execFile } from 'node:child_process';
@@ -21,8 +22,9 @@ const EXPECTED: Record<string, RegExp> = {
   cli: /^acme\n$/,
 };
 
-function tsBlocks(markdown: string): string[] {
-  return [...markdown.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+/** The ts blocks marked runnable (other blocks of a README may be fragments). */
+function runnableBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/^<!-- runnable: examples\/test\/readmes\.test\.ts -->\n```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
 }
 
 describe('package READMEs: the examples compile and run', function () {
@@ -34,8 +36,8 @@ describe('package READMEs: the examples compile and run', function () {
     // Inside examples/ so that the @cos packages resolve as they do for the examples.
     dir = mkdtempSync(join(ROOT, 'examples', '.readme-'));
     for (const pkg of Object.keys(EXPECTED)) {
-      const blocks = tsBlocks(readFileSync(join(ROOT, 'packages', pkg, 'README.md'), 'utf8'));
-      expect(blocks, `${pkg}/README.md has one ts example`).to.have.length(1);
+      const blocks = runnableBlocks(readFileSync(join(ROOT, 'packages', pkg, 'README.md'), 'utf8'));
+      expect(blocks, `${pkg}/README.md has one runnable ts example`).to.have.length(1);
       files[pkg] = join(dir, `${pkg}.ts`);
       writeFileSync(files[pkg], blocks[0]!);
     }
