@@ -8,6 +8,7 @@ export type { CorePorts, HttpApp, LimiterHandle, LimiterKind, StoreKind } from '
 export { loadConfig, coreConfigOf, ConfigError, CONFIG_TABLE, LOG_LEVELS } from './config.js';
 export type { AppConfig, LoadConfigOptions, LogLevel } from './config.js';
 export { createLogger, type CosLogger, type CreateLoggerOptions } from './logger.js';
+export { routeConsoleTo } from './console.js';
 export { listen, SHUTDOWN_GRACE_MS, type ListenOptions, type RunningServer, type StopResult } from './server.js';
 export { makeStoreReady } from './runtime.js';
 export { serviceVersion } from './version.js';

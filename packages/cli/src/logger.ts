@@ -2,7 +2,6 @@
  * pino, adapted to core's Logger port. The server logs JSON lines on stdout (contract); operator
  * commands log on stderr so that stdout carries only their output (`--json`).
  */
-import { formatWithOptions } from 'node:util';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { Logger } from '@cos/core';
 import type { LogLevel } from './config.js';
@@ -50,18 +49,3 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
   };
 }
 
-/**
- * Libraries that print with console.* (knex logs pool errors with console.log) would break the
- * JSON-lines log on stdout and the `--json` output: route such output into the structured log.
- */
-export function routeConsoleTo(logger: Logger): void {
-  const toLog =
-    (level: 'debug' | 'info' | 'warn' | 'error') =>
-    (...args: unknown[]): void =>
-      logger[level]({ source: 'console' }, formatWithOptions({ breakLength: Infinity }, ...args).replace(/\s*\n\s*/g, ' '));
-  console.log = toLog('warn');
-  console.info = toLog('info');
-  console.debug = toLog('debug');
-  console.warn = toLog('warn');
-  console.error = toLog('error');
-}

@@ -3,12 +3,12 @@
  * same factories `buildContainer` binds, without the container: these commands are one-shot and
  * benchmarked for start-up), the store made ready, the work, and a clean close.
  */
-import { cryptoRandom, InProcessRateCounter, systemClock, type Core, type Logger } from '@cos/core';
+import { cryptoRandom, InProcessRateCounter, silentLogger, systemClock, type Core, type Logger } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import { composeCore, coreConfigOf, createStore } from './compose.js';
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
-import { createLogger, routeConsoleTo, type CosLogger } from './logger.js';
+import { routeConsoleTo } from './console.js';
 
 export interface CommandContext {
   readonly config: AppConfig;
@@ -52,7 +52,12 @@ export async function runCommand(
   options: RunOptions = {},
 ): Promise<void> {
   const config = loadConfig();
-  const logger: CosLogger = createLogger({ level: commandLogLevel(config), fd: 2, sync: true });
+  const level = commandLogLevel(config);
+  // pino is loaded only when something is to be logged: most commands log nothing.
+  const logger =
+    level === 'silent'
+      ? { ...silentLogger, flush: () => undefined }
+      : (await import('./logger.js')).createLogger({ level, fd: 2, sync: true });
   routeConsoleTo(logger);
   const store = createStore(config, logger, 2);
   try {

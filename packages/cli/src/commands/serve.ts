@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadConfig, type AppConfig } from '../config.js';
 import { CliError, describeError } from '../errors.js';
-import { createLogger, routeConsoleTo } from '../logger.js';
+import { routeConsoleTo } from '../console.js';
 import { emit } from '../output.js';
 import { lifecycle } from '../lifecycle.js';
 import { makeStoreReady } from '../runtime.js';
@@ -28,6 +28,7 @@ function portOption(text: string | undefined, config: AppConfig): number {
 async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const config = loadConfig();
   const port = portOption(opts.port, config);
+  const { createLogger } = await import('../logger.js');
   const logger = createLogger({ level: config.logLevel, fd: 1 });
   routeConsoleTo(logger);
   const { buildContainer, closeContainer, coreOf, limiterOf, storeOf, CLI_TOKENS } = await import('../container.js');
