@@ -3,7 +3,7 @@
  * store chosen by DATABASE_URL, the Redis limiter when REDIS_URL is set) -> the cli's listener.
  */
 import type { Core, Logger } from '@cos/core';
-import { buildContainer, closeContainer, coreOf, listen, loadConfig, storeOf, CLI_TOKENS, type HttpApp } from '@cos/cli';
+import type { HttpApp } from '@cos/cli';
 import { Client } from './http.js';
 import type { SqlStore } from './stack.js';
 
@@ -15,8 +15,17 @@ export interface ContainerStack {
   close(): Promise<void>;
 }
 
-/** `env` is the service's environment (DATABASE_URL, REDIS_URL, RATE_LIMIT_PER_MINUTE, ...). */
+/**
+ * `env` is the service's environment (DATABASE_URL, REDIS_URL, RATE_LIMIT_PER_MINUTE, ...).
+ *
+ * @cos/cli is imported dynamically on purpose. Under mocha + tsx a test file and its static
+ * imports are compiled to CommonJS and `require`d, while buildContainer loads @cos/adapter-koa
+ * with a dynamic `import()`, i.e. in the ESM graph, which then gets its own copy of @cos/core:
+ * `instanceof DomainError` fails across the two copies and every domain error renders as 500.
+ * Importing the cli dynamically keeps the whole stack in one (ESM) graph, as in production.
+ */
 export async function startContainerStack(env: Record<string, string>, logger: Logger): Promise<ContainerStack> {
+  const { buildContainer, closeContainer, coreOf, listen, loadConfig, storeOf, CLI_TOKENS } = await import('@cos/cli');
   const config = loadConfig({ ...env, PORT: '0' }, { envFile: false });
   const container = await buildContainer(config, { logger });
   try {
