@@ -165,8 +165,3 @@ export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
     maxActiveKeysPerOrg: config.maxActiveKeysPerOrg,
   };
 }
-
-/** "sqlite" or "postgres", from the URL alone (the store decides the details). */
-export function storeKindOf(databaseUrl: string): 'sqlite' | 'postgres' {
-  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgres';
-}

@@ -1,0 +1,83 @@
+/**
+ * The composition root for embedders: buildContainer binds every port with explicit factories,
+ * chooses the store by DATABASE_URL and the limiter by REDIS_URL (C-55), honours overrides, builds
+ * the Koa app on demand, and closeContainer releases pools.
+ */
+import { expect } from 'chai';
+import { OPERATOR, TOKENS, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
+import {
+  buildContainer,
+  closeContainer,
+  CLI_TOKENS,
+  coreOf,
+  limiterOf,
+  listen,
+  loadConfig,
+  makeStoreReady,
+  storeOf,
+  type HttpApp,
+} from '@cos/cli';
+
+const fixedClock: Clock = { now: () => new Date('2026-06-10T08:00:00.000Z') };
+
+describe('buildContainer (composition root)', function () {
+  this.timeout(20_000);
+
+  it('C-55: without REDIS_URL: SQLite store, in-process counter, the core and the Koa app resolve from the container', async () => {
+    const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' }, { envFile: false });
+    const container = await buildContainer(config, { clock: fixedClock, logger: silentLogger });
+    try {
+      expect(storeOf(container).dialect).to.equal('sqlite');
+      expect(limiterOf(container).kind).to.equal('in-process');
+      expect(container.get<RateCounter>(TOKENS.RateCounter)).to.equal(limiterOf(container).counter);
+      expect(await makeStoreReady(storeOf(container))).to.deep.equal(['0001_initial']);
+      const core = container.get<Core>(TOKENS.Core);
+      expect(coreOf(container)).to.equal(core); // singleton
+      const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+      expect(org.createdAt.toISOString()).to.equal('2026-06-10T08:00:00.000Z'); // the override reached the core
+      const app = await container.getAsync<HttpApp>(CLI_TOKENS.HttpApp);
+      const server = await listen(app, '127.0.0.1', 0, silentLogger);
+      try {
+        const res = await fetch(`${server.url}/v1/version`);
+        expect(((await res.json()) as { service_version: string }).service_version).to.equal(container.get(CLI_TOKENS.ServiceVersion));
+      } finally {
+        expect(await server.stop()).to.deep.equal({ forced: false, inFlight: 0 });
+      }
+    } finally {
+      await closeContainer(container);
+    }
+    await closeContainer(container); // idempotent
+  });
+
+  it('C-55: with REDIS_URL the counter is Redis and closeContainer closes it', async function () {
+    const redisUrl = process.env['TEST_REDIS_URL'];
+    if (redisUrl === undefined || redisUrl === '') {
+      if (process.env['CI'] === 'true') throw new Error('CI=true but TEST_REDIS_URL is not set: the Redis suites must run in CI');
+      this.skip();
+    }
+    const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', REDIS_URL: redisUrl as string }, { envFile: false });
+    const container = await buildContainer(config, { logger: silentLogger });
+    try {
+      const limiter = limiterOf(container);
+      expect(limiter.kind).to.equal('redis');
+      const scope = `cli-container-test:${Date.now()}:${Math.random()}`;
+      // the counter connects in the background; until then a hit rejects (and the core fails open)
+      let first: number | undefined;
+      for (let attempt = 0; first === undefined && attempt < 100; attempt += 1) {
+        first = await limiter.counter.hit(scope, 0, 60_000).catch(() => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)));
+      }
+      expect(first).to.equal(1);
+      expect(await limiter.counter.hit(scope, 0, 60_000)).to.equal(2);
+      await closeContainer(container);
+      let afterClose: unknown;
+      await limiter.counter.hit(scope, 0, 60_000).catch((e: unknown) => (afterClose = e));
+      expect(afterClose, 'a hit after closeContainer').to.be.instanceOf(Error);
+    } finally {
+      await closeContainer(container);
+    }
+  });
+
+  it('a bad DATABASE_URL is a ConfigError naming the variable, before anything is built', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'sqlite:' }, { envFile: false })).to.throw(/DATABASE_URL "sqlite:" names no database file/);
+  });
+});
