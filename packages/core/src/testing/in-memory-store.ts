@@ -4,7 +4,7 @@
  * the transaction's writes are replayed, atomically, onto the then-current tables, so a failing
  * `run` leaves no trace and writes made outside the run meanwhile are kept. Runs are serialised.
  */
-import type { ApiKey } from '../domain/api-key.js';
+import { digestsEqual, type ApiKey } from '../domain/api-key.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
 import { ConflictError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
@@ -304,7 +304,7 @@ class InMemoryApiKeyStore implements ApiKeyStore {
     this.session.write((t) => {
       if (t.apiKeys.has(record.id)) throw duplicateId('API key');
       for (const k of t.apiKeys.values()) {
-        if (k.digest === record.digest) {
+        if (digestsEqual(k.digest, record.digest)) {
           throw new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
         }
       }
@@ -322,7 +322,8 @@ class InMemoryApiKeyStore implements ApiKeyStore {
   async findCredential(digest: string): Promise<Credential | null> {
     return this.session.read((t) => {
       for (const k of t.apiKeys.values()) {
-        if (k.digest !== digest) continue;
+        // Constant-time, like every digest comparison (C-31), even in this in-memory adapter.
+        if (!digestsEqual(k.digest, digest)) continue;
         const organisation = t.organisations.get(k.organisationId);
         if (organisation === undefined) return null;
         return { key: copyApiKey(k), organisation: copyOrganisation(organisation) };
