@@ -4,7 +4,7 @@
  * flight: every acknowledged write is present after a restart, none half-applied, exit code 0).
  */
 import { Agent, request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { cliJson, ensureBuilt, printedKeys, ROOT, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
@@ -192,6 +192,36 @@ for (const target of databaseTargets()) {
         agent.destroy();
       }
     });
+
+    if (target.name === 'SQLite') {
+      it('a request still running 10 s after SIGTERM is cut off, then pools close and the exit code is 0', async function () {
+        this.timeout(40_000);
+        const s = serve([]);
+        const { port } = await s.listening();
+        // a write whose body never finishes arriving: the request stays in flight
+        const socket = connect(port, '127.0.0.1');
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(
+          `POST /v1/organisations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${platformKey}\r\n` +
+            'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
+        );
+        const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+        socket.on('error', () => undefined);
+        const before = (await cliJson(['org', 'list'], env, db.cwd)).data.length;
+        const t0 = Date.now();
+        s.child.kill('SIGTERM');
+        const exit = await s.exited();
+        const elapsed = Date.now() - t0;
+        await closed;
+        expect(exit).to.deep.equal({ code: 0, signal: null });
+        expect(elapsed).to.be.within(9_500, 20_000);
+        const logs = s.logLines();
+        expect(logs.some((l) => l['msg'] === 'shutdown grace period over: closing the remaining connections')).to.equal(true);
+        expect(logs.find((l) => l['msg'] === 'shut down: pools closed')).to.include({ forced: true });
+        // the cut-off write wrote nothing
+        expect((await cliJson(['org', 'list'], env, db.cwd)).data).to.have.length(before);
+      });
+    }
 
     it('a port already in use is one line on stderr and exit 1', async () => {
       const blocker = createServer();
