@@ -7,7 +7,7 @@
 //
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
-// not only missed ones), --keep (keep the scratch directory), --write (write docs even with --quick),
+// not only missed ones), --skip-profile (profile none), --keep (keep the scratch directory), --write (write docs even with --quick),
 // BENCH_LOADGEN=wrk|autocannon. Scenario (b) uses TEST_DATABASE_URL / TEST_REDIS_URL (defaults
 // postgres://postgres@127.0.0.1:5432/test, redis://127.0.0.1:6379) and is skipped when unreachable.
 import { spawnSync } from 'node:child_process';
@@ -35,6 +35,7 @@ const { values: opt } = parseArgs({
     warmup: { type: 'string' },
     connections: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    'skip-profile': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
   allowPositionals: false,
@@ -191,7 +192,7 @@ async function measure(scenario, { a, b, target, p99Target, profileWith }) {
     const metP99 = p99Target === undefined ? true : result.ratio.p99 <= p99Target;
     scenario.met = metRps && metP99;
     log(`  => A/B throughput ${result.ratio.rps.toFixed(3)} (target ≥ ${target})` + (p99Target ? `, A/B p99 ${result.ratio.p99.toFixed(2)} (target ≤ ${p99Target})` : '') + `: ${scenario.met ? 'met' : 'MISSED'}`);
-    if ((opt.profile || !scenario.met) && profileWith) await profileUnderLoad(scenario, profileWith, a);
+    if ((opt.profile || !scenario.met) && profileWith && !opt['skip-profile']) await profileUnderLoad(scenario, profileWith, a);
   } catch (err) {
     scenario.failed = err.message.split('\n')[0];
     log(`  !! ${scenario.title} failed: ${err.message}`);
