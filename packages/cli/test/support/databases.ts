@@ -33,7 +33,7 @@ function postgres(adminUrl: string): DatabaseTarget {
     name: 'Postgres',
     async create() {
       const name = `cos_cli_${randomBytes(6).toString('hex')}`;
-      const admin = createSqlStore({ databaseUrl: adminUrl, poolMax: 1 });
+      const admin = createSqlStore({ databaseUrl: adminUrl, poolMax: 1, statementTimeoutMs: 60_000 });
       try {
         await admin.knex.raw(`CREATE DATABASE ${name}`);
       } finally {
@@ -47,7 +47,7 @@ function postgres(adminUrl: string): DatabaseTarget {
         cwd: tmp.dir,
         async drop() {
           tmp.remove();
-          const a = createSqlStore({ databaseUrl: adminUrl, poolMax: 1 });
+          const a = createSqlStore({ databaseUrl: adminUrl, poolMax: 1, statementTimeoutMs: 60_000 });
           try {
             await a.knex.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
           } finally {
