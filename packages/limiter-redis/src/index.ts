@@ -13,4 +13,5 @@ export {
   type RedisCounterConfig,
   type RedisCounterFailure,
 } from './redis-counter.js';
-export { redisCounterModule } from './module.js';
+// The inversify ContainerModule lives at the '@cos/limiter-redis/module' subpath, so that importing the
+// counter does not load inversify.

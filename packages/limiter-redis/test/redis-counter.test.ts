@@ -4,7 +4,8 @@
  */
 import { TOKENS, type Logger, type RateCounter } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
-import { RedisCounterError, RedisRateCounter, createRedisCounter, redisCounterModule } from '@cos/limiter-redis';
+import { RedisCounterError, RedisRateCounter, createRedisCounter } from '@cos/limiter-redis';
+import { redisCounterModule } from '@cos/limiter-redis/module';
 import { expect } from 'chai';
 import { Container } from 'inversify';
 import { performance } from 'node:perf_hooks';

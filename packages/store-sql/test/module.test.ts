@@ -1,7 +1,8 @@
 /** sqlStoreModule: an inversify 8 ContainerModule binding the core's tokens without decorator metadata. */
 import { TOKENS, type HealthProbe, type Stores, type UnitOfWork } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
-import { SQL_STORE, sqlStoreModule, type SqlStore } from '@cos/store-sql';
+import { type SqlStore } from '@cos/store-sql';
+import { SQL_STORE, sqlStoreModule } from '@cos/store-sql/module';
 import { expect } from 'chai';
 import { Container } from 'inversify';
 import { organisation } from './support/fixtures.js';
