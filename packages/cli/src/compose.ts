@@ -72,7 +72,7 @@ export function composeCore(ports: CorePorts): Core {
 /** The Koa application over the core (Koa is imported here, on first use). */
 export async function createHttpApp(core: Core, logger: Logger, config: AppConfig, serviceVersion: string): Promise<HttpApp> {
   const { createKoaApp } = await import('@cos/adapter-koa');
-  return createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl });
+  return createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl, trustProxy: config.trustProxy });
 }
 
 export { coreConfigOf };

@@ -27,6 +27,11 @@ export interface AppConfig {
   /** Base of the 429 `type` address (C-51), without a trailing slash. */
   readonly errorsUrl: string;
   readonly redisTimeoutMs: number;
+  /**
+   * Trust X-Forwarded-For for the client address (the per-source 401 throttle, C-50). Set it only
+   * behind a load balancer that overwrites that header; otherwise a client could pick its address.
+   */
+  readonly trustProxy: boolean;
 }
 
 /** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
@@ -41,6 +46,7 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
   { variable: 'MAX_ACTIVE_KEYS_PER_ORG', default: '1000', meaning: 'active keys per organisation (C-25)' },
   { variable: 'ERRORS_URL', default: 'https://errors.example.com', meaning: 'base of the 429 type address (C-51)' },
   { variable: 'REDIS_TIMEOUT_MS', default: '50', meaning: 'bound on one counter call before failing open (C-54)' },
+  { variable: 'TRUST_PROXY', default: 'false', meaning: 'true behind a load balancer: client address from X-Forwarded-For' },
 ];
 
 export class ConfigError extends Error {
@@ -107,6 +113,14 @@ const schema = z.object({
   MAX_ACTIVE_KEYS_PER_ORG: int('MAX_ACTIVE_KEYS_PER_ORG', 1000, 1, INT_MAX),
   ERRORS_URL: url('ERRORS_URL', ['http:', 'https:'], 'an http:// or https:// URL').default('https://errors.example.com'),
   REDIS_TIMEOUT_MS: int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
+  TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((s) => s.trim().toLowerCase())
+    .refine((s) => ['true', 'false', '1', '0', 'yes', 'no'].includes(s), {
+      message: 'TRUST_PROXY must be true or false',
+    })
+    .transform((s) => s === 'true' || s === '1' || s === 'yes'),
 });
 
 export interface LoadConfigOptions {
@@ -153,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     maxActiveKeysPerOrg: v.MAX_ACTIVE_KEYS_PER_ORG,
     errorsUrl: v.ERRORS_URL.replace(/\/+$/, ''),
     redisTimeoutMs: v.REDIS_TIMEOUT_MS,
+    trustProxy: v.TRUST_PROXY,
   });
 }
 

@@ -77,6 +77,22 @@ describe('buildContainer (composition root)', function () {
     }
   });
 
+  it('C-50: TRUST_PROXY=true makes the Koa app take the client address from X-Forwarded-For; default false', async () => {
+    expect(loadConfig({}, { envFile: false }).trustProxy).to.equal(false);
+    expect(() => loadConfig({ TRUST_PROXY: 'maybe' }, { envFile: false })).to.throw(/TRUST_PROXY must be true or false/);
+    for (const [value, expected] of [['true', true], ['false', false]] as const) {
+      const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', TRUST_PROXY: value }, { envFile: false });
+      expect(config.trustProxy).to.equal(expected);
+      const container = await buildContainer(config, { clock: fixedClock, logger: silentLogger });
+      try {
+        const app = await container.getAsync<HttpApp>(CLI_TOKENS.HttpApp);
+        expect((app as unknown as { proxy: boolean }).proxy).to.equal(expected);
+      } finally {
+        await closeContainer(container);
+      }
+    }
+  });
+
   it('a bad DATABASE_URL is a ConfigError naming the variable, before anything is built', () => {
     expect(() => loadConfig({ DATABASE_URL: 'sqlite:' }, { envFile: false })).to.throw(/DATABASE_URL "sqlite:" names no database file/);
   });
