@@ -17,7 +17,6 @@ export function fullGc(): void {
     }
   }
   gcFn();
-  gcFn();
 }
 
 export interface MemorySample {

@@ -47,7 +47,7 @@ export class RedisServer {
     if (this.child !== null) return;
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--enable-debug-command', 'yes'],
       { stdio: 'ignore' },
     );
     this.child = child;
@@ -70,6 +70,22 @@ export class RedisServer {
   /** SIGCONT: a frozen Redis resumes. */
   thaw(): void {
     this.child?.kill('SIGCONT');
+  }
+
+  /** Blocks the (single-threaded) server for `ms` with DEBUG SLEEP: every client waits meanwhile. */
+  stall(ms: number): Promise<void> {
+    const seconds = (ms / 1000).toFixed(3);
+    const command = `*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$${seconds.length}\r\n${seconds}\r\n`;
+    return new Promise((resolve, reject) => {
+      const socket = createConnection({ host: '127.0.0.1', port: this.port }, () => socket.write(command));
+      socket.setTimeout(ms + 2000, () => socket.destroy(new Error('DEBUG SLEEP got no answer')));
+      socket.on('data', (d: Buffer) => {
+        socket.destroy();
+        if (d.toString('utf8').startsWith('+OK')) resolve();
+        else reject(new Error(`DEBUG SLEEP: ${d.toString('utf8').trim()}`));
+      });
+      socket.on('error', reject);
+    });
   }
 
   /** SIGKILL: Redis dies without a goodbye, like a crashed host. */

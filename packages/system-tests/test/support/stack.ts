@@ -3,8 +3,7 @@
  * on port 0, with a CapturingLogger so tests can read every log line. Fixtures (organisations and
  * keys) are made through the core as the operator, exactly as `cos-admin` would.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { createCore, InProcessRateCounter, OPERATOR, type Core, type CoreConfig, type RateCounter } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { createSqlStore } from '@cos/store-sql';
@@ -41,24 +40,6 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-/** Starts an http server for `callback` on 127.0.0.1:0. */
-export async function listen(callback: Parameters<typeof createServer>[1]): Promise<{ server: Server; baseUrl: string }> {
-  const server = createServer(callback);
-  // keep-alive sockets must not keep the test process alive
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return { server, baseUrl: `http://127.0.0.1:${port}` };
-}
-
-export async function closeServer(server: Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-}
-
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const logger = new CapturingLogger();
   const store = createSqlStore({
@@ -88,8 +69,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     logger,
     server,
     async close() {
-      await closeServer(server);
+      await running.stop(1000);
       await store.close();
+      // mocha keeps every suite's closures alive until the run ends: drop what they hold.
+      logger.entries.length = 0;
     },
   };
 }
