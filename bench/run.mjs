@@ -191,6 +191,12 @@ async function measure(scenario, { a, b, target, p99Target, profileWith }) {
     const metRps = result.ratio.rps >= target;
     const metP99 = p99Target === undefined ? true : result.ratio.p99 <= p99Target;
     scenario.met = metRps && metP99;
+    if (target === null) {
+      scenario.met = null;
+      log(`  => A/B throughput ${result.ratio.rps.toFixed(3)}, A/B p99 ${result.ratio.p99.toFixed(2)} (no target)`);
+      if (opt.profile && profileWith && !opt['skip-profile']) await profileUnderLoad(scenario, profileWith, a);
+      return;
+    }
     log(`  => A/B throughput ${result.ratio.rps.toFixed(3)} (target ≥ ${target})` + (p99Target ? `, A/B p99 ${result.ratio.p99.toFixed(2)} (target ≤ ${p99Target})` : '') + `: ${scenario.met ? 'met' : 'MISSED'}`);
     if ((opt.profile || !scenario.met) && profileWith && !opt['skip-profile']) await profileUnderLoad(scenario, profileWith, a);
   } catch (err) {
@@ -221,7 +227,7 @@ log(`  ${settings.rounds} × (A ${settings.durationS} s, B ${settings.durationS}
 if (os.loadavg()[0] > machine.cpus / 2) {
   log(`  warning: load average ${os.loadavg()[0].toFixed(1)} on ${machine.cpus} cores: other processes compete with the bench; req/s will be noisy (CPU µs/req less so)`);
 }
-if (generator.name !== 'wrk') log('  note: wrk not found; autocannon runs inside this Node process and may be the bottleneck (apt-get install -y wrk)');
+if (generator.name !== 'wrk') log(`  note: ${process.env.BENCH_LOADGEN === 'autocannon' ? 'BENCH_LOADGEN=autocannon' : 'wrk not found'}; autocannon runs inside this Node process and may be the bottleneck (apt-get install -y wrk)`);
 
 let exitCode = 0;
 let infraLine = null;
@@ -303,10 +309,9 @@ try {
     await measure(s, {
       a: { label: 'service (SQLite, info log)', url: `${svc.base}${orgPath}`, authorization: tenantAuth, process: svc },
       b: koaSide,
-      target: 0,
+      target: null,
       profileWith: opt.profile ? embedded('a-info-prof', { LOG_LEVEL: 'info' }) : undefined,
     });
-    s.met = null;
     const bytes = statSync(svc.logFile).size - before;
     const a = scenarios.find((x) => x.id === 'a');
     if (s.result) {
