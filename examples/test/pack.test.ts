@@ -137,11 +137,11 @@ describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a sc
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
 
-  it('the tarballs hold package.json, README.md and dist/ only, with workspace:* rewritten and no "source" condition', async () => {
+  it('the tarballs hold package.json, README.md, the LICENSE and dist/ only, with workspace:* rewritten and no "source" condition', async () => {
     for (const tarball of [coreTarball, koaTarball]) {
       const files = await tarList(tarball);
-      expect(files).to.include.members(['package/package.json', 'package/README.md', 'package/dist/index.js', 'package/dist/index.d.ts']);
-      expect(files.filter((f) => !/^package\/(package\.json|README\.md|dist\/.+)$/.test(f)), tarball).to.deep.equal([]);
+      expect(files).to.include.members(['package/package.json', 'package/README.md', 'package/LICENSE', 'package/dist/index.js', 'package/dist/index.d.ts']);
+      expect(files.filter((f) => !/^package\/(package\.json|README\.md|LICENSE|dist\/.+)$/.test(f)), tarball).to.deep.equal([]);
       const manifest = await tarManifest(tarball);
       expect(JSON.stringify(manifest)).not.to.include('workspace:');
       expect(JSON.stringify(manifest.exports)).not.to.include('source');
