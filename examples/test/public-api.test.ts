@@ -68,7 +68,8 @@ describe('public surface of the packages', function () {
       expect(m.type).to.equal('module');
       expect(m.sideEffects, 'sideEffects declared').not.to.equal(undefined);
       expect(m.engines?.node).to.equal('>=20.19');
-      expect(m.files).to.deep.equal(['dist', 'README.md']);
+      // the cli also ships its bin shim (bin/cos-admin.js imports dist/main.js)
+      expect(m.files).to.deep.equal(pkg === 'cli' ? ['bin', 'dist', 'README.md'] : ['dist', 'README.md']);
       expect(existsSync(join(ROOT, 'packages', pkg, 'README.md')), 'README.md').to.equal(true);
       expect(m.main).to.equal('./dist/index.js');
       expect(m.types).to.equal('./dist/index.d.ts');
