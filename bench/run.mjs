@@ -8,7 +8,8 @@
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
 // not only missed ones), --skip-profile (profile none), --keep (keep the scratch directory), --write (write docs even with --quick),
-// BENCH_LOADGEN=wrk|autocannon. Scenario (b) uses TEST_DATABASE_URL / TEST_REDIS_URL (defaults
+// BENCH_LOADGEN=wrk|autocannon, BENCH_SERVICE_NODE_OPTIONS (NODE_OPTIONS of every service process,
+// e.g. --max-old-space-size=128; recorded in the figures). Scenario (b) uses TEST_DATABASE_URL / TEST_REDIS_URL (defaults
 // postgres://postgres@127.0.0.1:5432/test, redis://127.0.0.1:6379) and is skipped when unreachable.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -303,7 +304,7 @@ try {
   await stop(svcA);
 
   if (want('a-info')) {
-    const s = newScenario('a-info', '(a) at LOG_LEVEL=info (one line per request)', 'service', 'bare Koa', 'info only');
+    const s = newScenario('a-info', '(a) at LOG_LEVEL=info (one line per request)', 'service', 'bare Koa', 'none: the cost of the access log');
     const svc = await start('service', embedded('a-info', { LOG_LEVEL: 'info' }));
     const before = statSync(svc.logFile).size;
     await measure(s, {
@@ -483,7 +484,13 @@ const run = {
   finishedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
   mode: opt.quick ? 'quick' : 'full',
   totalSeconds: (Date.now() - started) / 1000,
-  command: ['pnpm bench', ...process.argv.slice(2)].join(' ').replace('pnpm bench -', 'pnpm bench -- -'),
+  command: [
+    ...Object.entries(process.env)
+      .filter(([k]) => /^BENCH_[A-Z_]+$/.test(k))
+      .map(([k, v]) => `${k}=${/^[\w./:@=,-]+$/.test(v) ? v : `'${v}'`}`),
+    'pnpm bench',
+    ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
+  ].join(' '),
   machine,
   loadGenerator: generator,
   settings,

@@ -104,6 +104,7 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
     PORT: String(port),
     LOG_LEVEL: 'warn',
     UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000000',
+    ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
     ...env,
   };
   const args = [...nodeArgs];

@@ -23,6 +23,7 @@ export function renderFigures(run) {
   L.push(
     `- Method: per scenario a warm-up of ${run.settings.warmupS} s per side, then ${run.settings.rounds} alternations A B A B of ${run.settings.durationS} s each; figures are medians of the alternated runs. The service runs as \`node packages/cli/dist/main.js serve\` (a child process, LOG_LEVEL=warn unless stated, RATE_LIMIT_PER_MINUTE=1000000000 except in (c)); bare Koa is \`bench/baseline.mjs\`, Koa + @koa/router answering the same JSON from memory.`,
   );
+  if (process.env.BENCH_SERVICE_NODE_OPTIONS) L.push(`- Service processes ran with NODE_OPTIONS=\`${process.env.BENCH_SERVICE_NODE_OPTIONS}\``);
   if (run.infra) L.push(`- Scenario (b) infrastructure: ${run.infra}`);
   L.push('');
   L.push('Each side: requests/s · p50 · p99 latency · CPU time of the server process per request (user + system, from /proc; it moves little when other processes compete for the cores, unlike req/s).');
