@@ -1,0 +1,126 @@
+/**
+ * The README's quickstart, to the letter: a fresh clone of the committed tree, the README's own
+ * install-and-start command run by bash in it, then the README's curl block run by bash against that
+ * server (its two `export` lines pointed at the running instance and the printed platform key). So the
+ * README cannot drift from what works. The start command listens on PORT=0 here (the README's default
+ * is 3000, which a test machine may have taken); nothing else is changed.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { ROOT, childEnv, printedKeys, tempDir } from './support/cli.js';
+
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+/** The fenced ```sh blocks of the README, in order. */
+function shellBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+}
+
+function has(command: string): boolean {
+  try {
+    execFileSync(command, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const CAN_RUN = existsSync(join(ROOT, '.git')) && has('git') && has('curl');
+const blocks = shellBlocks(README);
+const startCommand = blocks.find((b) => b.includes('pnpm@10 start'))?.trim();
+const testCommand = blocks.find((b) => b.includes('pnpm@10 test'))?.trim();
+const curlBlock = blocks.find((b) => b.includes('export BASE='));
+
+describe('README quickstart from a fresh clone (issue 6)', function () {
+  this.timeout(240_000);
+
+  it('has the two set-up commands: one installs and starts the server, one installs and runs the tests', () => {
+    expect(startCommand, 'install-and-start command').to.match(/^npx -y pnpm@10 install\b.*&& npx -y pnpm@10 start$/);
+    expect(testCommand, 'install-and-test command').to.match(/^npx -y pnpm@10 install\b.*&& npx -y pnpm@10 test$/);
+    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
+    expect(ci, '.ci/run runs the README test command').to.match(/\$PNPM install\b/).and.to.match(/\$PNPM test\b/);
+  });
+
+  (CAN_RUN || process.env['CI'] === 'true' ? describe : describe.skip)('the start command and the curl flow, run by bash', () => {
+    const tmp = tempDir('cos-readme-');
+    const clone = join(tmp.dir, 'clone');
+    let server: ChildProcess | undefined;
+    let out = '';
+    let base = '';
+    let platformKey = '';
+
+    before(async function () {
+      execFileSync('git', ['clone', '--quiet', ROOT, clone]);
+      server = spawn('bash', ['-c', startCommand as string], {
+        cwd: clone,
+        env: childEnv({ PORT: '0' }),
+        detached: true, // its own process group: bash -> npx -> pnpm -> node
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      server.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      server.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+      const deadline = Date.now() + 200_000;
+      while (Date.now() < deadline) {
+        const line = out
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => {
+            try {
+              return JSON.parse(l) as Record<string, unknown>;
+            } catch {
+              return {};
+            }
+          })
+          .find((l) => typeof l['address'] === 'string' && typeof l['port'] === 'number');
+        if (line !== undefined) {
+          base = `${line['address'] as string}/v1`;
+          break;
+        }
+        if (server.exitCode !== null) throw new Error(`the start command exited early:\n${out}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      if (base === '') throw new Error(`the server did not start:\n${out}`);
+    });
+
+    after(async () => {
+      if (server?.pid !== undefined && server.exitCode === null) {
+        const exited = new Promise((r) => server?.once('exit', r));
+        process.kill(-server.pid, 'SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 12_000))]);
+        if (server.exitCode === null) process.kill(-server.pid, 'SIGKILL');
+      }
+      tmp.remove();
+    });
+
+    it('the first start prints the platform key once and says to store it', () => {
+      const keys = printedKeys(out);
+      expect(keys).to.have.length(1);
+      platformKey = keys[0] as string;
+      expect(out).to.match(/Store this key now/);
+    });
+
+    it("the README's curl block runs as written: list, create, issue, use, patch, revoke (204), then 401", () => {
+      const script = (curlBlock as string)
+        .replace(/^export BASE=.*$/m, `export BASE=${base}`)
+        .replace(/^export PLATFORM_KEY=.*$/m, `export PLATFORM_KEY=${platformKey}`);
+      expect(script).to.include(`export BASE=${base}`).and.to.include(`export PLATFORM_KEY=${platformKey}`);
+      const output = execFileSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: clone, encoding: 'utf8' });
+      const lines = output.trim().split('\n');
+      expect(JSON.parse(lines[0] as string)).to.include({ status: 'ok' }); // health
+      expect(JSON.parse(lines[1] as string)).to.include({ api_version: 'v1', release: 'v1-stable' }); // version
+      const listed = JSON.parse(lines[2] as string) as { data: { slug: string; is_system: boolean }[] };
+      expect(listed.data.map((o) => o.slug)).to.deep.equal(['platform']);
+      expect(JSON.parse(lines[3] as string)).to.include({ slug: 'acme', name: 'Acme Ltd' }); // GET with the new key
+      expect(JSON.parse(lines[4] as string)).to.include({ slug: 'acme', name: 'Acme Limited' }); // PATCH
+      expect(lines[5]).to.equal('204');
+      expect(JSON.parse(lines[6] as string)).to.deep.equal({
+        error: 'UNAUTHORIZED',
+        message: 'Missing or invalid API key',
+        details: [],
+      });
+      expect(output).not.to.include(platformKey);
+    });
+  });
+});
