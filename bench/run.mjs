@@ -25,7 +25,10 @@ import { renderFigures, writeFigures } from './lib/report.mjs';
 import { CLI_MAIN, ROOT } from './lib/resolve.mjs';
 import { lastPageCursor, seedKeys, seedOrganisations } from './lib/seed.mjs';
 
+// `pnpm bench -- --quick` hands the script a literal `--` first: drop it.
+const argv = process.argv.slice(2).filter((a) => a !== '--');
 const { values: opt } = parseArgs({
+  args: argv,
   options: {
     quick: { type: 'boolean', default: false },
     dry: { type: 'boolean', default: false },
@@ -489,7 +492,7 @@ const run = {
       .filter(([k]) => /^BENCH_[A-Z_]+$/.test(k))
       .map(([k, v]) => `${k}=${/^[\w./:@=,-]+$/.test(v) ? v : `'${v}'`}`),
     'pnpm bench',
-    ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : []),
+    ...(argv.length > 0 ? ['--', ...argv] : []),
   ].join(' '),
   machine,
   loadGenerator: generator,
