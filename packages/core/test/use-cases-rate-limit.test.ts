@@ -37,10 +37,28 @@ class SwitchableCounter implements RateCounter {
   }
 }
 
+/** A CapturingLogger that also notes when (FakeClock ms since the limiter's start) each line was logged. */
+class StampingLogger extends CapturingLogger {
+  readonly lines: Array<{ at: number; level: 'info' | 'warn'; fields: Record<string, unknown> }> = [];
+  readonly #origin: number;
+  constructor(private readonly clock: FakeClock) {
+    super();
+    this.#origin = clock.now().getTime();
+  }
+  override info(fields: Record<string, unknown>, message: string): void {
+    this.lines.push({ at: this.clock.now().getTime() - this.#origin, level: 'info', fields: { ...fields } });
+    super.info(fields, message);
+  }
+  override warn(fields: Record<string, unknown>, message: string): void {
+    this.lines.push({ at: this.clock.now().getTime() - this.#origin, level: 'warn', fields: { ...fields } });
+    super.warn(fields, message);
+  }
+}
+
 function limiter(config: Partial<CoreConfig> = {}, start = '2026-06-10T12:00:30.000Z') {
   const clock = new FakeClock(start);
   const counter = new SwitchableCounter(new InMemoryRateCounter(clock));
-  const logger = new CapturingLogger();
+  const logger = new StampingLogger(clock);
   const rl = new RateLimiter({ counter, clock, logger, config: { ...DEFAULT_CORE_CONFIG, ...config } });
   return { clock, counter, logger, rl };
 }
@@ -201,15 +219,78 @@ describe('use case: rate limiter', () => {
       expect(warns()).to.have.length(2);
     });
 
-    it('C-54: after a recovery a new outage warns again at once', async () => {
-      const { rl, counter, logger } = limiter();
+    it('C-54: a new outage more than 10 s after the last warning warns at once; within 10 s of it, it does not', async () => {
+      const { rl, counter, clock, logger } = limiter();
+      const levels = () => logger.entries.map((e) => e.level);
       counter.mode = 'failing';
       await rl.check(ORG);
       counter.mode = 'up';
       await rl.check(ORG);
+      expect(levels()).to.deep.equal(['warn', 'info']);
+      // a new outage 9.999 s after the warning: no second warning, and so no second recovery line
+      clock.advance(9_999);
       counter.mode = 'failing';
       await rl.check(ORG);
-      expect(logger.entries.map((e) => e.level)).to.deep.equal(['warn', 'info', 'warn']);
+      counter.mode = 'up';
+      await rl.check(ORG);
+      expect(levels()).to.deep.equal(['warn', 'info']);
+      // a new outage 10 s after the warning warns at once, and its recovery is logged
+      clock.advance(1);
+      counter.mode = 'failing';
+      await rl.check(ORG);
+      expect(levels()).to.deep.equal(['warn', 'info', 'warn']);
+      counter.mode = 'up';
+      await rl.check(ORG);
+      expect(levels()).to.deep.equal(['warn', 'info', 'warn', 'info']);
+    });
+
+    it('C-54: a flapping counter (down 80 ms of every 250 ms for 60 s) logs at most one warning and one recovery line per 10 s, alternating', async () => {
+      const { rl, counter, clock, logger } = limiter({ rateLimitPerMinute: 1_000_000 });
+      let failedOpen = 0;
+      for (let cycle = 0; cycle < 240; cycle++) {
+        // one 250 ms cycle: a check that fails at 0, then answered checks at 80, 130, 180 and 230 ms
+        counter.mode = 'failing';
+        if ((await rl.check(ORG)).degraded) failedOpen++;
+        clock.advance(80);
+        counter.mode = 'up';
+        for (const step of [50, 50, 50, 20]) {
+          expect((await rl.check(ORG)).degraded).to.equal(false);
+          clock.advance(step);
+        }
+      }
+      expect(failedOpen).to.equal(240);
+      const at = (level: string) => logger.lines.filter((l) => l.level === level).map((l) => l.at);
+      // one warning per 10 s, not one per stall
+      expect(at('warn')).to.deep.equal([0, 10_000, 20_000, 30_000, 40_000, 50_000]);
+      // each followed by one recovery line, at the first answer after it
+      expect(at('info')).to.deep.equal([80, 10_080, 20_080, 30_080, 40_080, 50_080]);
+      expect(logger.lines.map((l) => l.level)).to.deep.equal(Array.from({ length: 6 }, () => ['warn', 'info']).flat());
+      // the recovery line counts the fail-open decisions since the previous one: 40 stalls per 10 s
+      expect(logger.lines.filter((l) => l.level === 'info').map((l) => l.fields['failedOpen'])).to.deep.equal([1, 40, 40, 40, 40, 40]);
+    });
+
+    it('C-54: a recovery less than 10 s after the previous recovery line is logged by a later answer, once 10 s have passed', async () => {
+      const { rl, counter, clock, logger } = limiter();
+      const lines = () => logger.lines.map((l) => `${l.at} ${l.level}`);
+      counter.mode = 'failing';
+      await rl.check(ORG); // 0: warn
+      clock.advance(9_900);
+      counter.mode = 'up';
+      await rl.check(ORG); // 9.9 s: info
+      clock.advance(100);
+      counter.mode = 'failing';
+      await rl.check(ORG); // 10 s: a new warning (10 s after the first)
+      clock.advance(100);
+      counter.mode = 'up';
+      await rl.check(ORG); // 10.1 s: only 0.2 s after the last info line: not yet
+      expect(lines()).to.deep.equal(['0 warn', '9900 info', '10000 warn']);
+      clock.advance(9_799);
+      await rl.check(ORG); // 19.899 s: still within 10 s of the last info line
+      expect(lines()).to.have.length(3);
+      clock.advance(1);
+      await rl.check(ORG); // 19.9 s: the counter has stayed up; the log says so, once
+      await rl.check(ORG);
+      expect(lines()).to.deep.equal(['0 warn', '9900 info', '10000 warn', '19900 info']);
     });
 
     it('C-54: a timeout is logged with its bound', async () => {

@@ -6,7 +6,7 @@ export interface RedisCounterConfig {
   url: string;
   /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
   timeoutMs?: number;
-  /** Connection-level warnings (at most once per 10 s) and the recovery line go here. */
+  /** Connection-level warnings and recovery lines (each at most once per 10 s) go here. */
   logger?: Logger;
   /** First part of every key: `<keyPrefix>:{<scope>}:<windowStartMs>`. Default 'rl'. */
   keyPrefix?: string;
@@ -14,7 +14,10 @@ export interface RedisCounterConfig {
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 50;
 export const DEFAULT_KEY_PREFIX = 'rl';
-/** The counter logs a connection warning at most this often while Redis stays down (C-54). */
+/**
+ * The counter logs a connection warning at most this often, also when the connection flaps (C-54);
+ * its "reconnected" line is likewise at most one per this many ms, and only after a warning.
+ */
 export const REDIS_WARN_INTERVAL_MS = 10_000;
 /** Reconnect attempts back off exponentially up to this delay and never give up. */
 export const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
@@ -118,9 +121,17 @@ export class RedisRateCounter implements RateCounter {
   readonly #target: string;
   #closed = false;
   #everReady = false;
-  /** Set by a connection error, cleared (with one info line) when the connection is ready again. */
+  /** Set by a connection error, cleared when the connection is ready again. */
   #downSinceMs: number | undefined;
+  /** When the last connection warning was logged; never reset by a reconnect (C-54). */
   #lastWarnMs = Number.NEGATIVE_INFINITY;
+  /** When the last recovery line was logged. */
+  #lastRecoveryMs = Number.NEGATIVE_INFINITY;
+  /** A warning was logged and no recovery line since. */
+  #recoveryUnannounced = false;
+  /** Outages (connection lost, then ready again) since the last recovery line, and how long the last one lasted. */
+  #outagesSinceRecoveryLine = 0;
+  #lastOutageMs = 0;
 
   constructor(config: RedisCounterConfig) {
     const timeoutMs = config.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
@@ -157,6 +168,7 @@ export class RedisRateCounter implements RateCounter {
     if (!this.#client.isReady) {
       return Promise.reject(new RedisCounterError('not-connected', `redis rate counter: not connected to ${this.#target}`));
     }
+    if (this.#recoveryUnannounced) this.#announceRecovery();
     const ttl = Math.max(1, Math.ceil(ttlMs));
     const reply = this.#timed.hit(this.keyFor(scope, windowStartMs), ttl);
     return new Promise<number>((resolve, reject) => {
@@ -203,6 +215,7 @@ export class RedisRateCounter implements RateCounter {
     this.#downSinceMs ??= now;
     if (now - this.#lastWarnMs < REDIS_WARN_INTERVAL_MS) return;
     this.#lastWarnMs = now;
+    this.#recoveryUnannounced = true;
     this.#logger.warn(
       { component: 'limiter-redis', redis: this.#target, err: errorMessage(err) },
       'redis rate counter: connection failed, reconnecting in the background; rate limits fail open meanwhile',
@@ -216,18 +229,34 @@ export class RedisRateCounter implements RateCounter {
       return;
     }
     if (this.#downSinceMs !== undefined) {
-      const downMs = Date.now() - this.#downSinceMs;
+      this.#lastOutageMs = Date.now() - this.#downSinceMs;
       this.#downSinceMs = undefined;
-      this.#logger.info(
-        { component: 'limiter-redis', redis: this.#target, downMs },
-        this.#everReady
-          ? 'redis rate counter: reconnected; rate limits enforced again'
-          : 'redis rate counter: connected after a failed start; rate limits enforced',
-      );
+      this.#outagesSinceRecoveryLine++;
+      if (this.#recoveryUnannounced) this.#announceRecovery();
     } else if (!this.#everReady) {
       this.#logger.info({ component: 'limiter-redis', redis: this.#target }, 'redis rate counter: connected');
     }
     this.#everReady = true;
+  }
+
+  /**
+   * After a warning, one line saying the connection is back: at most once per 10 s, so a flapping
+   * connection logs one per warning, not one per reconnect (C-54). A reconnect too soon after the
+   * previous line leaves it to a later hit() while connected.
+   */
+  #announceRecovery(): void {
+    const now = Date.now();
+    if (this.#downSinceMs !== undefined || now - this.#lastRecoveryMs < REDIS_WARN_INTERVAL_MS) return;
+    this.#lastRecoveryMs = now;
+    this.#recoveryUnannounced = false;
+    const outages = this.#outagesSinceRecoveryLine;
+    this.#outagesSinceRecoveryLine = 0;
+    this.#logger.info(
+      { component: 'limiter-redis', redis: this.#target, downMs: this.#lastOutageMs, outages },
+      this.#everReady
+        ? 'redis rate counter: reconnected; rate limits enforced again'
+        : 'redis rate counter: connected after a failed start; rate limits enforced',
+    );
   }
 }
 

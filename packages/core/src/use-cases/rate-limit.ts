@@ -11,7 +11,10 @@ export type RateScope =
 
 /** Counters outlive their window a little so that a late hit still lands in the right window. */
 export const COUNTER_TTL_MS = 2 * WINDOW_MS;
-/** While the counter stays down, at most one warning per this many ms (C-54). */
+/**
+ * At most one fail-open warning per this many ms (C-54), also when the counter flaps (recovers and
+ * fails again in between); the "available again" line is likewise at most one per this many ms.
+ */
 export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
 
 /** The counter key of a scope: `org:<id>`, `unauth`, `src:<address>`. */
@@ -30,15 +33,23 @@ export function scopeKey(scope: RateScope): string {
  * The rate-limit decision (spec §8, C-50..C-55). Counts one hit of the scope in the current UTC
  * minute through the RateCounter port, bounded by config.rateCounterTimeoutMs: on failure or
  * timeout it fails open (allowed, remaining = limit, degraded) and logs a warning at most once per
- * 10 s while the counter stays down, and one info line when it recovers. Scopes already over their
+ * 10 s, however often the counter recovers and fails again in between (a flapping Redis); after a
+ * warning, the first answer at least 10 s after the previous such line logs one "available again"
+ * info line, so warnings and recoveries alternate, each at most once per 10 s. Scopes already over their
  * limit are remembered locally until their window ends, so a flooding scope costs no counter call.
  */
 export class RateLimiter {
   /** scope key -> start of the window in which that scope is already over its limit. */
   private readonly blocked = new Map<string, number>();
   private blockedWindowStart = Number.NEGATIVE_INFINITY;
-  private down = false;
+  /** When the last fail-open warning was logged; never reset by a recovery (C-54). */
   private lastWarnMs = Number.NEGATIVE_INFINITY;
+  /** When the last "available again" line was logged. */
+  private lastRecoveryMs = Number.NEGATIVE_INFINITY;
+  /** A warning was logged and no "available again" line since. */
+  private recoveryUnannounced = false;
+  /** Fail-open decisions since the last "available again" line (shown on that line). */
+  private failedOpen = 0;
 
   constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'>) {}
 
@@ -71,7 +82,7 @@ export class RateLimiter {
       this.counterFailed(key, reason, nowMs);
       return failOpen(limit, window, nowMs);
     }
-    this.counterAnswered();
+    if (this.recoveryUnannounced) this.counterAnswered(nowMs);
     const decision = decide(outcome.value, limit, window, nowMs);
     if (!decision.allowed) {
       this.forgetEndedWindows(window.startMs);
@@ -104,18 +115,27 @@ export class RateLimiter {
     this.blockedWindowStart = currentStartMs;
   }
 
+  /** At most one warning per 10 s, whether the counter stayed down or recovered in between (C-54). */
   private counterFailed(scope: string, reason: string, nowMs: number): void {
-    this.down = true;
+    this.failedOpen++;
     if (nowMs - this.lastWarnMs < FAIL_OPEN_WARN_INTERVAL_MS) return;
     this.lastWarnMs = nowMs;
+    this.recoveryUnannounced = true;
     this.deps.logger.warn({ scope, reason }, 'Rate counter unavailable; failing open, rate limits are not enforced');
   }
 
-  private counterAnswered(): void {
-    if (!this.down) return;
-    this.down = false;
-    this.lastWarnMs = Number.NEGATIVE_INFINITY;
-    this.deps.logger.info({}, 'Rate counter available again; rate limits enforced');
+  /**
+   * Called on an answer while a warning is unannounced: one info line, at most once per 10 s. An
+   * answer too soon after the previous info line leaves it to a later answer, so the log still
+   * ends with the recovery once the counter stays up.
+   */
+  private counterAnswered(nowMs: number): void {
+    if (nowMs - this.lastRecoveryMs < FAIL_OPEN_WARN_INTERVAL_MS) return;
+    this.lastRecoveryMs = nowMs;
+    this.recoveryUnannounced = false;
+    const failedOpen = this.failedOpen;
+    this.failedOpen = 0;
+    this.deps.logger.info({ failedOpen }, 'Rate counter available again; rate limits enforced');
   }
 }
 
