@@ -9,8 +9,11 @@
  * - RATE_LIMIT_EXCEEDED: RFC 7807 `application/problem+json` (spec §7, C-51) and `Retry-After`;
  * - anything that is not a DomainError or an HttpError: 500 INTERNAL_ERROR whose message names only
  *   the request id (C-15); the caller logs the stack.
+ * Domain errors are recognised by isDomainError (their cross-copy brand) and their `code`, never by
+ * `instanceof`: a store or core built against another copy of @cos/core throws errors that are no
+ * instances of this copy's classes, and they must still get their 4xx/503, not a 500.
  */
-import { isDomainError, RateLimitedError, type DomainErrorCode, type ErrorDetail, type RateDecision } from '@cos/core';
+import { isDomainError, isDomainErrorWithCode, type DomainErrorCode, type ErrorDetail, type RateDecision } from '@cos/core';
 
 /** Codes only the HTTP surface produces (C-9, C-10, and the 500 of the spec's code table). */
 export type HttpOnlyErrorCode = 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE' | 'INTERNAL_ERROR';
@@ -132,7 +135,7 @@ function standardBody(code: HttpErrorCode, message: string, details: readonly Er
 
 /** Maps any thrown value to the response the client gets. */
 export function renderError(err: unknown, rc: RenderContext): RenderedError {
-  if (err instanceof RateLimitedError) {
+  if (isDomainErrorWithCode(err, 'RATE_LIMIT_EXCEEDED')) {
     const mapping = ERROR_TABLE.RATE_LIMIT_EXCEEDED;
     const retryAfter = err.decision.retryAfterSeconds;
     const body: ProblemBody = {

@@ -1,7 +1,9 @@
 /**
  * Turning any failure into the one line an operator sees on stderr. Domain errors carry the
  * contract's codes and details; the field names of those details are shown as the CLI's own
- * option and argument names.
+ * option and argument names. Domain errors are recognised by isDomainError (their cross-copy brand)
+ * and their `code`, never by `instanceof`, so a store built against another copy of @cos/core still
+ * gets its proper message.
  */
 import { isDomainError } from '@cos/core';
 import { ConfigError } from './config.js';

@@ -4,6 +4,9 @@ import { expect } from 'chai';
 import {
   ConflictError,
   decide,
+  DOMAIN_ERROR_BRAND,
+  DOMAIN_ERROR_CODES,
+  isDomainErrorWithCode,
   decodeCursor,
   digestKey,
   digestsEqual,
@@ -357,5 +360,38 @@ describe('domain: the error family', () => {
     expect(isDomainError(new Error('plain'))).to.equal(false);
     const cause = new Error('connection refused');
     expect((new UnavailableError(undefined, { cause }) as { cause?: unknown }).cause).to.equal(cause);
+  });
+
+  it('spec §7: every error carries the brand Symbol.for("cos.DomainError"), which isDomainError checks instead of instanceof', () => {
+    const decision = decide(61, 60, windowAt(0), 30_000);
+    const errors = [
+      new ValidationError([{ field: 'name', issue: 'field required' }]),
+      new UnauthorizedError(),
+      new ForbiddenError(),
+      new NotFoundError(),
+      new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]),
+      new RateLimitedError(decision),
+      new UnavailableError(),
+    ];
+    expect(DOMAIN_ERROR_BRAND).to.equal(Symbol.for('cos.DomainError'));
+    expect(errors.map((e) => e.code)).to.deep.equal([...DOMAIN_ERROR_CODES]);
+    for (const e of errors) {
+      expect((e as unknown as Record<symbol, unknown>)[Symbol.for('cos.DomainError')]).to.equal(true);
+      expect(isDomainErrorWithCode(e, e.code)).to.equal(true);
+      expect(isDomainErrorWithCode(e, e.code === 'CONFLICT' ? 'NOT_FOUND' : 'CONFLICT')).to.equal(false);
+    }
+    // structurally, from any module instance: the brand, a known code, a message, {field, issue} details
+    const foreign = (code: string, extra: Record<string, unknown> = {}) =>
+      Object.assign(new Error('m'), { [Symbol.for('cos.DomainError')]: true, code, details: [], ...extra });
+    expect(isDomainError(foreign('CONFLICT'))).to.equal(true);
+    expect(isDomainErrorWithCode(foreign('RATE_LIMIT_EXCEEDED', { decision }), 'RATE_LIMIT_EXCEEDED')).to.equal(true);
+    expect(isDomainError(foreign('RATE_LIMIT_EXCEEDED'))).to.equal(false); // a 429 needs its decision
+    expect(isDomainError(foreign('RATE_LIMIT_EXCEEDED', { decision: { ...decision, limit: '60' } }))).to.equal(false);
+    expect(isDomainError(foreign('TEAPOT'))).to.equal(false);
+    expect(isDomainError(foreign('CONFLICT', { details: 'slug' }))).to.equal(false);
+    expect(isDomainError(foreign('CONFLICT', { details: [{ field: 'slug' }] }))).to.equal(false);
+    expect(isDomainError(Object.assign(new Error('m'), { code: 'CONFLICT', details: [] }))).to.equal(false); // no brand
+    expect(isDomainError(foreign('CONFLICT', { [Symbol.for('cos.DomainError')]: 'yes' }))).to.equal(false);
+    for (const v of [null, undefined, 'CONFLICT', 42, {}]) expect(isDomainError(v)).to.equal(false);
   });
 });

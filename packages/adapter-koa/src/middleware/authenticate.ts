@@ -4,7 +4,7 @@
  * is over its limit the answer is 429 instead of 401 (RateLimiter.enforce throws it).
  */
 import type Koa from 'koa';
-import { UnauthorizedError, type Core, type KeyPrincipal } from '@cos/core';
+import { isDomainErrorWithCode, type Core, type KeyPrincipal } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 import type { SourceAddress } from './source-address.js';
 
@@ -17,7 +17,8 @@ export function authenticateStep(core: Core, sourceAddress: SourceAddress): Auth
       state.principal = principal;
       return principal;
     } catch (err) {
-      if (err instanceof UnauthorizedError) {
+      // by code, not instanceof: the Core may come from another copy of @cos/core
+      if (isDomainErrorWithCode(err, 'UNAUTHORIZED')) {
         state.decision = await core.rateLimiter.enforce({ kind: 'source', address: sourceAddress(ctx) });
       }
       throw err;

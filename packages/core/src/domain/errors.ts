@@ -2,6 +2,11 @@
  * The closed family of domain errors. Each carries one of the contract's codes; the HTTP adapter
  * maps code -> status and body in one table (adapter-koa/src/errors.ts), the CLI maps them to a
  * one-line message and a non-zero exit.
+ *
+ * Recognise them with isDomainError / isDomainErrorWithCode, not `instanceof`: when two copies of
+ * @cos/core are loaded (two versions in an embedder's node_modules, a mixed CJS/ESM or tsx graph),
+ * an error thrown by code built against one copy is no `instanceof` the other copy's classes. Every
+ * instance carries the registry-wide brand Symbol.for('cos.DomainError'), which both copies see.
  */
 import type { RateDecision } from './rate-window.js';
 
@@ -14,6 +19,26 @@ export type DomainErrorCode =
   | 'RATE_LIMIT_EXCEEDED'
   | 'SERVICE_UNAVAILABLE';
 
+/** Every DomainErrorCode (the Record makes the compiler insist on all of them). */
+const CODE_TABLE: Readonly<Record<DomainErrorCode, true>> = {
+  VALIDATION_ERROR: true,
+  UNAUTHORIZED: true,
+  FORBIDDEN: true,
+  NOT_FOUND: true,
+  CONFLICT: true,
+  RATE_LIMIT_EXCEEDED: true,
+  SERVICE_UNAVAILABLE: true,
+};
+/** Every DomainErrorCode, for checking a code that arrives from another copy of @cos/core. */
+export const DOMAIN_ERROR_CODES: readonly DomainErrorCode[] = Object.freeze(Object.keys(CODE_TABLE) as DomainErrorCode[]);
+const KNOWN_CODES: ReadonlySet<string> = new Set(DOMAIN_ERROR_CODES);
+
+/**
+ * The brand every DomainError carries (value `true`). `Symbol.for` gives the same symbol in every
+ * module instance of the process, so the brand survives duplicated copies of this package.
+ */
+export const DOMAIN_ERROR_BRAND: unique symbol = Symbol.for('cos.DomainError');
+
 /** One invalid field: `{field, issue}` as in the spec's standard error `details`. */
 export interface ErrorDetail {
   readonly field: string;
@@ -21,6 +46,8 @@ export interface ErrorDetail {
 }
 
 export abstract class DomainError extends Error {
+  /** The cross-copy brand (see isDomainError). */
+  readonly [DOMAIN_ERROR_BRAND] = true as const;
   abstract readonly code: DomainErrorCode;
   readonly details: readonly ErrorDetail[];
 
@@ -93,6 +120,49 @@ export class UnavailableError extends DomainError {
   }
 }
 
+/** Each code and the error that carries it. */
+export interface DomainErrorByCode {
+  VALIDATION_ERROR: ValidationError;
+  UNAUTHORIZED: UnauthorizedError;
+  FORBIDDEN: ForbiddenError;
+  NOT_FOUND: NotFoundError;
+  CONFLICT: ConflictError;
+  RATE_LIMIT_EXCEEDED: RateLimitedError;
+  SERVICE_UNAVAILABLE: UnavailableError;
+}
+
+function isRateDecision(d: unknown): d is RateDecision {
+  if (typeof d !== 'object' || d === null) return false;
+  const r = d as Record<string, unknown>;
+  return (
+    typeof r['allowed'] === 'boolean' &&
+    typeof r['degraded'] === 'boolean' &&
+    ['limit', 'remaining', 'resetEpochSeconds', 'retryAfterSeconds'].every((k) => typeof r[k] === 'number' && Number.isFinite(r[k]))
+  );
+}
+
+function isErrorDetail(d: unknown): d is ErrorDetail {
+  return typeof d === 'object' && d !== null && typeof (d as ErrorDetail).field === 'string' && typeof (d as ErrorDetail).issue === 'string';
+}
+
+/**
+ * True for an error of the family, from this copy of @cos/core or from any other: it carries the
+ * brand, one of the contract's codes, a string message and `{field, issue}` details, and a
+ * RATE_LIMIT_EXCEEDED carries its decision (read structurally). Never `instanceof`.
+ */
 export function isDomainError(e: unknown): e is DomainError {
-  return e instanceof DomainError;
+  if (typeof e !== 'object' || e === null) return false;
+  const candidate = e as Partial<Record<typeof DOMAIN_ERROR_BRAND, unknown>> & Record<string, unknown>;
+  if (candidate[DOMAIN_ERROR_BRAND] !== true) return false;
+  const code = candidate['code'];
+  if (typeof code !== 'string' || !KNOWN_CODES.has(code)) return false;
+  if (typeof candidate['message'] !== 'string') return false;
+  const details = candidate['details'];
+  if (!Array.isArray(details) || !details.every(isErrorDetail)) return false;
+  return code !== 'RATE_LIMIT_EXCEEDED' || isRateDecision(candidate['decision']);
+}
+
+/** isDomainError with that code, typed as the error that carries it (e.g. UNAUTHORIZED -> UnauthorizedError). */
+export function isDomainErrorWithCode<C extends DomainErrorCode>(e: unknown, code: C): e is DomainErrorByCode[C] {
+  return isDomainError(e) && e.code === code;
 }

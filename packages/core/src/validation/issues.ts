@@ -3,7 +3,7 @@
  * field, every failing field at once, fixed texts for unknown and missing fields.
  */
 import type { z } from 'zod';
-import { ValidationError, type ErrorDetail } from '../domain/errors.js';
+import { isDomainErrorWithCode, ValidationError, type ErrorDetail } from '../domain/errors.js';
 
 export const ISSUE_EXTRA_FIELD = 'extra fields not permitted';
 export const ISSUE_FIELD_REQUIRED = 'field required';
@@ -68,7 +68,7 @@ export function checkThrowing<T>(step: () => T): Checked<T> {
   try {
     return valid(step());
   } catch (e) {
-    if (e instanceof ValidationError) return invalid(e.details);
+    if (isDomainErrorWithCode(e, 'VALIDATION_ERROR')) return invalid(e.details);
     throw e;
   }
 }
