@@ -10,7 +10,7 @@ import {
   apiKeyView,
   auditEntryView,
   createCore,
-  DomainError,
+  isDomainError,
   InProcessRateCounter,
   listView,
   memberView,
@@ -46,7 +46,7 @@ async function codeOf(call: () => Promise<unknown>): Promise<string> {
     await call();
     return 'none';
   } catch (err) {
-    if (err instanceof DomainError) return err.code;
+    if (isDomainError(err)) return err.code;
     throw err;
   }
 }
