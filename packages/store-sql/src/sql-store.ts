@@ -4,6 +4,7 @@ import type { HealthProbe, Logger, Stores, UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
 import { ErrorTranslator } from './errors.js';
+import { deadlinePgClient } from './pg-client.js';
 import { CachingSqliteClient } from './sqlite-client.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
 import { createStores } from './stores/index.js';
@@ -14,7 +15,12 @@ export interface SqlStoreConfig {
   readonly databaseUrl: string;
   /** Postgres pool size (default 10). SQLite always uses one connection. */
   readonly poolMax?: number;
-  /** Bound on one statement, a connection attempt and a pool wait, in ms (default 2000, C-17). */
+  /**
+   * The store's answer budget in ms (default 2000, C-17). Postgres: every store call and every unit
+   * of work settles within it (pool wait + connection attempt + statements, enforced client-side
+   * even when the network is blackholed), and the server's statement_timeout. SQLite: the busy
+   * timeout and the pool wait.
+   */
   readonly statementTimeoutMs?: number;
   /** Postgres only: the schema to use (knex searchPath), e.g. a per-test-run schema. Default: the server's search_path. */
   readonly schema?: string;
@@ -111,13 +117,18 @@ function postgresKnexConfig(
       ? {}
       : {
           connectionTimeoutMillis: options.timeoutMs,
+          // Server-side: the backend gives up on a statement (lock waits) and frees its locks.
           statement_timeout: options.timeoutMs,
-          // Client-side bound for a server that stops answering mid-query (network partition).
-          query_timeout: options.timeoutMs + 1000,
+          // Client-side bound for a server that stops answering (network partition). The client
+          // class below narrows it per statement to what is left of the operation's deadline; this
+          // connection-level value covers knex's own statements while a connection is set up.
+          query_timeout: options.timeoutMs,
           idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
         };
   return {
-    client: 'pg',
+    // One deadline per store call and per unit of work, covering the pool wait and every statement;
+    // a connection whose statement timed out is evicted, never waited on (C-17). See pg-client.ts.
+    client: options.timeoutMs === null ? 'pg' : deadlinePgClient(options.timeoutMs),
     log: knexLog(options.logger),
     connection: {
       connectionString: parsed.connectionString,
@@ -127,6 +138,7 @@ function postgresKnexConfig(
     } as Knex.PgConnectionConfig,
     ...(options.schema !== undefined ? { searchPath: [options.schema] } : {}),
     pool: { min: 0, max: options.poolMax, idleTimeoutMillis: 30_000 },
+    // The pool wait is part of the operation's budget (the deadline starts before it).
     acquireConnectionTimeout: options.timeoutMs ?? 60_000,
   };
 }

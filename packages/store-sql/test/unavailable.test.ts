@@ -114,6 +114,19 @@ describe('C-17: store unavailable', () => {
   });
 });
 
+/** Waits until no backend waits for a lock held by `pid` (the server gave the blocked statements up). */
+async function untilNothingWaitsOn(store: SqlStore, pid: number, withinMs = 5000): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const { rows } = (await store.knex.raw('SELECT count(*)::int AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [pid])) as {
+      rows: Array<{ n: number }>;
+    };
+    if (rows[0]!.n === 0) return;
+    if (performance.now() - started > withinMs) throw new Error(`statements still wait for backend ${pid} after ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 withPostgres('C-17: Postgres stops answering', (url, target) => {
   it('C-17: sessions run with a 2 s statement timeout by default (and a bound on idle transactions)', async () => {
     const store = await target.open();
@@ -136,6 +149,7 @@ withPostgres('C-17: Postgres stops answering', (url, target) => {
       await store.stores.organisations.create(org);
       const trx = await blocker.transaction();
       await trx.raw('SELECT id FROM organisations WHERE id = ? FOR UPDATE', [org.id]);
+      const blockerPid = ((await trx.raw('SELECT pg_backend_pid() AS pid')) as { rows: Array<{ pid: number }> }).rows[0]!.pid;
       const key = issuedKey(org.id).key;
       await rejectsUnavailableWithin(
         'unitOfWork.run',
@@ -147,6 +161,12 @@ withPostgres('C-17: Postgres stops answering', (url, target) => {
         2000,
       );
       await rejectsUnavailableWithin('organisations.update', () => store.stores.organisations.update(org.id, { name: 'x', updatedAt: org.updatedAt }), 2000);
+      // The store answers at its client-side deadline (counted from the pool wait) and closes those
+      // sessions; Postgres gives the abandoned statements up by its own statement_timeout (the same
+      // budget, counted from their arrival) a moment later. The lock is released only then: released
+      // inside that window, an autocommit statement already answered 503 could still apply (a unit of
+      // work cannot: its session is closed before any COMMIT is sent).
+      await untilNothingWaitsOn(store, blockerPid);
       await trx.rollback();
       expect(await store.stores.apiKeys.findById(org.id, key.id), 'nothing half-written').to.equal(null);
       expect((await store.stores.organisations.findById(org.id))?.name).to.equal(org.name);
