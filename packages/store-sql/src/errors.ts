@@ -6,7 +6,7 @@
  * Domain errors pass through untouched. A ConflictError never carries the driver error as its cause:
  * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
  */
-import { ConflictError, DomainError, NotFoundError, UnavailableError } from '@cos/core';
+import { ConflictError, isDomainError, NotFoundError, UnavailableError } from '@cos/core';
 import type { ErrorDetail, Logger } from '@cos/core';
 
 const NETWORK_CODES = new Set([
@@ -128,7 +128,7 @@ export class ErrorTranslator {
   constructor(private readonly logger: Logger | undefined) {}
 
   translate(e: unknown): unknown {
-    if (e instanceof DomainError) return e;
+    if (isDomainError(e)) return e;
     const err = asDriverError(e);
     const unique = uniqueTarget(err);
     if (unique !== null) return conflictFor(unique);
