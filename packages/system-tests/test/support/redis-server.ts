@@ -2,7 +2,7 @@
  * A throw-away redis-server the test spawns on a free port and may kill (SIGKILL: a crash, not a
  * shutdown) and start again on the same port.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
 import { freePort, sleep } from './free-port.js';
 
@@ -22,6 +22,12 @@ function ping(port: number): Promise<boolean> {
       if (answer.includes('\r\n')) done(answer.startsWith('+PONG'));
     });
   });
+}
+
+/** True when redis-server can be run here (tests that spawn one skip without it, except under CI=true). */
+export function redisServerAvailable(): boolean {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  return probe.status === 0 && /Redis server/i.test(probe.stdout);
 }
 
 export class RedisServer {
