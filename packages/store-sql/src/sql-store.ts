@@ -5,7 +5,7 @@ import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
 import { ErrorTranslator } from './errors.js';
 import { deadlinePgClient } from './pg-client.js';
-import { CachingSqliteClient } from './sqlite-client.js';
+import { cachingSqliteClient } from './sqlite-client.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
 import { createStores } from './stores/index.js';
 import { SqlUnitOfWork } from './unit-of-work.js';
@@ -19,7 +19,8 @@ export interface SqlStoreConfig {
    * The store's answer budget in ms (default 2000, C-17). Postgres: every store call and every unit
    * of work settles within it (pool wait + connection attempt + statements, enforced client-side
    * even when the network is blackholed), and the server's statement_timeout. SQLite: the busy
-   * timeout and the pool wait.
+   * timeout of a single statement, and for a unit of work the pool wait plus the wait for the write
+   * lock (BEGIN IMMEDIATE) together.
    */
   readonly statementTimeoutMs?: number;
   /** Postgres only: the schema to use (knex searchPath), e.g. a per-test-run schema. Default: the server's search_path. */
@@ -74,7 +75,9 @@ function sqliteKnexConfig(
   logger: Logger | undefined,
 ): Knex.Config {
   return {
-    client: CachingSqliteClient,
+    // Prepared-statement cache, and units of work that start with BEGIN IMMEDIATE and wait for
+    // another connection's write lock on timers, within the budget (see sqlite-client.ts).
+    client: cachingSqliteClient({ budgetMs: timeoutMs }),
     log: knexLog(logger),
     useNullAsDefault: true,
     // A provider knex calls on first connect (lazy): create the file's directory when missing. The
@@ -87,8 +90,8 @@ function sqliteKnexConfig(
       { filename: parsed.filename },
     ),
     // One connection: better-sqlite3 is synchronous, so more connections in one process add no
-    // parallelism, only SQLITE_BUSY between deferred transactions. For ':memory:' it is also the
-    // database itself, so it must never be reaped.
+    // parallelism, only waits for the write lock. For ':memory:' it is also the database itself, so
+    // it must never be reaped.
     pool: {
       min: 1,
       max: 1,
