@@ -133,7 +133,9 @@ describe('adapter-koa: errors', () => {
       const w = await createWorld({ store });
       try {
         store.failWith(() => new RangeError('Invalid time value'), ['organisations.findById']);
-        const res = await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key });
+        // A platform key reading another organisation: that record is read from the store (a key's
+        // own organisation comes with its authentication, so it would not reach findById).
+        const res = await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.platform.key });
         expect(res.status).to.equal(500);
         expect(res.body.error).to.equal('INTERNAL_ERROR');
         expect(res.headers.get('x-ratelimit-remaining')).to.equal('59');

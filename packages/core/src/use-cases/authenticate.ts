@@ -1,6 +1,7 @@
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
+import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
 import type { CoreDeps } from './deps.js';
 
 const SCHEME = 'bearer';
@@ -37,12 +38,15 @@ export class Authenticator {
     if (credential === null || !digestsEqual(credential.key.digest, digest)) throw new UnauthorizedError();
     const { key, organisation } = credential;
     if (keyStatus(key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
-    return {
+    const principal: KeyPrincipal = {
       kind: 'api_key',
       keyId: key.id,
       keyPrefix: key.keyPrefix,
       organisationId: key.organisationId,
       isPlatform: organisation.isSystem,
     };
+    // The same request's GET of its own organisation reuses this read (authenticated-organisation.ts).
+    if (organisation.id === key.organisationId) rememberAuthenticatedOrganisation(principal, organisation);
+    return principal;
   }
 }

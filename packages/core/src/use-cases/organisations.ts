@@ -14,6 +14,7 @@ import {
 } from '../validation/organisation.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
+import { organisationsWritten, takeAuthenticatedOrganisation } from './authenticated-organisation.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
@@ -84,7 +85,8 @@ export class Organisations {
   async get(principal: Principal, orgId: string): Promise<Organisation> {
     authorise(principal, 'organisations.get', orgId);
     const [id] = all(checkUuid(orgId, 'org_id'));
-    return this.find(id);
+    // The caller's own organisation, read with its key in this request: no second store read.
+    return takeAuthenticatedOrganisation(principal, id) ?? this.find(id);
   }
 
   /** PUT: body {name} required, strict (C-12, C-14); audit organisation_updated. */
@@ -115,6 +117,15 @@ export class Organisations {
    */
   private async apply(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
     if (Object.keys(requested).length === 0) return this.find(id);
+    try {
+      return await this.write(principal, id, requested);
+    } finally {
+      // Once more after the commit: a key authenticated while the write was under way re-reads too.
+      organisationsWritten();
+    }
+  }
+
+  private write(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
     return this.deps.unitOfWork.run(async (stores) => {
       const current = await stores.organisations.findById(id);
       if (current === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
@@ -125,6 +136,7 @@ export class Organisations {
       }
       if (Object.keys(changes).length === 0) return current;
       const now = this.deps.clock.now();
+      organisationsWritten();
       const updated = await stores.organisations.update(id, { ...changes, updatedAt: now });
       if (updated === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
       await stores.audit.append(auditEntry(this.deps.random, 'organisation_updated', now, actorOf(principal), id));
