@@ -21,7 +21,8 @@ export class InProcessRateCounter implements RateCounter {
 
   constructor(private readonly clock: Clock = systemClock) {}
 
-  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
+  /** Answers synchronously: the core then needs no timer and no promise for it. */
+  hit(scope: string, windowStartMs: number, ttlMs: number): number {
     const nowMs = this.clock.now().getTime();
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
     const key = `${windowStartMs}:${scope}`;
@@ -31,7 +32,7 @@ export class InProcessRateCounter implements RateCounter {
       this.slots.set(key, slot);
     }
     slot.count += 1;
-    return Promise.resolve(slot.count);
+    return slot.count;
   }
 
   /** Number of live counters (for tests and diagnostics). */

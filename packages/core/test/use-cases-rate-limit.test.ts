@@ -26,7 +26,7 @@ class SwitchableCounter implements RateCounter {
     this.hits.push({ scope, windowStartMs, ttlMs });
     switch (this.mode) {
       case 'up':
-        return this.inner.hit(scope, windowStartMs, ttlMs);
+        return Promise.resolve(this.inner.hit(scope, windowStartMs, ttlMs));
       case 'failing':
         return Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6379'));
       case 'hanging':

@@ -1,7 +1,7 @@
 import { RateLimitedError } from '../domain/errors.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision } from '../domain/rate-window.js';
 import type { CoreDeps } from './deps.js';
-import { withTimeout } from './timeout.js';
+import { withTimeout, type Bounded } from './timeout.js';
 
 /** What is counted (C-50): an organisation, the global unauthenticated counter, or a source address (401s). */
 export type RateScope =
@@ -67,10 +67,7 @@ export class RateLimiter {
     this.forgetEndedWindows(window.startMs);
     if (this.blocked.get(key) === window.startMs) return decide(limit + 1, limit, window, startNow);
 
-    const outcome = await withTimeout(
-      () => this.deps.counter.hit(key, window.startMs, COUNTER_TTL_MS),
-      this.deps.config.rateCounterTimeoutMs,
-    );
+    const outcome = await this.count(key, window.startMs);
     const nowMs = this.deps.clock.now().getTime();
     if (outcome.kind !== 'value' || !Number.isFinite(outcome.value)) {
       const reason =
@@ -106,6 +103,22 @@ export class RateLimiter {
     const nowMs = this.deps.clock.now().getTime();
     const limit = this.limitFor(scope);
     return decide(0, limit, windowAt(nowMs), nowMs);
+  }
+
+  /**
+   * One hit through the port. A synchronous answer (in-process counter) is used as it is; only a
+   * promise is raced against rateCounterTimeoutMs (no timer, no extra promises per request otherwise).
+   */
+  private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
+    let answer: number | Promise<number>;
+    try {
+      answer = this.deps.counter.hit(key, windowStartMs, COUNTER_TTL_MS);
+    } catch (error) {
+      return { kind: 'error', error };
+    }
+    if (typeof answer !== 'object' || answer === null) return { kind: 'value', value: answer };
+    const pending = answer;
+    return withTimeout(() => pending, this.deps.config.rateCounterTimeoutMs);
   }
 
   /** Blocked scopes are remembered only for their own window. */

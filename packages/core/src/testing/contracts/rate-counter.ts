@@ -27,6 +27,7 @@ export function describeRateCounter(name: string, factory: () => Promise<Counter
       await harness.close();
     });
 
+    // hit() answers a number (in-process) or a promise of one (Redis): `await` and Promise.all take both.
     const hit = (s: string, w: number = window, ttl: number = TTL) => harness.counter.hit(s, w, ttl);
 
     it('C-50: the first hit of a window returns 1', async () => {
