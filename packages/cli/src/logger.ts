@@ -39,6 +39,8 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
     info: (fields, message) => p.info(fields, message),
     warn: (fields, message) => p.warn(fields, message),
     error: (fields, message) => p.error(fields, message),
+    // pino's own check: follows later level changes on `pino` too.
+    isLevelEnabled: (level) => p.isLevelEnabled(level),
     flush: () => {
       try {
         destination.flushSync();

@@ -27,8 +27,12 @@ function describeFailure(failure: unknown, withStack: boolean): Record<string, u
 }
 
 export function createRequestLogger(logger: Logger): RequestLogger {
+  // Port method optional: absent means every level is logged.
+  const enabled = (level: 'info' | 'warn' | 'error'): boolean => logger.isLevelEnabled?.(level) ?? true;
   return (ctx, state) => {
     const status = ctx.status;
+    // Nothing to build (no redaction, no field object) for a line the logger would drop.
+    if (!enabled(status === 500 ? 'error' : status >= 500 ? 'warn' : 'info')) return;
     const fields: Record<string, unknown> = {
       // A caller-chosen request id is echoed to the caller (C-15) but may carry a key: redact it here.
       request_id: redact(state.requestId),

@@ -2,7 +2,7 @@ export type { ApiKeyStore, Credential } from './api-key-store.js';
 export type { AuditFilter, AuditLog } from './audit-log.js';
 export type { Clock } from './clock.js';
 export type { HealthProbe } from './health-probe.js';
-export type { Logger } from './logger.js';
+export type { Logger, LogLevel } from './logger.js';
 export type { MemberStore } from './member-store.js';
 export type { OrganisationChanges, OrganisationStore } from './organisation-store.js';
 export type { KeysetPosition, PageRequest } from './pagination.js';

@@ -4,4 +4,11 @@ export interface Logger {
   info(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
   error(fields: Record<string, unknown>, message: string): void;
+  /**
+   * Optional: false when lines at `level` are dropped, so a caller can skip building their fields
+   * (the per-request access line). A logger without it is treated as logging every level.
+   */
+  isLevelEnabled?(level: LogLevel): boolean;
 }
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
