@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
+import type { SqliteReadConnection } from './sqlite-reader.js';
 
 /** What every store needs: the connection (knex or a transaction), the dialect and the error translator. */
 export interface StoreContext {
@@ -9,6 +10,11 @@ export interface StoreContext {
   /** True when `db` is a transaction opened by the unit of work. */
   readonly inTransaction: boolean;
   readonly errors: ErrorTranslator;
+  /**
+   * SQLite files only, never inside a unit of work: the read-only connection that serves the hot
+   * single-statement reads (sqlite-reader.ts). Absent on ':memory:', Postgres and a host's knex.
+   */
+  readonly reader?: SqliteReadConnection;
 }
 
 type Row = Record<string, unknown>;

@@ -6,6 +6,7 @@ import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './dat
 import { ErrorTranslator } from './errors.js';
 import { deadlinePgClient } from './pg-client.js';
 import { cachingSqliteClient } from './sqlite-client.js';
+import { SqliteReadConnection } from './sqlite-reader.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
 import { createStores } from './stores/index.js';
 import { SqlUnitOfWork } from './unit-of-work.js';
@@ -160,12 +161,15 @@ interface StoreParts {
   readonly destroyOnClose: boolean;
   /** Knex used for migrations (Postgres from a URL: one without statement timeouts). */
   readonly migrationKnex?: () => Knex;
+  /** SQLite files from a URL: the read-only connection of the hot reads (sqlite-reader.ts). */
+  readonly reader?: SqliteReadConnection;
 }
 
 function buildStore(parts: StoreParts): SqlStore {
   const { knex, dialect } = parts;
   const errors = new ErrorTranslator(parts.logger);
-  const stores = createStores({ db: knex, dialect, inTransaction: false, errors });
+  const { reader } = parts;
+  const stores = createStores({ db: knex, dialect, inTransaction: false, errors, ...(reader !== undefined ? { reader } : {}) });
   const unitOfWork = new SqlUnitOfWork(knex, dialect, errors);
   const health: HealthProbe = {
     async ping() {
@@ -203,6 +207,8 @@ function buildStore(parts: StoreParts): SqlStore {
       }
     },
     close(): Promise<void> {
+      // The reader first: the pool's connection, closing last, checkpoints the WAL.
+      reader?.close();
       closing ??= parts.destroyOnClose ? knex.destroy() : Promise.resolve();
       return closing;
     },
@@ -220,6 +226,8 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
       dialect: 'sqlite',
       logger: config.logger,
       destroyOnClose: true,
+      // A file only: ':memory:' is a database per connection, so a second connection would see another one.
+      ...(parsed.memory ? {} : { reader: new SqliteReadConnection(parsed.filename, Math.max(0, Math.floor(timeoutMs))) }),
     });
   }
   const poolMax = config.poolMax ?? DEFAULT_POOL_MAX;

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { ConflictError, createCore, InProcessRateCounter, OPERATOR, UnavailableError } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
+import { issuedKey } from './support/fixtures.js';
 import { churn, type ChurnResult } from './support/key-churn.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -153,6 +154,25 @@ describe('SQLite: several processes on one file', function () {
       await expectEachWriteOnceWithItsAudit(a, organisationId, [...ra.issued, ...rb.issued]);
     } finally {
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("C-36: a key revoked by another process is found revoked by this process's very next findCredential (the read-only connection sees the commit at once)", async () => {
+    const { file, url, organisationId } = await freshFile();
+    const { key } = issuedKey(organisationId);
+    const store = createSqlStore({ databaseUrl: url });
+    try {
+      await store.stores.apiKeys.insert(key);
+      // Twice: the first read goes through the pool and opens the read connection, the second is served by it.
+      for (let i = 0; i < 2; i += 1) expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt).to.equal(null);
+      const other = child(['revoke', file, organisationId, key.id]);
+      expect((await other.next('revoked'))['revoked']).to.equal(true);
+      const found = await store.stores.apiKeys.findCredential(key.digest);
+      expect(found?.key.id).to.equal(key.id);
+      expect(found?.key.revokedAt, 'revoked on the very next lookup').to.be.an.instanceOf(Date);
+      expect(await other.exited).to.equal(0);
+    } finally {
+      await store.close();
     }
   });
 

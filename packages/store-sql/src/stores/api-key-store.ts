@@ -16,6 +16,22 @@ function keyFromRow(row: Record<string, unknown>): ApiKey {
   };
 }
 
+function credentialFromRow(row: Record<string, unknown> | undefined): Credential | null {
+  if (row === undefined) return null;
+  return {
+    key: keyFromRow(row),
+    organisation: {
+      id: String(row.organisation_id),
+      name: String(row.o_name),
+      slug: String(row.o_slug),
+      industrySection: row.o_industry_section === null || row.o_industry_section === undefined ? null : (String(row.o_industry_section) as Credential['organisation']['industrySection']),
+      isSystem: toBool(row.o_is_system),
+      createdAt: toDate(row.o_created_at),
+      updatedAt: toDate(row.o_updated_at),
+    },
+  };
+}
+
 const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
 /** The authentication hot path: one query on the unique digest index, joined to the organisation. */
@@ -64,23 +80,27 @@ export class SqlApiKeyStore implements ApiKeyStore {
     }
   }
 
-  async findCredential(digest: string): Promise<Credential | null> {
+  /**
+   * On a SQLite file outside a unit of work: synchronously on the read-only connection once it is
+   * open (sqlite-reader.ts); the first call, and every other store, goes through the pool.
+   */
+  findCredential(digest: string): Promise<Credential | null> {
+    const reader = this.ctx.reader;
+    if (reader?.ready === true) {
+      try {
+        return Promise.resolve(credentialFromRow(reader.get(CREDENTIAL, [digest])));
+      } catch (e) {
+        return Promise.reject(this.ctx.errors.translate(e));
+      }
+    }
+    return this.findCredentialThroughPool(digest);
+  }
+
+  private async findCredentialThroughPool(digest: string): Promise<Credential | null> {
     try {
       const rows = await query(this.ctx, CREDENTIAL, [digest]);
-      if (rows.length === 0) return null;
-      const row = rows[0]!;
-      return {
-        key: keyFromRow(row),
-        organisation: {
-          id: String(row.organisation_id),
-          name: String(row.o_name),
-          slug: String(row.o_slug),
-          industrySection: row.o_industry_section === null || row.o_industry_section === undefined ? null : (String(row.o_industry_section) as Credential['organisation']['industrySection']),
-          isSystem: toBool(row.o_is_system),
-          createdAt: toDate(row.o_created_at),
-          updatedAt: toDate(row.o_updated_at),
-        },
-      };
+      this.ctx.reader?.activate();
+      return credentialFromRow(rows[0]);
     } catch (e) {
       throw this.ctx.errors.translate(e);
     }

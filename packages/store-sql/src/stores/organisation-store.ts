@@ -32,9 +32,24 @@ export class SqlOrganisationStore implements OrganisationStore {
     }
   }
 
-  async findById(id: string): Promise<Organisation | null> {
+  /** On a SQLite file outside a unit of work: on the read-only connection once open (see SqlApiKeyStore.findCredential). */
+  findById(id: string): Promise<Organisation | null> {
+    const reader = this.ctx.reader;
+    if (reader?.ready === true) {
+      try {
+        const row = reader.get(BY_ID, [id]);
+        return Promise.resolve(row === undefined ? null : organisationFromRow(row));
+      } catch (e) {
+        return Promise.reject(this.ctx.errors.translate(e));
+      }
+    }
+    return this.findByIdThroughPool(id);
+  }
+
+  private async findByIdThroughPool(id: string): Promise<Organisation | null> {
     try {
       const rows = await query(this.ctx, BY_ID, [id]);
+      this.ctx.reader?.activate();
       return rows.length === 0 ? null : organisationFromRow(rows[0]!);
     } catch (e) {
       throw this.ctx.errors.translate(e);

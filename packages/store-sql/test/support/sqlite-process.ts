@@ -7,6 +7,7 @@
  *   churn <file> <organisationId> <count>  ready; waits for "go"; runs churn(); prints {result}
  *   hold <file> <organisationId> <ms>      ready; a unit of work inserts a key, prints {locked},
  *                                          keeps the write transaction open <ms>, commits, prints {committed}
+ *   revoke <file> <organisationId> <keyId> ready; revokes the key (a single statement), prints {revoked}
  */
 import { createInterface } from 'node:readline';
 import { createSqlStore } from '@cos/store-sql';
@@ -30,7 +31,7 @@ function nextLine(): Promise<string> {
 
 async function main(): Promise<void> {
   const [mode, file, organisationId, number] = process.argv.slice(2);
-  if (file === undefined || organisationId === undefined || number === undefined) throw new Error('usage: churn|hold <file> <organisationId> <n>');
+  if (file === undefined || organisationId === undefined || number === undefined) throw new Error('usage: churn|hold|revoke <file> <organisationId> <n>');
   const store = createSqlStore({ databaseUrl: `sqlite:${file}` });
   try {
     // Open the connection (and check the file is migrated) before saying ready.
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, Number(number)));
       });
       say({ committed: true, keyId: key.id });
+    } else if (mode === 'revoke') {
+      say({ revoked: await store.stores.apiKeys.revoke(organisationId, number, new Date()) });
     } else {
       throw new Error(`unknown mode ${String(mode)}`);
     }

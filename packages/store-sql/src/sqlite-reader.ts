@@ -1,0 +1,87 @@
+/**
+ * The read fast path of a SQLite *file* (createSqlStore with `sqlite:<path>`, never `:memory:`): a
+ * second, dedicated better-sqlite3 connection opened read-only, on which the hottest single-statement
+ * reads outside a unit of work (`apiKeys.findCredential`, `organisations.findById`) run synchronously,
+ * without knex's query building, the pool acquire and its promise hops.
+ *
+ * Why a connection of its own and not the pool's one: the pool's connection is also the one every
+ * unit of work's transaction runs on, and a read on it while a unit of work is open would see that
+ * transaction's uncommitted writes. This connection never writes and never holds a transaction, so
+ * each statement is its own read transaction on the latest committed snapshot: in WAL mode (which the
+ * pool sets on the file) it sees every write committed by any connection or process at once (C-36:
+ * a revoked key is rejected on the very next request), never an uncommitted one, and it does not wait
+ * for writers.
+ *
+ * It is opened lazily, only after a read through the pool has succeeded (so the file exists, is in
+ * WAL mode and is migrated), and statements are prepared on first use and kept. If opening fails the
+ * store stays on the pool path for good. close() closes it; it is never reopened afterwards.
+ */
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+
+interface ReadStatement {
+  get(...bindings: unknown[]): unknown;
+}
+interface ReadDatabase {
+  prepare(sql: string): ReadStatement;
+  pragma(source: string): unknown;
+  close(): void;
+}
+type DatabaseClass = new (filename: string, options: { readonly: boolean; fileMustExist: boolean; timeout: number }) => ReadDatabase;
+
+type State = 'idle' | 'open' | 'failed' | 'closed';
+
+export class SqliteReadConnection {
+  private state: State = 'idle';
+  private db: ReadDatabase | null = null;
+  private readonly statements = new Map<string, ReadStatement>();
+
+  constructor(
+    private readonly filename: string,
+    /** busy_timeout in ms, as on the pool's connection (only a WAL recovery or a non-WAL file makes a reader wait). */
+    private readonly busyTimeoutMs: number,
+  ) {}
+
+  /** True when reads may be served here (opened, not closed). */
+  get ready(): boolean {
+    return this.state === 'open';
+  }
+
+  /**
+   * Opens the connection after the pool has answered a read (file present, WAL, migrated). A failure
+   * leaves the store on the pool path; nothing is thrown.
+   */
+  activate(): void {
+    if (this.state !== 'idle') return;
+    try {
+      const Database = require('better-sqlite3') as DatabaseClass;
+      const db = new Database(this.filename, { readonly: true, fileMustExist: true, timeout: this.busyTimeoutMs });
+      this.db = db;
+      this.state = 'open';
+    } catch {
+      this.state = 'failed';
+    }
+  }
+
+  /**
+   * The first row of a SELECT (or undefined), synchronously. Throws the driver's error (to be
+   * translated by the caller, as on the pool path).
+   */
+  get(sql: string, bindings: readonly unknown[]): Record<string, unknown> | undefined {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.db!.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement.get(...bindings) as Record<string, unknown> | undefined;
+  }
+
+  close(): void {
+    const db = this.db;
+    this.state = 'closed';
+    this.db = null;
+    this.statements.clear();
+    db?.close();
+  }
+}
