@@ -9,7 +9,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ROOT, childEnv, printedKeys, tempDir } from './support/cli.js';
+import { ROOT, childEnv, jsonLines, printedKeys, tempDir } from './support/cli.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
@@ -63,17 +63,7 @@ describe('README quickstart from a fresh clone (issue 6)', function () {
       server.stderr?.on('data', (d: Buffer) => (out += d.toString()));
       const deadline = Date.now() + 200_000;
       while (Date.now() < deadline) {
-        const line = out
-          .split('\n')
-          .filter((l) => l.startsWith('{'))
-          .map((l) => {
-            try {
-              return JSON.parse(l) as Record<string, unknown>;
-            } catch {
-              return {};
-            }
-          })
-          .find((l) => typeof l['address'] === 'string' && typeof l['port'] === 'number');
+        const line = jsonLines(out).find((l) => typeof l['address'] === 'string' && typeof l['port'] === 'number');
         if (line !== undefined) {
           base = `${line['address'] as string}/v1`;
           break;

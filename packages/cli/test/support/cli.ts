@@ -128,17 +128,7 @@ export function startServe(args: readonly string[], env: Env, cwd: string): Serv
     for (const w of exitWaiters.splice(0)) w(exit);
     notify();
   });
-  const logLines = (): Record<string, unknown>[] =>
-    out
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => {
-        try {
-          return JSON.parse(l) as Record<string, unknown>;
-        } catch {
-          return {};
-        }
-      });
+  const logLines = (): Record<string, unknown>[] => jsonLines(out);
   return {
     child,
     stdout: () => out,
@@ -169,6 +159,20 @@ export function startServe(args: readonly string[], env: Env, cwd: string): Serv
       if (exit === undefined) child.kill('SIGKILL');
     },
   };
+}
+
+/** The JSON lines (pino's log) of a process's output; other lines are skipped. */
+export function jsonLines(text: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        return {};
+      }
+    });
 }
 
 /** The raw keys printed on stdout (bootstrap, key issue). */
