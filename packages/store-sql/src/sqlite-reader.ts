@@ -15,8 +15,15 @@
  * It is opened lazily, only after a read through the pool has succeeded (so the file exists, is in
  * WAL mode and is migrated), and statements are prepared on first use and kept. If opening fails the
  * store stays on the pool path for good. close() closes it; it is never reopened afterwards.
+ *
+ * `cached()` keeps results for as long as no transaction has committed to the file, from any
+ * connection of any process (wal-index.ts: one `pread` of the WAL-index header per call, where a
+ * statement costs a read transaction's locks). Any commit empties the cache before the next answer,
+ * so a cached read is exactly as fresh as a statement on this connection (C-36). Without a readable
+ * WAL index it reads through every time.
  */
 import { createRequire } from 'node:module';
+import { WalIndexWatch } from './wal-index.js';
 
 const require = createRequire(import.meta.url);
 
@@ -32,16 +39,26 @@ type DatabaseClass = new (filename: string, options: { readonly: boolean; fileMu
 
 type State = 'idle' | 'open' | 'failed' | 'closed';
 
+/** Most results `cached()` keeps; the oldest goes first. */
+export const READ_CACHE_MAX_ENTRIES = 5_000;
+
 export class SqliteReadConnection {
   private state: State = 'idle';
   private db: ReadDatabase | null = null;
   private readonly statements = new Map<string, ReadStatement>();
+  private readonly watch: WalIndexWatch;
+  private readonly results = new Map<string, unknown>();
+  /** The WAL-index header `results` were read under (valid when `resultsValid`). */
+  private readonly resultsAt = Buffer.alloc(48);
+  private resultsValid = false;
 
   constructor(
     private readonly filename: string,
     /** busy_timeout in ms, as on the pool's connection (only a WAL recovery or a non-WAL file makes a reader wait). */
     private readonly busyTimeoutMs: number,
-  ) {}
+  ) {
+    this.watch = new WalIndexWatch(filename);
+  }
 
   /** True when reads may be served here (opened, not closed). */
   get ready(): boolean {
@@ -59,6 +76,7 @@ export class SqliteReadConnection {
       const db = new Database(this.filename, { readonly: true, fileMustExist: true, timeout: this.busyTimeoutMs });
       this.db = db;
       this.state = 'open';
+      this.watch.open();
     } catch {
       this.state = 'failed';
     }
@@ -77,11 +95,49 @@ export class SqliteReadConnection {
     return statement.get(...bindings) as Record<string, unknown> | undefined;
   }
 
+  /**
+   * `load()`'s answer for `key`, kept while no transaction commits to the database. The header is
+   * read before `load()` runs, so a commit in between makes the next call read again. Null answers
+   * are not kept (unknown keys must not fill the cache). Throws what `load()` throws.
+   */
+  cached<T extends object>(key: string, load: () => T | null): T | null {
+    const header = this.watch.read();
+    if (header === null) {
+      this.forget();
+      return load();
+    }
+    if (!this.resultsValid || !header.equals(this.resultsAt)) {
+      this.results.clear();
+      header.copy(this.resultsAt);
+      this.resultsValid = true;
+    }
+    const hit = this.results.get(key);
+    if (hit !== undefined) return hit as T;
+    const value = load();
+    if (value !== null) {
+      if (this.results.size >= READ_CACHE_MAX_ENTRIES) this.results.delete(this.results.keys().next().value as string);
+      this.results.set(key, value);
+    }
+    return value;
+  }
+
+  /** Number of kept results (tests, diagnostics). */
+  get cachedEntries(): number {
+    return this.results.size;
+  }
+
+  private forget(): void {
+    this.results.clear();
+    this.resultsValid = false;
+  }
+
   close(): void {
     const db = this.db;
     this.state = 'closed';
     this.db = null;
     this.statements.clear();
+    this.forget();
+    this.watch.close();
     db?.close();
   }
 }

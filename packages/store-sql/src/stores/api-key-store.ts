@@ -82,13 +82,14 @@ export class SqlApiKeyStore implements ApiKeyStore {
 
   /**
    * On a SQLite file outside a unit of work: synchronously on the read-only connection once it is
-   * open (sqlite-reader.ts); the first call, and every other store, goes through the pool.
+   * open, from its cache while nothing has committed to the file since the credential was read
+   * (sqlite-reader.ts); the first call, and every other store, goes through the pool.
    */
   findCredential(digest: string): Promise<Credential | null> {
     const reader = this.ctx.reader;
     if (reader?.ready === true) {
       try {
-        return Promise.resolve(credentialFromRow(reader.get(CREDENTIAL, [digest])));
+        return Promise.resolve(reader.cached(`credential:${digest}`, () => credentialFromRow(reader.get(CREDENTIAL, [digest]))));
       } catch (e) {
         return Promise.reject(this.ctx.errors.translate(e));
       }
