@@ -17,7 +17,7 @@ import { redact } from './redact.js';
 import { createRequestLogger } from './middleware/access-log.js';
 import { authenticateStep } from './middleware/authenticate.js';
 import { createDispatch } from './middleware/dispatch.js';
-import { createErrorResponder } from './middleware/errors.js';
+import { createErrorResponder, createRateLimitResponder } from './middleware/errors.js';
 import { createRateHeaderWriter } from './middleware/rate-limit-headers.js';
 import { rateLimitSteps } from './middleware/rate-limit.js';
 import { beginRequest } from './middleware/request-id.js';
@@ -76,7 +76,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...memberRoutes(kit),
     ...apiKeyRoutes(kit),
   ]);
-  const dispatch = createDispatch(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core));
+  const dispatch = createDispatch(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core, createRateLimitResponder(errorsUrl)));
   const respondWithError = createErrorResponder(errorsUrl);
   const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
   const logRequest = createRequestLogger(logger);

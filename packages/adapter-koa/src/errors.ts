@@ -133,30 +133,37 @@ function standardBody(code: HttpErrorCode, message: string, details: readonly Er
   return JSON.stringify(body);
 }
 
+/**
+ * The 429 answer (C-51, C-52) for a refused decision: from renderError for a thrown RateLimitedError,
+ * and directly for the refusals the pipeline decides itself (no error object is made for those: a
+ * flood of refused requests is the one case where that cost adds up).
+ */
+export function renderRateLimited(decision: RateDecision, message: string, rc: RenderContext): RenderedError {
+  const mapping = ERROR_TABLE.RATE_LIMIT_EXCEEDED;
+  const retryAfter = decision.retryAfterSeconds;
+  const body: ProblemBody = {
+    type: `${rc.errorsUrl}/rate-limit-exceeded`,
+    title: 'Rate Limit Exceeded',
+    status: 429,
+    detail: message,
+    svc_error_code: 'RATE_LIMIT_EXCEEDED',
+    retry_after: retryAfter,
+    instance: rc.instance,
+  };
+  return {
+    status: mapping.status,
+    contentType: mapping.contentType,
+    body: JSON.stringify(body),
+    headers: { 'Retry-After': String(retryAfter) },
+    code: 'RATE_LIMIT_EXCEEDED',
+    unexpected: false,
+    decision,
+  };
+}
+
 /** Maps any thrown value to the response the client gets. */
 export function renderError(err: unknown, rc: RenderContext): RenderedError {
-  if (isDomainErrorWithCode(err, 'RATE_LIMIT_EXCEEDED')) {
-    const mapping = ERROR_TABLE.RATE_LIMIT_EXCEEDED;
-    const retryAfter = err.decision.retryAfterSeconds;
-    const body: ProblemBody = {
-      type: `${rc.errorsUrl}/rate-limit-exceeded`,
-      title: 'Rate Limit Exceeded',
-      status: 429,
-      detail: err.message,
-      svc_error_code: 'RATE_LIMIT_EXCEEDED',
-      retry_after: retryAfter,
-      instance: rc.instance,
-    };
-    return {
-      status: mapping.status,
-      contentType: mapping.contentType,
-      body: JSON.stringify(body),
-      headers: { 'Retry-After': String(retryAfter) },
-      code: 'RATE_LIMIT_EXCEEDED',
-      unexpected: false,
-      decision: err.decision,
-    };
-  }
+  if (isDomainErrorWithCode(err, 'RATE_LIMIT_EXCEEDED')) return renderRateLimited(err.decision, err.message, rc);
   if (isDomainError(err)) {
     const mapping = ERROR_TABLE[err.code];
     return {

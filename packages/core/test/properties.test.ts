@@ -11,6 +11,7 @@ import {
   encodeCursor,
   failOpen,
   generateRawKey,
+  isoTimestamp,
   isWellFormedKey,
   KEY_ALPHABET,
   KEY_PATTERN,
@@ -353,5 +354,23 @@ describe('properties: in-memory store paging (C-6, C-7)', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('properties: timestamps in views (C-20)', () => {
+  it('C-20: isoTimestamp(d) is exactly d.toISOString() for every date, inside and outside years 1000-9999', () => {
+    fc.assert(
+      fc.property(fc.date({ noInvalidDate: true }), (d) => {
+        expect(isoTimestamp(d)).to.equal(d.toISOString());
+      }),
+      { numRuns: 5000 },
+    );
+    for (const ms of [0, -1, Date.UTC(999, 11, 31, 23, 59, 59, 999), Date.UTC(1000, 0, 1), Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), 8.64e15, -8.64e15]) {
+      expect(isoTimestamp(new Date(ms)), String(ms)).to.equal(new Date(ms).toISOString());
+    }
+  });
+
+  it('C-20: an invalid date throws as toISOString does (a view never shows "Invalid Date")', () => {
+    expect(() => isoTimestamp(new Date(Number.NaN))).to.throw(RangeError);
   });
 });

@@ -2,7 +2,8 @@
  * The request's way to its route: match it (404 / 405 + Allow for no match, C-9), then in C-33
  * order: authenticate (401) -> rate limit (429) -> the route, whose use case authorises (403),
  * validates (400) and acts (404/409/...). Public routes go straight to the global
- * unauthenticated rate limit. Throws whatever fails; the pipeline renders it.
+ * unauthenticated rate limit. A refusal by the rate limit is answered (429) and ends the dispatch;
+ * anything else that fails is thrown, and the pipeline renders it.
  */
 import type Koa from 'koa';
 import { methodNotAllowed, unknownPath } from '../errors.js';
@@ -28,12 +29,10 @@ export function createDispatch(
     const route = found.route;
     state.route = route.template;
     if (route.access === 'public') {
-      await rateLimit.unauthenticated(state);
-      await route.handle(ctx);
+      if (await rateLimit.unauthenticated(ctx, state)) await route.handle(ctx);
       return;
     }
     const principal = await authenticate(ctx, state);
-    await rateLimit.organisation(principal, state);
-    await route.handle(ctx, found.params, principal);
+    if (await rateLimit.organisation(ctx, principal, state)) await route.handle(ctx, found.params, principal);
   };
 }

@@ -1,26 +1,42 @@
 /**
- * Writes the response for anything the dispatch threw, as errors.ts prescribes. The status code
- * comes from ERROR_TABLE only; this file only applies the rendering.
+ * Writes the response for anything the dispatch threw, and for the rate-limit refusals it decides
+ * without throwing, as errors.ts prescribes. The status code comes from ERROR_TABLE only; this file
+ * only applies the rendering.
  */
 import type Koa from 'koa';
-import { renderError } from '../errors.js';
+import { rateLimitExceededMessage, type RateDecision } from '@cos/core';
+import { renderError, renderRateLimited, type RenderedError } from '../errors.js';
 import { originalPath } from '../paths.js';
 import type { CosRequestState } from '../state.js';
 
 export type ErrorResponder = (ctx: Koa.Context, state: CosRequestState, err: unknown) => void;
+/** Answers 429 for a refused decision (C-51). */
+export type RateLimitResponder = (ctx: Koa.Context, state: CosRequestState, decision: RateDecision) => void;
+
+function write(ctx: Koa.Context, state: CosRequestState, rendered: RenderedError, err: unknown): void {
+  state.errorCode = rendered.code;
+  if (rendered.decision !== undefined) state.decision = rendered.decision;
+  if (rendered.status >= 500) state.failure = err;
+  const res = ctx.res;
+  if (res.headersSent) return; // nothing can be said any more; the access log still has the status
+  // Headers a route may have set before failing (Location, Cache-Control) do not belong to an error.
+  res.removeHeader('Location');
+  res.removeHeader('Cache-Control');
+  ctx.status = rendered.status;
+  for (const name in rendered.headers) res.setHeader(name, rendered.headers[name]!);
+  res.setHeader('Content-Type', rendered.contentType);
+  ctx.body = rendered.body;
+}
 
 export function createErrorResponder(errorsUrl: string): ErrorResponder {
   return (ctx, state, err) => {
-    const rendered = renderError(err, { requestId: state.requestId, instance: originalPath(ctx), errorsUrl });
-    state.errorCode = rendered.code;
-    if (rendered.decision !== undefined) state.decision = rendered.decision;
-    if (rendered.status >= 500) state.failure = err;
-    // Headers a route may have set before failing (Location, Cache-Control) do not belong to an error.
-    ctx.remove('Location');
-    ctx.remove('Cache-Control');
-    ctx.status = rendered.status;
-    for (const name in rendered.headers) ctx.set(name, rendered.headers[name]!);
-    ctx.type = rendered.contentType;
-    ctx.body = rendered.body;
+    write(ctx, state, renderError(err, { requestId: state.requestId, instance: originalPath(ctx), errorsUrl }), err);
+  };
+}
+
+export function createRateLimitResponder(errorsUrl: string): RateLimitResponder {
+  return (ctx, state, decision) => {
+    const rc = { requestId: state.requestId, instance: originalPath(ctx), errorsUrl };
+    write(ctx, state, renderRateLimited(decision, rateLimitExceededMessage(decision), rc), undefined);
   };
 }

@@ -15,9 +15,11 @@ export type RateHeaderWriter = (ctx: Koa.Context, state: CosRequestState) => voi
 export function createRateHeaderWriter(core: Core, sourceAddress: SourceAddress): RateHeaderWriter {
   const limiter = core.rateLimiter;
   return (ctx, state) => {
+    const res = ctx.res;
+    if (res.headersSent) return;
     const decision = state.decision ?? limiter.peek({ kind: 'source', address: sourceAddress(ctx) });
-    ctx.set('X-RateLimit-Limit', String(decision.limit));
-    ctx.set('X-RateLimit-Remaining', String(decision.remaining));
-    ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
+    res.setHeader('X-RateLimit-Limit', String(decision.limit));
+    res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
+    res.setHeader('X-RateLimit-Reset', String(decision.resetEpochSeconds));
   };
 }

@@ -104,14 +104,16 @@ export class ConflictError extends DomainError {
 }
 
 /** Thrown when a rate-limit decision refuses the request; carries the decision for headers. */
+/** The 429 message (the problem body's `detail`) for a refused decision. */
+export function rateLimitExceededMessage(decision: RateDecision): string {
+  return `Rate limit of ${decision.limit} requests per minute exceeded; retry after ${decision.retryAfterSeconds} seconds`;
+}
+
 export class RateLimitedError extends DomainError {
   readonly code = 'RATE_LIMIT_EXCEEDED' as const;
   readonly decision: RateDecision;
   constructor(decision: RateDecision, message?: string) {
-    super(
-      message ??
-        `Rate limit of ${decision.limit} requests per minute exceeded; retry after ${decision.retryAfterSeconds} seconds`,
-    );
+    super(message ?? rateLimitExceededMessage(decision));
     this.decision = decision;
   }
 }
