@@ -113,8 +113,6 @@ function errorMessage(err: unknown): string {
  */
 export class RedisRateCounter implements RateCounter {
   readonly #client: Client;
-  /** The same client, but commands not yet written after timeoutMs are dropped from its queue. */
-  readonly #timed: Client;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
   readonly #logger: Logger;
@@ -143,7 +141,6 @@ export class RedisRateCounter implements RateCounter {
     this.#logger = config.logger ?? silentLogger;
     this.#target = describeTarget(config.url);
     this.#client = makeClient(config.url);
-    this.#timed = this.#client.withCommandOptions({ timeout: Math.ceil(timeoutMs) });
     // Without an 'error' listener the client would throw; with it, errors only feed the log.
     this.#client.on('error', (err: unknown) => this.#onError(err));
     this.#client.on('ready', () => this.#onReady());
@@ -170,9 +167,11 @@ export class RedisRateCounter implements RateCounter {
     }
     if (this.#recoveryUnannounced) this.#announceRecovery();
     const ttl = Math.max(1, Math.ceil(ttlMs));
-    const reply = this.#timed.hit(this.keyFor(scope, windowStartMs), ttl);
+    // One timer per call bounds it, written or not. (The client's own per-command `timeout` option
+    // would add an AbortSignal.timeout per call, the dearest part of a hit; it only ever covered
+    // commands still unwritten, which the bounded queue already limits.)
+    const reply = this.#client.hit(this.keyFor(scope, windowStartMs), ttl);
     return new Promise<number>((resolve, reject) => {
-      // Once written, a command is no longer covered by the client's own timeout: race it.
       const timer = setTimeout(() => {
         reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${this.#target} within ${this.#timeoutMs} ms`));
       }, this.#timeoutMs);
