@@ -2,6 +2,7 @@
 // autocannon (fallback, runs inside the bench's own Node process). Both return the same shape:
 //   { rps, p50Ms, p99Ms, requests, non2xx, errors, durationS }
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './resolve.mjs';
 
@@ -34,7 +35,12 @@ function autocannonVersion() {
 
 /**
  * One run against `url` for `durationS` seconds with `connections` keep-alive connections.
- * `authorization` is sent as the Authorization header (never put on a command line).
+ * `authorization` (never put on a command line) is either the Authorization header of every request,
+ * or a key ring `{ file, next }`: `file` holds header values, one per line, sent in turn — one
+ * round-robin over the whole list, whichever connection sends the request — starting at value
+ * `next` (0 when absent). The run then sets `next` past every value it may have sent, so that the
+ * next run with the same ring carries on where this one stopped: a server loaded with one ring sees
+ * one unbroken round-robin across warm-up and measured runs, never a restart at the first value.
  */
 export async function runLoad(generator, { url, durationS, connections, authorization }) {
   return generator.name === 'wrk'
@@ -42,13 +48,27 @@ export async function runLoad(generator, { url, durationS, connections, authoriz
     : runAutocannon({ url, durationS, connections, authorization });
 }
 
+/** The values of a key ring's file, read once per ring. */
+function ringValues(ring) {
+  if (!ring.values) {
+    ring.values = readFileSync(ring.file, 'utf8').split('\n').filter((line) => line.length > 0);
+    if (ring.values.length === 0) throw new Error(`${ring.file} holds no Authorization value`);
+  }
+  return ring.values;
+}
+const isRing = (authorization) => authorization !== null && typeof authorization === 'object';
+
 function runWrk({ url, durationS, connections, authorization }) {
+  // One thread (-t1): the script's counter, hence the round-robin, spans every connection.
   const args = ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', WRK_SCRIPT, url];
+  const ring = isRing(authorization) ? authorization : null;
+  const count = ring ? ringValues(ring).length : 0;
+  const start = ring ? (ring.next ?? 0) % count : 0;
+  const env = ring
+    ? { ...process.env, BENCH_AUTH: '', BENCH_AUTH_FILE: ring.file, BENCH_AUTH_START: String(start) }
+    : { ...process.env, BENCH_AUTH: authorization ?? '', BENCH_AUTH_FILE: '' };
   return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, {
-      env: { ...process.env, BENCH_AUTH: authorization ?? '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn('wrk', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -63,6 +83,8 @@ function runWrk({ url, durationS, connections, authorization }) {
       const r = JSON.parse(line.slice('BENCH_JSON '.length));
       const seconds = r.duration_us / 1e6;
       const e = r.errors;
+      // wrk reports completed requests; at most one more per connection was sent when it stopped.
+      if (ring) ring.next = (start + r.requests + connections) % count;
       resolve({
         rps: r.requests / seconds,
         p50Ms: r.latency_us.p50 / 1000,
@@ -78,12 +100,29 @@ function runWrk({ url, durationS, connections, authorization }) {
 
 async function runAutocannon({ url, durationS, connections, authorization }) {
   const { default: autocannon } = await import('autocannon');
-  const result = await autocannon({
-    url,
-    connections,
-    duration: durationS,
-    headers: authorization ? { authorization } : {},
-  });
+  const options = { url, connections, duration: durationS };
+  const ring = isRing(authorization) ? authorization : null;
+  if (ring) {
+    const values = ringValues(ring);
+    let n = (ring.next ?? 0) % values.length;
+    // One request definition whose setupRequest autocannon calls before every request of every
+    // connection (and once per connection when it starts): the counter is shared, so the values go
+    // round-robin across all connections. A sequence of N definitions would instead replay the
+    // list from its start on each connection.
+    options.requests = [
+      {
+        setupRequest: (request) => {
+          const value = values[n];
+          n = (n + 1) % values.length;
+          ring.next = n;
+          return { ...request, headers: { ...request.headers, authorization: value } };
+        },
+      },
+    ];
+  } else {
+    options.headers = authorization ? { authorization } : {};
+  }
+  const result = await autocannon(options);
   return {
     rps: result.requests.total / result.duration,
     p50Ms: result.latency.p50,

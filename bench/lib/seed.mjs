@@ -1,8 +1,12 @@
 // Bulk seeding for scenarios (d) and (e), straight through the store's own knex (and its schema:
-// packages/store-sql/src/migrations.ts — ids as text, timestamps as epoch ms). Keys are seeded as
-// random digests only: no raw key is ever made for a filler, since only the digest is stored (C-31).
+// packages/store-sql/src/migrations.ts — ids as text, timestamps as epoch ms). Filler keys are seeded
+// as random digests only: no raw key is ever made for a filler, since only the digest is stored
+// (C-31). The keys (d) authenticates with are real ones, made and digested by the core's own
+// functions, their raw form kept only by the bench (seedLookupKeys).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { importBuilt } from './resolve.mjs';
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+import { importBuilt, ROOT } from './resolve.mjs';
 
 const ROWS_PER_STATEMENT = 500;
 /** Filler rows are dated before anything the CLI made, so the CLI's records stay the newest. */
@@ -53,11 +57,54 @@ export async function seedOrganisations(databaseUrl, { total }) {
 }
 
 /**
+ * Issues `count` real live keys to the existing organisation `organisationId`, as `key issue` would
+ * store them: the core's generateRawKey (C-30), digestKey (SHA-256 hex, C-31) and keyPrefixOf (first
+ * 12 characters), active, no expiry. Returns the raw keys (the caller keeps them secret) and how many
+ * active keys the organisation then holds (more than MAX_ACTIVE_KEYS_PER_ORG's default allows, C-25:
+ * the service that reads this store must run with a cap at least that high).
+ */
+export async function seedLookupKeys(databaseUrl, { organisationId, count }) {
+  const { generateRawKey, digestKey, keyPrefixOf } = await importBuilt('core');
+  const random = { bytes: (n) => randomBytes(n), uuid: () => randomUUID() };
+  const rawKeys = Array.from({ length: count }, () => generateRawKey('live', random));
+  if (new Set(rawKeys).size !== count) throw new Error('two generated keys are equal');
+  return withStore(databaseUrl, async (knex) => {
+    await bulkInsert(knex, 'api_keys', KEY_COLUMNS, count, (i) => [
+      randomUUID(),
+      organisationId,
+      `bench lookup ${i}`,
+      keyPrefixOf(rawKeys[i]),
+      digestKey(rawKeys[i]),
+      null,
+      FILLER_EPOCH_MS + i,
+      null,
+    ]);
+    const rows = await knex.raw('SELECT count(*) AS n FROM api_keys WHERE organisation_id = ? AND revoked_at IS NULL AND expires_at IS NULL', [organisationId]);
+    return { rawKeys, activeInOrganisation: Number((Array.isArray(rows) ? rows : rows.rows)[0].n) };
+  });
+}
+
+/**
+ * How many credentials the SQLite read connection's cache keeps (READ_CACHE_MAX_ENTRIES of
+ * packages/store-sql/src/sqlite-reader.ts, not exported by the package), or null when the built
+ * module has no such bound (the cache is gone or renamed).
+ */
+export async function readCacheBound() {
+  try {
+    const mod = await import(pathToFileURL(path.join(ROOT, 'packages', 'store-sql', 'dist', 'sqlite-reader.js')).href);
+    return Number.isInteger(mod.READ_CACHE_MAX_ENTRIES) ? mod.READ_CACHE_MAX_ENTRIES : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Adds `organisations` filler organisations, then filler keys (round-robin over them) until the
- * store holds `total` keys. Each filler key is a fresh random 32-byte digest.
+ * store holds `total` keys (none when it already does). Each filler key is a fresh random 32-byte
+ * digest. Returns the number of keys the store then holds.
  */
 export async function seedKeys(databaseUrl, { total, organisations }) {
-  await withStore(databaseUrl, async (knex) => {
+  return withStore(databaseUrl, async (knex) => {
     const orgIds = Array.from({ length: organisations }, () => randomUUID());
     await bulkInsert(knex, 'organisations', ORG_COLUMNS, organisations, (i) => {
       const at = FILLER_EPOCH_MS + i;
@@ -80,6 +127,7 @@ export async function seedKeys(databaseUrl, { total, organisations }) {
     });
     const after = await countOf(knex, 'api_keys');
     if (after !== Math.max(total, existing)) throw new Error(`seeded ${after} keys, expected ${total}`);
+    return after;
   });
 }
 
