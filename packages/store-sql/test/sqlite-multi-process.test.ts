@@ -6,71 +6,17 @@
  * UnavailableError (C-17: 503 only when the store really does not answer in time), and each write
  * commits exactly once together with its audit entry (C-40, C-41).
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { ConflictError, createCore, InProcessRateCounter, OPERATOR, UnavailableError } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { issuedKey } from './support/fixtures.js';
 import { churn, type ChurnResult } from './support/key-churn.js';
+import { SqliteChild } from './support/sqlite-child.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const CHILD_SCRIPT = fileURLToPath(new URL('./support/sqlite-process.ts', import.meta.url));
-const TSX_LOADER = import.meta.resolve('tsx');
 const UNITS = 200;
-
-type Message = Record<string, unknown>;
-
-/** A child process running support/sqlite-process.ts; its stdout is JSON lines. */
-class Child {
-  private readonly process: ChildProcessWithoutNullStreams;
-  private readonly messages: Message[] = [];
-  private readonly waiters: Array<() => void> = [];
-  private stderr = '';
-  readonly exited: Promise<number | null>;
-
-  constructor(args: readonly string[]) {
-    this.process = spawn(process.execPath, ['--import', TSX_LOADER, '--conditions=source', CHILD_SCRIPT, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-    this.process.stderr.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
-    createInterface({ input: this.process.stdout }).on('line', (line) => {
-      this.messages.push(JSON.parse(line) as Message);
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-    this.exited = new Promise((resolve) =>
-      this.process.on('exit', (code) => {
-        for (const wake of this.waiters.splice(0)) wake();
-        resolve(code);
-      }),
-    );
-  }
-
-  /** The first message that has `field`; fails on an {error} message or when the child exits first. */
-  async next(field: string): Promise<Message> {
-    for (;;) {
-      const error = this.messages.find((m) => 'error' in m);
-      if (error !== undefined) throw new Error(`child failed: ${String(error['error'])}\n${this.stderr}`);
-      const found = this.messages.find((m) => field in m);
-      if (found !== undefined) return found;
-      if (this.process.exitCode !== null) throw new Error(`child exited (${this.process.exitCode}) before "${field}"\n${this.stderr}`);
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-  }
-
-  send(line: string): void {
-    this.process.stdin.write(`${line}\n`);
-  }
-
-  kill(): void {
-    if (this.process.exitCode === null) this.process.kill();
-  }
-}
 
 interface KeyRow {
   id: string;
@@ -111,7 +57,7 @@ describe('SQLite: several processes on one file', function () {
   this.timeout(60_000);
   let dir: string;
   let n = 0;
-  const children: Child[] = [];
+  const children: SqliteChild[] = [];
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'cos-store-sql-multi-'));
   });
@@ -136,8 +82,8 @@ describe('SQLite: several processes on one file', function () {
     }
   }
 
-  function child(args: readonly string[]): Child {
-    const c = new Child(args);
+  function child(args: readonly string[]): SqliteChild {
+    const c = new SqliteChild(args);
     children.push(c);
     return c;
   }

@@ -1,6 +1,6 @@
 /**
  * A second process on the same SQLite file, as `cos-admin key issue …` next to `cos-admin serve`:
- * run by sqlite-multi-process.test.ts with `node --import tsx --conditions=source`. It opens the
+ * run by SqliteChild (sqlite-child.ts) with `node --import tsx --conditions=source`. It opens the
  * file through createSqlStore (the embedded default: its own one-connection pool) and talks JSON
  * lines on stdout; stdin carries the parent's "go".
  *
@@ -8,11 +8,15 @@
  *   hold <file> <organisationId> <ms>      ready; a unit of work inserts a key, prints {locked},
  *                                          keeps the write transaction open <ms>, commits, prints {committed}
  *   revoke <file> <organisationId> <keyId> ready; revokes the key (a single statement), prints {revoked}
+ *   serve <file> <organisationId>          ready; then per stdin line {id, command} runs applyWrite(command)
+ *                                          (store-writes.ts) and prints {id, done} once it committed;
+ *                                          exits when stdin ends
  */
 import { createInterface } from 'node:readline';
 import { createSqlStore } from '@cos/store-sql';
 import { churn } from './key-churn.js';
 import { issuedKey } from './fixtures.js';
+import { applyWrite, type WriteCommand } from './store-writes.js';
 
 function say(message: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -31,7 +35,9 @@ function nextLine(): Promise<string> {
 
 async function main(): Promise<void> {
   const [mode, file, organisationId, number] = process.argv.slice(2);
-  if (file === undefined || organisationId === undefined || number === undefined) throw new Error('usage: churn|hold|revoke <file> <organisationId> <n>');
+  if (file === undefined || organisationId === undefined || (number === undefined && mode !== 'serve')) {
+    throw new Error('usage: churn|hold|revoke <file> <organisationId> <n> | serve <file> <organisationId>');
+  }
   const store = createSqlStore({ databaseUrl: `sqlite:${file}` });
   try {
     // Open the connection (and check the file is migrated) before saying ready.
@@ -49,7 +55,13 @@ async function main(): Promise<void> {
       });
       say({ committed: true, keyId: key.id });
     } else if (mode === 'revoke') {
-      say({ revoked: await store.stores.apiKeys.revoke(organisationId, number, new Date()) });
+      say({ revoked: await store.stores.apiKeys.revoke(organisationId, String(number), new Date()) });
+    } else if (mode === 'serve') {
+      // One write at a time, in the order the parent sent them.
+      for await (const line of createInterface({ input: process.stdin })) {
+        const { id, command } = JSON.parse(line) as { id: number; command: WriteCommand };
+        say({ id, done: await applyWrite(store, command) });
+      }
     } else {
       throw new Error(`unknown mode ${String(mode)}`);
     }
