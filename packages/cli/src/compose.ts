@@ -34,7 +34,12 @@ export interface HttpApp {
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
 export function createStore(config: AppConfig, logger: Logger, poolMax?: number): SqlStore {
-  return createSqlStore({ databaseUrl: config.databaseUrl, logger, ...(poolMax !== undefined ? { poolMax } : {}) });
+  return createSqlStore({
+    databaseUrl: config.databaseUrl,
+    logger,
+    preparedStatements: config.databasePreparedStatements,
+    ...(poolMax !== undefined ? { poolMax } : {}),
+  });
 }
 
 /** Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). */

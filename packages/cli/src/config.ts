@@ -32,6 +32,8 @@ export interface AppConfig {
    * behind a load balancer that overwrites that header; otherwise a client could pick its address.
    */
   readonly trustProxy: boolean;
+  /** Postgres: parameterised statements as named prepared statements (off behind PgBouncer < 1.21 in transaction mode). */
+  readonly databasePreparedStatements: boolean;
 }
 
 /** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
@@ -47,6 +49,7 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
   { variable: 'ERRORS_URL', default: 'https://errors.example.com', meaning: 'base of the 429 type address (C-51)' },
   { variable: 'REDIS_TIMEOUT_MS', default: '50', meaning: 'bound on one counter call before failing open (C-54)' },
   { variable: 'TRUST_PROXY', default: 'false', meaning: 'true behind a load balancer: client address from X-Forwarded-For' },
+  { variable: 'DATABASE_PREPARED_STATEMENTS', default: 'true', meaning: 'Postgres: prepared statements; false behind PgBouncer < 1.21 in transaction mode' },
 ];
 
 export class ConfigError extends Error {
@@ -57,6 +60,18 @@ export class ConfigError extends Error {
 }
 
 const INT_MAX = 2_147_483_647;
+
+/** true/false (also 1/0, yes/no, any case). */
+function bool(name: string, fallback: boolean) {
+  return z
+    .string()
+    .default(String(fallback))
+    .transform((s) => s.trim().toLowerCase())
+    .refine((s) => ['true', 'false', '1', '0', 'yes', 'no'].includes(s), {
+      message: `${name} must be true or false`,
+    })
+    .transform((s) => s === 'true' || s === '1' || s === 'yes');
+}
 
 /** An integer variable in [min, max], written as plain decimal digits. */
 function int(name: string, fallback: number, min: number, max: number) {
@@ -113,14 +128,8 @@ const schema = z.object({
   MAX_ACTIVE_KEYS_PER_ORG: int('MAX_ACTIVE_KEYS_PER_ORG', 1000, 1, INT_MAX),
   ERRORS_URL: url('ERRORS_URL', ['http:', 'https:'], 'an http:// or https:// URL').default('https://errors.example.com'),
   REDIS_TIMEOUT_MS: int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
-  TRUST_PROXY: z
-    .string()
-    .default('false')
-    .transform((s) => s.trim().toLowerCase())
-    .refine((s) => ['true', 'false', '1', '0', 'yes', 'no'].includes(s), {
-      message: 'TRUST_PROXY must be true or false',
-    })
-    .transform((s) => s === 'true' || s === '1' || s === 'yes'),
+  TRUST_PROXY: bool('TRUST_PROXY', false),
+  DATABASE_PREPARED_STATEMENTS: bool('DATABASE_PREPARED_STATEMENTS', true),
 });
 
 export interface LoadConfigOptions {
@@ -168,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     errorsUrl: v.ERRORS_URL.replace(/\/+$/, ''),
     redisTimeoutMs: v.REDIS_TIMEOUT_MS,
     trustProxy: v.TRUST_PROXY,
+    databasePreparedStatements: v.DATABASE_PREPARED_STATEMENTS,
   });
 }
 

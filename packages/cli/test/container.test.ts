@@ -93,6 +93,16 @@ describe('buildContainer (composition root)', function () {
     }
   });
 
+  it('DATABASE_PREPARED_STATEMENTS: default true; false/0/no turn it off; anything else is a ConfigError naming it', () => {
+    expect(loadConfig({}, { envFile: false }).databasePreparedStatements).to.equal(true);
+    for (const value of ['false', '0', 'no', 'FALSE']) {
+      expect(loadConfig({ DATABASE_PREPARED_STATEMENTS: value }, { envFile: false }).databasePreparedStatements, value).to.equal(false);
+    }
+    expect(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'sometimes' }, { envFile: false })).to.throw(
+      /DATABASE_PREPARED_STATEMENTS must be true or false/,
+    );
+  });
+
   it('a bad DATABASE_URL is a ConfigError naming the variable, before anything is built', () => {
     expect(() => loadConfig({ DATABASE_URL: 'sqlite:' }, { envFile: false })).to.throw(/DATABASE_URL "sqlite:" names no database file/);
   });

@@ -75,6 +75,9 @@ function makeClient(url: string) {
     // Never queue a command behind a connection that is not ready: reject it at once (C-54).
     disableOfflineQueue: true,
     commandsQueueMaxLength: MAX_PENDING_COMMANDS,
+    // No client-side per-command timeout (node-redis 6 sets one by default): it costs an
+    // AbortSignal.timeout per command, the dearest part of a hit; hit() bounds every call itself.
+    commandOptions: { timeout: 0 },
     socket: {
       connectTimeout: CONNECT_TIMEOUT_MS,
       reconnectStrategy: (retries: number) => reconnectDelayMs(retries),
@@ -167,9 +170,8 @@ export class RedisRateCounter implements RateCounter {
     }
     if (this.#recoveryUnannounced) this.#announceRecovery();
     const ttl = Math.max(1, Math.ceil(ttlMs));
-    // One timer per call bounds it, written or not. (The client's own per-command `timeout` option
-    // would add an AbortSignal.timeout per call, the dearest part of a hit; it only ever covered
-    // commands still unwritten, which the bounded queue already limits.)
+    // One timer per call bounds it, written or not (the client's own per-command timeout is off:
+    // see makeClient; unwritten commands are bounded by the queue limit).
     const reply = this.#client.hit(this.keyFor(scope, windowStartMs), ttl);
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {

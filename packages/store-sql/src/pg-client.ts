@@ -33,6 +33,7 @@ interface PgConnection {
 }
 interface QueryObject {
   sql?: string;
+  bindings?: readonly unknown[];
   options?: Record<string, unknown>;
   response?: unknown;
 }
@@ -64,12 +65,35 @@ function dispose(connection: PgConnection, reason: Error): void {
   connection.end().catch(() => undefined);
 }
 
+export interface PgClientOptions {
+  /**
+   * Send parameterised statements as named prepared statements (default true): each connection
+   * parses and plans a statement once instead of on every call (pg's `name` query option). Turn it
+   * off behind a pooler that cannot keep prepared statements per client, such as PgBouncer in
+   * transaction mode before 1.21 or without `max_prepared_statements`.
+   */
+  readonly preparedStatements?: boolean;
+}
+
+/** One stable name per statement text (the store's statements are constants; values travel as bindings). */
+const statementNames = new Map<string, string>();
+let statementCount = 0;
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    name = `cos_${++statementCount}`;
+    statementNames.set(sql, name);
+  }
+  return name;
+}
+
 /**
  * A knex client class for Postgres whose every operation settles within `budgetMs`. The budget is
  * a closure constant: knex builds each transaction's client from the class prototype without
  * calling the constructor.
  */
-export function deadlinePgClient(budgetMs: number): typeof Knex.Client {
+export function deadlinePgClient(budgetMs: number, options: PgClientOptions = {}): typeof Knex.Client {
+  const prepare = options.preparedStatements ?? true;
   class DeadlinePgClient extends Base {
     constructor(config: Knex.Config) {
       super(config);
@@ -97,7 +121,10 @@ export function deadlinePgClient(budgetMs: number): typeof Knex.Client {
         if (rollback) return obj;
         throw error;
       }
-      obj.options = { ...obj.options, query_timeout: left };
+      obj.options =
+        prepare && obj.sql !== undefined && obj.bindings !== undefined && obj.bindings.length > 0
+          ? { ...obj.options, query_timeout: left, name: statementName(obj.sql) }
+          : { ...obj.options, query_timeout: left };
       try {
         return await super._query(connection, obj);
       } catch (e) {

@@ -26,6 +26,12 @@ export interface SqlStoreConfig {
   readonly statementTimeoutMs?: number;
   /** Postgres only: the schema to use (knex searchPath), e.g. a per-test-run schema. Default: the server's search_path. */
   readonly schema?: string;
+  /**
+   * Postgres only (default true): parameterised statements are named prepared statements, parsed and
+   * planned once per connection. Set false behind a pooler that cannot keep them per client
+   * (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
+   */
+  readonly preparedStatements?: boolean;
   readonly logger?: Logger;
 }
 
@@ -114,7 +120,7 @@ function sqliteKnexConfig(
 
 function postgresKnexConfig(
   parsed: Extract<ParsedDatabaseUrl, { dialect: 'postgres' }>,
-  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined; logger: Logger | undefined },
+  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined; logger: Logger | undefined; preparedStatements: boolean },
 ): Knex.Config {
   const timeouts =
     options.timeoutMs === null
@@ -132,7 +138,7 @@ function postgresKnexConfig(
   return {
     // One deadline per store call and per unit of work, covering the pool wait and every statement;
     // a connection whose statement timed out is evicted, never waited on (C-17). See pg-client.ts.
-    client: options.timeoutMs === null ? 'pg' : deadlinePgClient(options.timeoutMs),
+    client: options.timeoutMs === null ? 'pg' : deadlinePgClient(options.timeoutMs, { preparedStatements: options.preparedStatements }),
     log: knexLog(options.logger),
     connection: {
       connectionString: parsed.connectionString,
@@ -233,12 +239,15 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
   const poolMax = config.poolMax ?? DEFAULT_POOL_MAX;
   if (!Number.isInteger(poolMax) || poolMax < 1) throw new Error('poolMax must be a positive integer');
   return buildStore({
-    knex: knexFactory(postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger })),
+    knex: knexFactory(
+      postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger, preparedStatements: config.preparedStatements ?? true }),
+    ),
     dialect: 'postgres',
     logger: config.logger,
     destroyOnClose: true,
     // DDL may legitimately run longer than one request's statement timeout.
-    migrationKnex: () => knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema, logger: config.logger })),
+    migrationKnex: () =>
+      knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema, logger: config.logger, preparedStatements: false })),
   });
 }
 
