@@ -14,6 +14,15 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 
 export type ProxyMode = 'pass' | 'blackhole' | 'cut';
 
+/**
+ * Postgres extended-protocol messages that name a prepared statement of the store (pg-client.ts
+ * names them `cos_<n>`): Parse ('P', length, name, query) carries the SQL once per connection;
+ * afterwards Bind ('B', length, portal, name, ...) carries only the name. A trap on a statement's
+ * SQL must also spring on a Bind of that statement.
+ */
+const PARSE_NAMED = /P[\s\S]{4}(cos_\d+)\0([^\0]*)\0/g;
+const BIND_NAMED = /B[\s\S]{4}[^\0]*\0(cos_\d+)\0/g;
+
 interface Link {
   readonly client: Socket;
   upstream: Socket | null;
@@ -26,6 +35,8 @@ export class TcpProxy {
   private trap: { pattern: RegExp; mode: 'cut' | 'blackhole'; sprung: () => void } | null = null;
   /** Connections accepted in total (a reconnecting service opens new ones). */
   accepted = 0;
+  /** SQL of every named prepared statement seen in a Parse message (names are the same on every connection). */
+  private readonly statements = new Map<string, string>();
 
   constructor(
     private readonly targetHost: string,
@@ -71,7 +82,9 @@ export class TcpProxy {
     // In a blackhole the client's bytes are swallowed; the upstream is never reached.
     client.on('data', (chunk: Buffer) => {
       const trap = this.trap;
-      if (this.mode === 'pass' && trap !== null && trap.pattern.test(chunk.toString('latin1'))) {
+      const text = chunk.toString('latin1');
+      for (const [, name, sql] of text.matchAll(PARSE_NAMED)) this.statements.set(name!, sql!);
+      if (this.mode === 'pass' && trap !== null && this.matches(trap.pattern, text)) {
         // The matching message is not forwarded: the failure happens just before it.
         this.trap = null;
         trap.sprung();
@@ -83,6 +96,16 @@ export class TcpProxy {
     });
     if (this.mode === 'blackhole') return;
     this.connectUpstream(link);
+  }
+
+  /** The chunk holds SQL matching `pattern`, or a Bind of a prepared statement whose SQL does. */
+  private matches(pattern: RegExp, text: string): boolean {
+    if (pattern.test(text)) return true;
+    for (const [, name] of text.matchAll(BIND_NAMED)) {
+      const sql = this.statements.get(name!);
+      if (sql !== undefined && pattern.test(sql)) return true;
+    }
+    return false;
   }
 
   private connectUpstream(link: Link): void {
