@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
+import type { PgDirect } from './pg-direct.js';
 import type { SqliteReadConnection } from './sqlite-reader.js';
 
 /** What every store needs: the connection (knex or a transaction), the dialect and the error translator. */
@@ -15,12 +16,18 @@ export interface StoreContext {
    * single-statement reads (sqlite-reader.ts). Absent on ':memory:', Postgres and a host's knex.
    */
   readonly reader?: SqliteReadConnection;
+  /**
+   * Postgres from a URL only, never inside a unit of work: single statements straight through the
+   * pool and the pg client (pg-direct.ts). Absent on SQLite and a host's knex.
+   */
+  readonly direct?: PgDirect;
 }
 
 type Row = Record<string, unknown>;
 
 /** Rows of a `knex.raw` SELECT (Postgres answers `{rows}`, SQLite an array). */
 export async function query<T = Row>(ctx: StoreContext, sql: string, bindings: readonly unknown[]): Promise<T[]> {
+  if (ctx.direct !== undefined) return (await ctx.direct.run(sql, bindings)).rows as T[];
   const result: unknown = await ctx.db.raw(sql, bindings as Knex.RawBinding[]);
   if (Array.isArray(result)) return result as T[];
   return (result as { rows: T[] }).rows;
@@ -28,6 +35,7 @@ export async function query<T = Row>(ctx: StoreContext, sql: string, bindings: r
 
 /** Affected row count of a `knex.raw` INSERT/UPDATE/DELETE on either dialect. */
 export async function execute(ctx: StoreContext, sql: string, bindings: readonly unknown[]): Promise<number> {
+  if (ctx.direct !== undefined) return Number((await ctx.direct.run(sql, bindings)).rowCount ?? 0);
   const result = (await ctx.db.raw(sql, bindings as Knex.RawBinding[])) as { rowCount?: number | null; changes?: number };
   return Number(result.rowCount ?? result.changes ?? 0);
 }

@@ -6,6 +6,7 @@ import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './dat
 import { ErrorTranslator } from './errors.js';
 import { deadlinePgClient } from './pg-client.js';
 import { cachingSqliteClient } from './sqlite-client.js';
+import { PgDirect } from './pg-direct.js';
 import { SqliteReadConnection } from './sqlite-reader.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
 import { createStores } from './stores/index.js';
@@ -169,13 +170,22 @@ interface StoreParts {
   readonly migrationKnex?: () => Knex;
   /** SQLite files from a URL: the read-only connection of the hot reads (sqlite-reader.ts). */
   readonly reader?: SqliteReadConnection;
+  /** Postgres from a URL: single statements outside units of work without knex's query machinery (pg-direct.ts). */
+  readonly direct?: PgDirect;
 }
 
 function buildStore(parts: StoreParts): SqlStore {
   const { knex, dialect } = parts;
   const errors = new ErrorTranslator(parts.logger);
-  const { reader } = parts;
-  const stores = createStores({ db: knex, dialect, inTransaction: false, errors, ...(reader !== undefined ? { reader } : {}) });
+  const { reader, direct } = parts;
+  const stores = createStores({
+    db: knex,
+    dialect,
+    inTransaction: false,
+    errors,
+    ...(reader !== undefined ? { reader } : {}),
+    ...(direct !== undefined ? { direct } : {}),
+  });
   const unitOfWork = new SqlUnitOfWork(knex, dialect, errors);
   const health: HealthProbe = {
     async ping() {
@@ -238,10 +248,13 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
   }
   const poolMax = config.poolMax ?? DEFAULT_POOL_MAX;
   if (!Number.isInteger(poolMax) || poolMax < 1) throw new Error('poolMax must be a positive integer');
+  const knex = knexFactory(
+    postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger, preparedStatements: config.preparedStatements ?? true }),
+  );
+  const direct = PgDirect.of(knex);
   return buildStore({
-    knex: knexFactory(
-      postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger, preparedStatements: config.preparedStatements ?? true }),
-    ),
+    knex,
+    ...(direct !== undefined ? { direct } : {}),
     dialect: 'postgres',
     logger: config.logger,
     destroyOnClose: true,

@@ -152,6 +152,10 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
 
     const sprung = proxy.blackholeOn(/FROM organisations WHERE id/i);
     const holder = outcomeOf(() => store.knex.raw('SELECT pg_sleep(1.2)'));
+    // The holder must own the only connection before the waiter asks for it (single statements
+    // outside a unit of work reach the pool sooner than a knex.raw does).
+    const pool = (store.knex.client as { pool: { numUsed(): number } }).pool;
+    while (pool.numUsed() < 1) await new Promise((resolve) => setTimeout(resolve, 5));
     const waiter = outcomeOf(() => store.stores.organisations.findById(org.id));
     const [held, waited] = await Promise.all([holder, waiter]);
     await sprung;
