@@ -9,6 +9,8 @@ export interface RouteKit {
   readonly core: Core;
   /** A JSON response. */
   json(ctx: Koa.Context, status: number, body: unknown): void;
+  /** A JSON response whose body is already serialised. */
+  jsonText(ctx: Koa.Context, status: number, text: string): void;
   /** C-2: 201 Created with `Location` = the request path plus `/{id}` (so it is right under any mount prefix). */
   created(ctx: Koa.Context, id: string, body: unknown): void;
   /** 204 with an empty body. */
@@ -27,15 +29,17 @@ export interface RouteKit {
 }
 
 export function createRouteKit(core: Core, bodyLimitBytes: number): RouteKit {
-  const json = (ctx: Koa.Context, status: number, body: unknown): void => {
+  const jsonText = (ctx: Koa.Context, status: number, text: string): void => {
     ctx.status = status;
     // A constant type: no need for Koa's mime lookup behind ctx.type.
     ctx.res.setHeader('Content-Type', JSON_CONTENT_TYPE);
-    ctx.body = JSON.stringify(body);
+    ctx.body = text;
   };
+  const json = (ctx: Koa.Context, status: number, body: unknown): void => jsonText(ctx, status, JSON.stringify(body));
   return {
     core,
     json,
+    jsonText,
     created(ctx, id, body) {
       ctx.set('Location', `${originalPath(ctx)}/${encodeURIComponent(id)}`);
       json(ctx, 201, body);

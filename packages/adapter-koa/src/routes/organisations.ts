@@ -2,12 +2,26 @@
  * The five organisation operations (spec §4); authorisation and validation happen in the core (C-33).
  * Routes with a body have the core authorise before the body is read (kit.body).
  */
-import { listView, organisationView } from '@cos/core';
+import { listView, organisationView, type Organisation } from '@cos/core';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
 
 export function organisationRoutes(kit: RouteKit): Route[] {
   const { core } = kit;
+  /**
+   * The serialised view of an organisation record. Records are immutable, and on a SQLite file the
+   * authentication's credential cache hands out the same record until the file changes, so its
+   * JSON is made once, not on every GET (the record's end ends the entry).
+   */
+  const serialised = new WeakMap<Organisation, string>();
+  const organisationJson = (o: Organisation): string => {
+    let text = serialised.get(o);
+    if (text === undefined) {
+      text = JSON.stringify(organisationView(o));
+      serialised.set(o, text);
+    }
+    return text;
+  };
   return [
     keyRoute('GET', '/v1/organisations', async (ctx, _params, principal) => {
       const page = await core.organisations.list(principal, ctx.query);
@@ -18,7 +32,7 @@ export function organisationRoutes(kit: RouteKit): Route[] {
       kit.created(ctx, organisation.id, organisationView(organisation));
     }),
     keyRoute('GET', '/v1/organisations/:org_id', async (ctx, [orgId], principal) => {
-      kit.json(ctx, 200, organisationView(await core.organisations.get(principal, orgId!)));
+      kit.jsonText(ctx, 200, organisationJson(await core.organisations.get(principal, orgId!)));
     }),
     keyRoute('PUT', '/v1/organisations/:org_id', async (ctx, [orgId], principal) => {
       const body = await kit.body(ctx, principal, 'organisations.replace', orgId!);
