@@ -10,16 +10,16 @@ export function organisationRoutes(kit: RouteKit): Route[] {
   const { core } = kit;
   /**
    * The serialised view of an organisation record. Records are immutable, and on a SQLite file the
-   * authentication's credential cache hands out the same record until the file changes, so its
-   * JSON is made once, not on every GET (the record's end ends the entry).
+   * authentication's credential cache hands out the same record until the file changes, so the JSON
+   * of the last record answered is kept and reused while the same record comes back. One slot, not a
+   * WeakMap: where every read makes a new record (Postgres), a map entry per request cost more than
+   * the JSON it saved.
    */
-  const serialised = new WeakMap<Organisation, string>();
+  let last: { readonly record: Organisation; readonly text: string } | undefined;
   const organisationJson = (o: Organisation): string => {
-    let text = serialised.get(o);
-    if (text === undefined) {
-      text = JSON.stringify(organisationView(o));
-      serialised.set(o, text);
-    }
+    if (last !== undefined && last.record === o) return last.text;
+    const text = JSON.stringify(organisationView(o));
+    last = { record: o, text };
     return text;
   };
   return [
