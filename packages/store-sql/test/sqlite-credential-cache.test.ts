@@ -9,18 +9,18 @@
  * the pool or the read connection builds a new one), then a write through the same store, a unit of
  * work, a second store in this process or another process must show on the very next lookup.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { endianness, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { endianness } from 'node:os';
 import type { Credential } from '@cos/core';
 import { seededRandom } from '@cos/core/testing';
-import { createSqlStore, type SqlStore } from '@cos/store-sql';
+import type { SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { READ_CACHE_MAX_ENTRIES, SqliteReadConnection } from '../src/sqlite-reader.js';
 import { WalIndexWatch } from '../src/wal-index.js';
 import { at, issuedKey, organisation } from './support/fixtures.js';
 import { SqliteChild } from './support/sqlite-child.js';
+import { useSqliteFiles } from './support/sqlite-files.js';
 import { applyWrite, keyToJson, type WriteCommand } from './support/store-writes.js';
 
 const WAL_INDEX_VERSION = 3007000;
@@ -46,26 +46,14 @@ function headerNow(watch: WalIndexWatch): Buffer {
 
 describe('SQLite file: the credential cache of the read connection (WAL-index header)', function () {
   this.timeout(30_000);
-  let dir: string;
+  const { file: scratchFile, storeOn } = useSqliteFiles('cos-store-sql-cache-');
   let n = 0;
-  const open: SqlStore[] = [];
   const children: SqliteChild[] = [];
   const closers: Array<() => void> = [];
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cos-store-sql-cache-'));
-  });
-  afterEach(async () => {
+  afterEach(() => {
     for (const close of closers.splice(0)) close();
     for (const child of children.splice(0)) child.kill();
-    await Promise.all(open.splice(0).map((s) => s.close()));
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  function storeOn(url: string): SqlStore {
-    const store = createSqlStore({ databaseUrl: url });
-    open.push(store);
-    return store;
-  }
 
   function child(args: readonly string[]): SqliteChild {
     const c = new SqliteChild(args);
@@ -85,7 +73,7 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
    */
   async function fixture() {
     n += 1;
-    const file = join(dir, `cache-${n}.sqlite`);
+    const file = scratchFile(`cache-${n}.sqlite`);
     const url = `sqlite:${file}`;
     const store = storeOn(url);
     await store.migrate();
@@ -159,7 +147,7 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
     });
 
     it('no -shm file (a path with no database): open() is false and read() is null', () => {
-      const watch = watchOf(join(dir, 'absent.sqlite'));
+      const watch = watchOf(scratchFile('absent.sqlite'));
       expect(watch.open()).to.equal(false);
       expect(watch.read()).to.equal(null);
     });
@@ -167,7 +155,7 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
     it('a -shm file that is not a consistent WAL index (garbage, too short, torn copies, not initialised, another version) reads null; the same bytes with two equal copies read as the header', async () => {
       const { file } = await fixture();
       const live = readFileSync(`${file}-shm`).subarray(0, 96);
-      const scratch = join(dir, `scratch-${n}`);
+      const scratch = scratchFile(`scratch-${n}`);
       const watch = watchOf(scratch);
 
       writeFileSync(`${scratch}-shm`, Buffer.from('this is not a WAL index '.repeat(4)));
@@ -308,7 +296,7 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
     const where = (step: number) => `seed ${SEED}, step ${step}`;
 
     n += 1;
-    const file = join(dir, `random-${n}.sqlite`);
+    const file = scratchFile(`random-${n}.sqlite`);
     const url = `sqlite:${file}`;
     const store = storeOn(url);
     await store.migrate();

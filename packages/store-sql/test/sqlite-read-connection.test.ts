@@ -4,37 +4,20 @@
  * must see every committed write at once (C-36), never a unit of work's uncommitted one, and inside a
  * unit of work the transaction's own connection (its own writes) is still used.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { UnavailableError } from '@cos/core';
-import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { at, issuedKey, organisation } from './support/fixtures.js';
+import { useSqliteFiles } from './support/sqlite-files.js';
 
 describe('SQLite file: the read-only connection of the hot reads', function () {
   this.timeout(20_000);
-  let dir: string;
+  const { file, storeOn } = useSqliteFiles('cos-store-sql-reader-');
   let n = 0;
-  const open: SqlStore[] = [];
-  before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'cos-store-sql-reader-'));
-  });
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((s) => s.close()));
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  function storeOn(url: string): SqlStore {
-    const store = createSqlStore({ databaseUrl: url });
-    open.push(store);
-    return store;
-  }
 
   /** A migrated file with an organisation and one active key, and a store whose fast path is open. */
   async function fixture() {
     n += 1;
-    const url = `sqlite:${join(dir, `reader-${n}.sqlite`)}`;
+    const url = `sqlite:${file(`reader-${n}.sqlite`)}`;
     const store = storeOn(url);
     await store.migrate();
     const org = organisation();
@@ -115,7 +98,7 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
 
   it('before migrating, the reads fail as before (no fast path is opened on a file without tables); after migrating they work', async () => {
     n += 1;
-    const store = storeOn(`sqlite:${join(dir, `unmigrated-${n}.sqlite`)}`);
+    const store = storeOn(`sqlite:${file(`unmigrated-${n}.sqlite`)}`);
     let caught: unknown;
     try {
       await store.stores.apiKeys.findCredential('0'.repeat(64));
