@@ -5,7 +5,8 @@
  * has the core authorise the operation: authentication, the rate limit and authorisation (C-33)
  * come first, and no GET ever reads one. In order:
  *  1. a Content-Type that is not JSON (`application/json` or `application/*+json`, charset absent or
- *     utf-8) is 415; so is a non-empty body sent without any Content-Type;
+ *     utf-8) is 415; so is a non-empty body sent without any Content-Type, and a body with a
+ *     Content-Encoding other than `identity` (a gzip body would otherwise read as malformed JSON);
  *  2. no body at all (and no Content-Type) is 400 `{field:"body", issue:"must be a JSON object"}`;
  *  3. a declared Content-Length over the limit is 413 before anything is read; a body that grows
  *     past the limit while streaming is 413 as well;
@@ -14,7 +15,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ValidationError } from '@cos/core';
-import { payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
 export const MALFORMED_JSON = 'malformed JSON';
@@ -100,6 +101,8 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     throw invalidBody(NOT_AN_OBJECT);
   }
   if (!isJsonContentType(contentType)) throw unsupportedMediaType();
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '') throw unsupportedContentEncoding();
 
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limitBytes) throw payloadTooLarge(limitBytes);

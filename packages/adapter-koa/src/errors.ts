@@ -79,6 +79,10 @@ export const payloadTooLarge = (limitBytes: number): HttpError =>
 export const unsupportedMediaType = (): HttpError =>
   new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be JSON (Content-Type: application/json)');
 
+/** C-10: a compressed (or otherwise encoded) body: the service reads only plain JSON (RFC 7694 answers 415). */
+export const unsupportedContentEncoding = (): HttpError =>
+  new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must not be compressed (no Content-Encoding); send plain JSON');
+
 export const internalErrorMessage = (requestId: string): string =>
   `An unexpected error occurred; quote request id ${requestId} when reporting it`;
 

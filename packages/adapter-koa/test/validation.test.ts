@@ -159,6 +159,32 @@ describe('adapter-koa: validation over HTTP', () => {
       expect(untyped.status).to.equal(415);
     });
 
+    it('C-10: a compressed body (Content-Encoding other than identity) is 415 UNSUPPORTED_MEDIA_TYPE, not "malformed JSON"; identity is read as usual', async () => {
+      const { gzipSync } = await import('node:zlib');
+      for (const encoding of ['gzip', 'deflate', 'br', 'GZIP', 'gzip, identity']) {
+        const res = await world.api.patch(own, {
+          key: world.own.key,
+          body: gzipSync('{"name":"Acme Zipped"}'),
+          headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+        });
+        expect(res.status, encoding).to.equal(415);
+        expect(res.body, encoding).to.deep.equal({
+          error: 'UNSUPPORTED_MEDIA_TYPE',
+          message: 'Request bodies must not be compressed (no Content-Encoding); send plain JSON',
+          details: [],
+        });
+      }
+      const before = await world.api.get(own, { key: world.own.key });
+      expect(before.body.name, 'nothing changed').to.not.equal('Acme Zipped');
+      const identity = await world.api.patch(own, {
+        key: world.own.key,
+        body: '{"name":"Acme Identity"}',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+      });
+      expect(identity.status).to.equal(200);
+      expect(identity.body.name).to.equal('Acme Identity');
+    });
+
     it('C-10: JSON media types with parameters or a +json suffix are accepted', async () => {
       for (const type of ['application/json; charset=utf-8', 'Application/JSON;charset="UTF-8"', 'application/merge-patch+json']) {
         const res = await world.api.patch(own, { key: world.own.key, body: '{"name":"Acme Two"}', headers: { 'content-type': type } });
