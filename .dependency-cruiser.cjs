@@ -43,10 +43,13 @@ module.exports = {
     },
     {
       name: 'no-deep-imports-into-core',
-      comment: 'Outside core, import "@cos/core" or "@cos/core/testing", never core/src/... files.',
+      comment: 'Outside core, import "@cos/core", "@cos/core/testing" or "@cos/core/testing/contracts", never core/src/... files.',
       severity: 'error',
       from: { path: '^packages/(cli|store-sql|limiter-redis|adapter-koa)/src/' },
-      to: { path: '^packages/core/src/', pathNot: ['^packages/core/src/index\\.ts$', '^packages/core/src/testing/index\\.ts$'] },
+      to: {
+        path: '^packages/core/src/',
+        pathNot: ['^packages/core/src/index\\.ts$', '^packages/core/src/testing/index\\.ts$', '^packages/core/src/testing/contracts/index\\.ts$'],
+      },
     },
     {
       name: 'no-circular',

@@ -126,8 +126,9 @@ describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a sc
     scratch = join(work, 'scratch');
     mkdirSync(scratch);
     writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }, null, 2));
-    // chai: @cos/core/testing's optional peer (its contract suites assert with it).
-    await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', coreTarball, koaTarball, 'chai@6'], {
+    // No chai, no mocha: @cos/core/testing must work without a test framework (only
+    // @cos/core/testing/contracts needs them, as optional peers).
+    await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', coreTarball, koaTarball], {
       cwd: scratch,
       timeout: 100_000,
     });
@@ -185,6 +186,17 @@ describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a sc
     expect(out.version).to.deep.equal({ api_version: 'v1', release: 'v1-stable', released_on: '2026-06-10', service_version: '0.1.0' });
     expect(out.own.status).to.equal(200);
     expect(out.own.body.slug).to.equal('packed');
+  });
+
+  it('@cos/core/testing loads in a project without chai or mocha; only @cos/core/testing/contracts needs chai', async () => {
+    const probe = [
+      "const testing = await import('@cos/core/testing');",
+      "console.log('testing', typeof testing.createInMemoryStore, typeof testing.FakeClock, 'describeStoreContract' in testing);",
+      "try { await import('@cos/core/testing/contracts'); console.log('contracts resolved'); } catch (e) { console.log('contracts', e.code, /'chai'/.test(e.message)); }",
+    ].join('\n');
+    writeFileSync(join(scratch, 'testing-probe.mjs'), probe);
+    const { stdout } = await exec(process.execPath, ['testing-probe.mjs'], { cwd: scratch });
+    expect(stdout.trim().split('\n')).to.deep.equal(['testing function function false', 'contracts ERR_MODULE_NOT_FOUND true']);
   });
 
   it('only the declared entry points resolve: deep imports are refused, even under --conditions=source', async () => {

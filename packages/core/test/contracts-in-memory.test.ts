@@ -1,11 +1,7 @@
 /** The contract suites run against the in-memory implementations (the SQL and Redis packages run the same suites). */
 import { InProcessRateCounter } from '@cos/core';
-import {
-  createInMemoryStore,
-  describeRateCounter,
-  describeStoreContract,
-  InMemoryRateCounter,
-} from '@cos/core/testing';
+import { createInMemoryStore, InMemoryRateCounter } from '@cos/core/testing';
+import { describeRateCounter, describeStoreContract } from '@cos/core/testing/contracts';
 
 describeStoreContract('in-memory', async () => createInMemoryStore());
 

@@ -2,7 +2,7 @@
  * The core's RateCounter contract suite, unchanged, over the Redis counter: against a redis-server
  * this test starts itself, and against TEST_REDIS_URL when it is set (required under CI=true).
  */
-import { describeRateCounter, type CounterHarness } from '@cos/core/testing';
+import { describeRateCounter, type CounterHarness } from '@cos/core/testing/contracts';
 import { createRedisCounter } from '@cos/limiter-redis';
 import { RedisServer, describeWithRedisServer, uniquePrefix, waitFor } from './support/redis-server.js';
 

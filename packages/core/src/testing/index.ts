@@ -1,6 +1,7 @@
 /**
- * @cos/core/testing: real in-memory adapters, test doubles for time/randomness/logging, and the
- * contract suites every port implementation runs unchanged.
+ * @cos/core/testing: real in-memory adapters and test doubles for time, randomness and logging.
+ * No test framework is needed to use them. The contract suites every port implementation runs
+ * unchanged are at @cos/core/testing/contracts (they need mocha and chai).
  */
 export type { CounterHarness, StoreHarness, StoreHarnessFactory } from './harness.js';
 export { createInMemoryStore } from './in-memory-store.js';
@@ -9,17 +10,3 @@ export { FakeClock, FAKE_CLOCK_START } from './fake-clock.js';
 export { seededRandom } from './seeded-random.js';
 export { CapturingLogger, type LogEntry } from './capturing-logger.js';
 export { createTestCore, type TestCore, type TestCoreOptions } from './test-core.js';
-export {
-  describeApiKeyStore,
-  describeAuditLog,
-  describeHealthProbe,
-  describeMemberStore,
-  describeOrganisationStore,
-  describeRateCounter,
-  describeStoreContract,
-  describeUnitOfWork,
-  expectApiKey,
-  expectAuditEntry,
-  expectMember,
-  expectOrganisation,
-} from './contracts/index.js';

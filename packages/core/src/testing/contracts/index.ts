@@ -1,3 +1,8 @@
+/**
+ * @cos/core/testing/contracts: the contract suite of every port (mocha `describe`/`it`, chai
+ * `expect`), run unchanged against each implementation: in-memory, SQLite, Postgres, Redis.
+ */
+export type { CounterHarness, StoreHarness, StoreHarnessFactory } from '../harness.js';
 export { describeApiKeyStore, expectApiKey } from './api-key-store.js';
 export { describeAuditLog, expectAuditEntry } from './audit-log.js';
 export { describeHealthProbe } from './health-probe.js';
