@@ -4,6 +4,7 @@
  * `cos-admin key issue` loads neither inversify, Koa nor Redis (it is benchmarked for start-up).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import {
   createCore,
   InProcessRateCounter,
@@ -30,6 +31,11 @@ export interface LimiterHandle {
 /** What a Koa application offers that the HTTP server needs (structural: no Koa import here). */
 export interface HttpApp {
   callback(): (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * Answers what Node's HTTP parser refuses before the app sees it (the server's `clientError`
+   * event): adapter-koa's createClientErrorResponder. Absent: Node's bare answer.
+   */
+  clientError?(err: Error & { code?: string }, socket: Duplex): void;
 }
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
@@ -76,8 +82,10 @@ export function composeCore(ports: CorePorts): Core {
 
 /** The Koa application over the core (Koa is imported here, on first use). */
 export async function createHttpApp(core: Core, logger: Logger, config: AppConfig, serviceVersion: string): Promise<HttpApp> {
-  const { createKoaApp } = await import('@cos/adapter-koa');
-  return createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl, trustProxy: config.trustProxy });
+  const { createKoaApp, createClientErrorResponder } = await import('@cos/adapter-koa');
+  const app = createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl, trustProxy: config.trustProxy });
+  // The Koa application itself (its settings stay inspectable), with the parser-error answer attached.
+  return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }) });
 }
 
 export { coreConfigOf };

@@ -23,6 +23,9 @@ export interface ListenOptions {
   /** Default CONNECTION_IDLE_GRACE_MS. */
   readonly idleGraceMs?: number;
 }
+
+/** An app with its own answer to requests Node's parser refuses (HttpApp.clientError). */
+type ClientErrorHandler = NonNullable<HttpApp['clientError']>;
 const SWEEP_INTERVAL_MS = 20;
 
 export interface StopResult {
@@ -83,6 +86,10 @@ export async function listen(
     });
     handle(req, res);
   });
+  // Requests the HTTP parser refuses get the app's answer (the standard error shape) instead of
+  // Node's bare status line, when the app has one.
+  const clientError: ClientErrorHandler | undefined = app.clientError?.bind(app);
+  if (clientError !== undefined) server.on('clientError', clientError);
   server.on('connection', (socket: Socket) => {
     connections.set(socket, { active: 0, idleSince: Date.now() });
     socket.once('close', () => connections.delete(socket));

@@ -87,6 +87,8 @@ describe('buildContainer (composition root)', function () {
       try {
         const app = await container.getAsync<HttpApp>(CLI_TOKENS.HttpApp);
         expect((app as unknown as { proxy: boolean }).proxy).to.equal(expected);
+        // serve's listener answers what Node's parser refuses through the adapter (bounds.test.ts).
+        expect(app.clientError, 'clientError answer').to.be.a('function');
       } finally {
         await closeContainer(container);
       }

@@ -93,23 +93,43 @@ describe('system: bounded request sizes, pages and strings (C-5, C-6, C-10, C-13
     expect(r.ms).to.be.lessThan(2000);
   });
 
-  it(`HTTP layer: a header section over Node's limit (${maxHeaderSize} bytes) is 431 from Node's parser (before the service; no standard body), and the server keeps serving`, async () => {
+  /** What Node's parser refused, answered in the standard error shape with the C-15/C-52 headers. */
+  function refusedByParser(r: { status: number; headers: Record<string, unknown>; body: string }, status: number, details: unknown[], what: string): void {
+    expect(r.status, what).to.equal(status);
+    expect(String(r.headers['content-type']), what).to.equal('application/json; charset=utf-8');
+    expect(JSON.parse(r.body), what).to.deep.equal({ error: 'VALIDATION_ERROR', message: JSON.parse(r.body).message, details });
+    expect(JSON.parse(r.body).message, what).to.be.a('string').and.not.equal('');
+    expect(String(r.headers['x-request-id']), what).to.match(/^[0-9a-f-]{36}$/);
+    for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(String(r.headers[h]), `${what}: ${h}`).to.match(/^\d+$/);
+    expect(String(r.headers.connection).toLowerCase(), what).to.equal('close');
+    expect(r.body, `${what}: the refused bytes are not echoed`).to.not.include('svc_live_');
+  }
+
+  it(`HTTP layer: a header section over Node's limit (${maxHeaderSize} bytes) is 431 in the standard error shape (field "headers"), nothing of it is echoed or logged, and the server keeps serving`, async () => {
+    const logged = stack.logger.entries.length;
     const oversized: Record<string, string>[] = [{ 'x-big': 'a'.repeat(maxHeaderSize + 1024) }, { authorization: `Bearer svc_live_${'A'.repeat(maxHeaderSize)}` }];
     for (const headers of oversized) {
       const r = await rawRequest(stack.baseUrl, { method: 'GET', path: '/v1/health', headers });
-      expect(r.status).to.equal(431);
+      refusedByParser(r, 431, [{ field: 'headers', issue: 'too large' }], Object.keys(headers)[0]!);
     }
     const longPath = await rawRequest(stack.baseUrl, { method: 'GET', path: `/v1/organisations?cursor=${'c'.repeat(maxHeaderSize + 10)}`, headers: {} });
-    expect(longPath.status).to.equal(431);
+    refusedByParser(longPath, 431, [{ field: 'headers', issue: 'too large' }], 'long request line');
+    const lines = stack.logger.entries.slice(logged).filter((e) => e.message === 'request refused by the HTTP parser');
+    expect(lines.map((e) => e.fields.status)).to.deep.equal([431, 431, 431]);
+    expect(JSON.stringify(stack.logger.entries.slice(logged))).to.not.include('AAAAAAAAAAAAAAAA');
     const after = await stack.client.call('GET', '/v1/health');
     expect(after.status).to.equal(200);
   });
 
-  it('HTTP layer: a method Node\'s parser does not know (FOO, lower-case get) is 400 from the parser with Connection: close, and the server keeps serving', async () => {
+  it('HTTP layer: a method Node\'s parser does not know (FOO, lower-case get) is 400 in the standard error shape (field "request") with Connection: close, and the server keeps serving', async () => {
     for (const method of ['FOO', 'get', 'G\u00c9T']) {
       const answer = await rawSocket(stack.baseUrl, `${method} /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n`);
       expect(answer, method).to.match(/^HTTP\/1\.1 400 /);
       expect(answer.toLowerCase(), method).to.include('connection: close');
+      expect(answer.toLowerCase(), method).to.include('x-request-id: ');
+      expect(answer.toLowerCase(), method).to.include('x-ratelimit-remaining: ');
+      const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+      expect(JSON.parse(body), method).to.deep.equal({ error: 'VALIDATION_ERROR', message: 'Malformed HTTP request', details: [{ field: 'request', issue: 'malformed HTTP request' }] });
     }
     expect((await stack.client.call('GET', '/v1/health')).status).to.equal(200);
   });
