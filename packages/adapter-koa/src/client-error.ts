@@ -23,14 +23,15 @@ import { REQUEST_ID_HEADER } from './request-id.js';
 
 export type ClientErrorResponder = (err: Error & { code?: string }, socket: Duplex) => void;
 
-interface Answer {
+/** What a parser-level failure is answered with. */
+export interface ClientErrorAnswer {
   readonly status: number;
   readonly message: string;
   readonly details: ErrorDetail[];
 }
 
 /** The answer to a parser-level failure, by Node's error code. */
-export function clientErrorAnswer(code: string | undefined): Answer {
+export function clientErrorAnswer(code: string | undefined): ClientErrorAnswer {
   if (code === 'HPE_HEADER_OVERFLOW') {
     return { status: 431, message: 'Request header section is larger than the server accepts', details: [{ field: 'headers', issue: 'too large' }] };
   }
