@@ -101,8 +101,8 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
     throw invalidBody(NOT_AN_OBJECT);
   }
   if (!isJsonContentType(contentType)) throw unsupportedMediaType();
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '') throw unsupportedContentEncoding();
+  const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') throw unsupportedContentEncoding();
 
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limitBytes) throw payloadTooLarge(limitBytes);

@@ -18,7 +18,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ErrorDetail } from '@cos/core';
 import type { HttpDeps } from './app.js';
-import { JSON_CONTENT_TYPE, type StandardErrorBody } from './errors.js';
+import { JSON_CONTENT_TYPE, standardBody } from './errors.js';
+import { setRateLimitHeaders } from './middleware/rate-limit-headers.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
 
 export type ClientErrorResponder = (err: Error & { code?: string }, socket: Duplex) => void;
@@ -50,20 +51,16 @@ export function createClientErrorResponder(deps: HttpDeps): ClientErrorResponder
       const answer = clientErrorAnswer(err.code);
       const requestId = randomUUID();
       const address = (socket as Partial<Socket>).remoteAddress ?? 'unknown';
-      const decision = core.rateLimiter.peek({ kind: 'source', address });
-      const body: StandardErrorBody = { error: 'VALIDATION_ERROR', message: answer.message, details: answer.details };
-      const text = JSON.stringify(body);
-      socket.write(
+      const text = standardBody('VALIDATION_ERROR', answer.message, answer.details);
+      let head =
         `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}\r\n` +
-          `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +
-          `Content-Length: ${Buffer.byteLength(text)}\r\n` +
-          `${REQUEST_ID_HEADER}: ${requestId}\r\n` +
-          `X-RateLimit-Limit: ${decision.limit}\r\n` +
-          `X-RateLimit-Remaining: ${decision.remaining}\r\n` +
-          `X-RateLimit-Reset: ${decision.resetEpochSeconds}\r\n` +
-          'Connection: close\r\n\r\n' +
-          text,
-      );
+        `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\n` +
+        `${REQUEST_ID_HEADER}: ${requestId}\r\n`;
+      setRateLimitHeaders(core.rateLimiter.peek({ kind: 'source', address }), {
+        setHeader: (name, value) => (head += `${name}: ${value}\r\n`),
+      });
+      socket.write(`${head}Connection: close\r\n\r\n${text}`);
       if (logger.isLevelEnabled?.('info') ?? true) {
         logger.info(
           { request_id: requestId, method: null, route: null, path: null, status: answer.status, latency_ms: 0, error_code: 'VALIDATION_ERROR', parser_error: err.code ?? null },

@@ -128,7 +128,8 @@ export interface RenderContext {
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
-function standardBody(code: HttpErrorCode, message: string, details: readonly ErrorDetail[]): string {
+/** The serialised standard error body (§7); details only for codes whose ERROR_TABLE row carries them. */
+export function standardBody(code: HttpErrorCode, message: string, details: readonly ErrorDetail[]): string {
   const body: StandardErrorBody = {
     error: code,
     message,

@@ -6,20 +6,24 @@
  * scope's current window via RateLimiter.peek, which counts nothing.
  */
 import type Koa from 'koa';
-import type { Core } from '@cos/core';
+import type { Core, RateDecision } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 import type { SourceAddress } from './source-address.js';
 
 export type RateHeaderWriter = (ctx: Koa.Context, state: CosRequestState) => void;
+
+/** The three C-52 headers of a decision, set on anything with `setHeader` (a response, or a raw answer being built). */
+export function setRateLimitHeaders(decision: RateDecision, target: { setHeader(name: string, value: string): unknown }): void {
+  target.setHeader('X-RateLimit-Limit', String(decision.limit));
+  target.setHeader('X-RateLimit-Remaining', String(decision.remaining));
+  target.setHeader('X-RateLimit-Reset', String(decision.resetEpochSeconds));
+}
 
 export function createRateHeaderWriter(core: Core, sourceAddress: SourceAddress): RateHeaderWriter {
   const limiter = core.rateLimiter;
   return (ctx, state) => {
     const res = ctx.res;
     if (res.headersSent) return;
-    const decision = state.decision ?? limiter.peek({ kind: 'source', address: sourceAddress(ctx) });
-    res.setHeader('X-RateLimit-Limit', String(decision.limit));
-    res.setHeader('X-RateLimit-Remaining', String(decision.remaining));
-    res.setHeader('X-RateLimit-Reset', String(decision.resetEpochSeconds));
+    setRateLimitHeaders(state.decision ?? limiter.peek({ kind: 'source', address: sourceAddress(ctx) }), res);
   };
 }

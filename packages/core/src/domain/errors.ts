@@ -103,12 +103,12 @@ export class ConflictError extends DomainError {
   }
 }
 
-/** Thrown when a rate-limit decision refuses the request; carries the decision for headers. */
 /** The 429 message (the problem body's `detail`) for a refused decision. */
 export function rateLimitExceededMessage(decision: RateDecision): string {
   return `Rate limit of ${decision.limit} requests per minute exceeded; retry after ${decision.retryAfterSeconds} seconds`;
 }
 
+/** Thrown when a rate-limit decision refuses the request; carries the decision for headers. */
 export class RateLimitedError extends DomainError {
   readonly code = 'RATE_LIMIT_EXCEEDED' as const;
   readonly decision: RateDecision;
