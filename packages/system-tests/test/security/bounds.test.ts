@@ -1,6 +1,6 @@
 /**
  * Bounded everything: request bodies (C-10: 64 KiB -> 413, also chunked and when only declared),
- * headers (Node's 16 KiB limit -> 431 from the HTTP layer), page sizes (C-5: limit 1..100, default
+ * headers (Node's 16 KiB limit -> 431 in the standard error shape, answered for the HTTP parser), page sizes (C-5: limit 1..100, default
  * 20), string lengths (C-13, C-15, C-23, C-6 cursor), and active keys per organisation (C-25:
  * MAX_ACTIVE_KEYS_PER_ORG -> 409 with a clear message, also under concurrent issuance on Postgres).
  */
@@ -105,7 +105,7 @@ describe('system: bounded request sizes, pages and strings (C-5, C-6, C-10, C-13
     expect(r.body, `${what}: the refused bytes are not echoed`).to.not.include('svc_live_');
   }
 
-  it(`HTTP layer: a header section over Node's limit (${maxHeaderSize} bytes) is 431 in the standard error shape (field "headers"), nothing of it is echoed or logged, and the server keeps serving`, async () => {
+  it(`C-15, C-52, HTTP layer: a header section over Node's limit (${maxHeaderSize} bytes) is 431 in the standard error shape (field "headers"), nothing of it is echoed or logged, and the server keeps serving`, async () => {
     const logged = stack.logger.entries.length;
     const oversized: Record<string, string>[] = [{ 'x-big': 'a'.repeat(maxHeaderSize + 1024) }, { authorization: `Bearer svc_live_${'A'.repeat(maxHeaderSize)}` }];
     for (const headers of oversized) {
@@ -121,7 +121,7 @@ describe('system: bounded request sizes, pages and strings (C-5, C-6, C-10, C-13
     expect(after.status).to.equal(200);
   });
 
-  it('HTTP layer: a method Node\'s parser does not know (FOO, lower-case get) is 400 in the standard error shape (field "request") with Connection: close, and the server keeps serving', async () => {
+  it('C-15, C-52, HTTP layer: a method Node\'s parser does not know (FOO, lower-case get) is 400 in the standard error shape (field "request") with Connection: close, and the server keeps serving', async () => {
     for (const method of ['FOO', 'get', 'G\u00c9T']) {
       const answer = await rawSocket(stack.baseUrl, `${method} /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n`);
       expect(answer, method).to.match(/^HTTP\/1\.1 400 /);
