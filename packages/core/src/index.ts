@@ -7,6 +7,7 @@ export * from './domain/organisation.js';
 export * from './domain/member.js';
 export * from './domain/api-key.js';
 export * from './domain/audit.js';
+export * from './domain/webhook.js';
 export * from './domain/principal.js';
 export type * from './ports/index.js';
 export * from './config.js';

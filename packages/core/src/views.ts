@@ -44,7 +44,14 @@ export interface IssuedKeyView extends ApiKeyView {
   key: string;
 }
 
-export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator' };
+export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator' } | { type: 'secret_scanning' };
+
+/** Where an exposed key was found (`api_key_exposed` entries only). */
+export interface KeyExposureView {
+  type: string;
+  url: string | null;
+  source: string | null;
+}
 
 export interface AuditEntryView {
   id: string;
@@ -54,6 +61,8 @@ export interface AuditEntryView {
   key_id: string | null;
   key_prefix: string | null;
   actor: AuditActorView;
+  /** Present on `api_key_exposed` entries only. */
+  exposure?: KeyExposureView;
 }
 
 export interface ListView<T> {
@@ -119,7 +128,8 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     organisation_id: e.organisationId,
     key_id: e.keyId,
     key_prefix: e.keyPrefix,
-    actor: e.actor.type === 'api_key' ? { type: 'api_key', key_id: e.actor.keyId } : { type: 'operator' },
+    actor: e.actor.type === 'api_key' ? { type: 'api_key', key_id: e.actor.keyId } : { type: e.actor.type },
+    ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
   };
 }
 

@@ -1,15 +1,39 @@
 /** Audit entries (C-40, C-41): append-only governance events. */
 
-export type AuditKind = 'api_key_revoked' | 'api_key_issued' | 'organisation_created' | 'organisation_updated';
+export type AuditKind =
+  | 'api_key_revoked'
+  | 'api_key_issued'
+  | 'api_key_exposed'
+  | 'organisation_created'
+  | 'organisation_updated';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
+  'api_key_exposed',
   'organisation_created',
   'organisation_updated',
 ];
 
-/** Who did it: an API key over HTTP, or the operator through the CLI. */
-export type AuditActor = { readonly type: 'api_key'; readonly keyId: string } | { readonly type: 'operator' };
+/**
+ * Who did it: an API key over HTTP, the operator through the CLI, or the secret-scanning programme
+ * (an alert that found a key in public, C-58).
+ */
+export type AuditActor =
+  | { readonly type: 'api_key'; readonly keyId: string }
+  | { readonly type: 'operator' }
+  | { readonly type: 'secret_scanning' };
+
+export const AUDIT_ACTOR_TYPES: readonly AuditActor['type'][] = ['api_key', 'operator', 'secret_scanning'];
+
+/**
+ * Where a key was found (`api_key_exposed` only): the scanner's token type, the public URL and the
+ * source it names. Never the token itself (C-58).
+ */
+export interface KeyExposure {
+  readonly type: string;
+  readonly url: string | null;
+  readonly source: string | null;
+}
 
 export interface AuditEntry {
   readonly id: string;
@@ -20,4 +44,6 @@ export interface AuditEntry {
   readonly keyId: string | null;
   readonly keyPrefix: string | null;
   readonly actor: AuditActor;
+  /** `api_key_exposed` entries only: where the key was found. */
+  readonly exposure?: KeyExposure;
 }

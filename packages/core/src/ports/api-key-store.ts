@@ -24,4 +24,9 @@ export interface ApiKeyStore {
    * false when it was already revoked or does not exist in that organisation.
    */
   revoke(organisationId: string, keyId: string, at: Date): Promise<boolean>;
+  /**
+   * Remembers that the key was reported exposed at `url` (null: no URL given). True the first time
+   * for that (key, url) pair, false for a repeat (a redelivered secret-scanning alert).
+   */
+  recordExposure(keyId: string, url: string | null, at: Date): Promise<boolean>;
 }

@@ -2,6 +2,8 @@ import type { ApiKeyStore } from './api-key-store.js';
 import type { AuditLog } from './audit-log.js';
 import type { MemberStore } from './member-store.js';
 import type { OrganisationStore } from './organisation-store.js';
+import type { Outbox } from './outbox.js';
+import type { WebhookStore } from './webhook-store.js';
 
 /** The stores, as one bundle. Outside a unit of work each call stands alone. */
 export interface Stores {
@@ -9,6 +11,8 @@ export interface Stores {
   readonly members: MemberStore;
   readonly apiKeys: ApiKeyStore;
   readonly audit: AuditLog;
+  readonly webhooks: WebhookStore;
+  readonly outbox: Outbox;
 }
 
 export interface UnitOfWork {

@@ -6,6 +6,7 @@
  */
 import { digestsEqual, type ApiKey } from '../domain/api-key.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
+import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Organisation } from '../domain/organisation.js';
@@ -14,6 +15,8 @@ import type { AuditFilter, AuditLog } from '../ports/audit-log.js';
 import type { HealthProbe } from '../ports/health-probe.js';
 import type { MemberStore } from '../ports/member-store.js';
 import type { OrganisationChanges, OrganisationStore } from '../ports/organisation-store.js';
+import type { AttemptOutcome, Outbox, OutboxFilter } from '../ports/outbox.js';
+import type { WebhookStore } from '../ports/webhook-store.js';
 import type { KeysetPosition, PageRequest } from '../ports/pagination.js';
 import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
 import type { StoreHarness } from './harness.js';
@@ -23,13 +26,32 @@ interface Tables {
   readonly members: Map<string, Member>;
   readonly apiKeys: Map<string, ApiKey>;
   readonly audit: Map<string, AuditEntry>;
+  readonly webhooks: Map<string, WebhookEndpoint>;
+  readonly outbox: Map<string, OutboxRow>;
+  /** `${keyId} ${url ?? ''}` of every recorded exposure. */
+  readonly exposures: Set<string>;
+}
+
+/** An outbox record with its claim (lease id and end), which the port never hands out. */
+interface OutboxRow {
+  readonly notification: Notification;
+  readonly claim: string | null;
+  readonly leaseUntil: Date | null;
 }
 
 /** A write: validates first, then mutates; throws before mutating anything. */
 type Write<T> = (tables: Tables) => T;
 
 function emptyTables(): Tables {
-  return { organisations: new Map(), members: new Map(), apiKeys: new Map(), audit: new Map() };
+  return {
+    organisations: new Map(),
+    members: new Map(),
+    apiKeys: new Map(),
+    audit: new Map(),
+    webhooks: new Map(),
+    outbox: new Map(),
+    exposures: new Set(),
+  };
 }
 
 /** Records are stored as private copies, so a shallow copy of each map is a full snapshot. */
@@ -39,6 +61,9 @@ function cloneTables(t: Tables): Tables {
     members: new Map(t.members),
     apiKeys: new Map(t.apiKeys),
     audit: new Map(t.audit),
+    webhooks: new Map(t.webhooks),
+    outbox: new Map(t.outbox),
+    exposures: new Set(t.exposures),
   };
 }
 
@@ -75,7 +100,32 @@ function copyApiKey(k: ApiKey): ApiKey {
 }
 
 function copyActor(a: AuditActor): AuditActor {
-  return a.type === 'api_key' ? { type: 'api_key', keyId: a.keyId } : { type: 'operator' };
+  return a.type === 'api_key' ? { type: 'api_key', keyId: a.keyId } : { type: a.type };
+}
+
+function copyWebhook(w: WebhookEndpoint): WebhookEndpoint {
+  return {
+    organisationId: w.organisationId,
+    url: w.url,
+    secret: w.secret,
+    createdAt: copyDate(w.createdAt),
+    updatedAt: copyDate(w.updatedAt),
+  };
+}
+
+function copyNotification(n: Notification): Notification {
+  return {
+    id: n.id,
+    organisationId: n.organisationId,
+    type: n.type,
+    payload: n.payload,
+    status: n.status,
+    attempts: n.attempts,
+    nextAttemptAt: copyDate(n.nextAttemptAt),
+    createdAt: copyDate(n.createdAt),
+    completedAt: copyDateOrNull(n.completedAt),
+    lastError: n.lastError,
+  };
 }
 
 function copyAudit(e: AuditEntry): AuditEntry {
@@ -87,6 +137,7 @@ function copyAudit(e: AuditEntry): AuditEntry {
     keyId: e.keyId,
     keyPrefix: e.keyPrefix,
     actor: copyActor(e.actor),
+    ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
   };
 }
 
@@ -365,6 +416,128 @@ class InMemoryApiKeyStore implements ApiKeyStore {
       return true;
     });
   }
+
+  async recordExposure(keyId: string, url: string | null, _at: Date): Promise<boolean> {
+    const entry = `${keyId} ${url ?? ''}`;
+    return this.session.write((t) => {
+      if (t.exposures.has(entry)) return false;
+      t.exposures.add(entry);
+      return true;
+    });
+  }
+}
+
+class InMemoryWebhookStore implements WebhookStore {
+  constructor(private readonly session: Session) {}
+
+  async get(organisationId: string): Promise<WebhookEndpoint | null> {
+    return this.session.read((t) => {
+      const w = t.webhooks.get(organisationId);
+      return w === undefined ? null : copyWebhook(w);
+    });
+  }
+
+  async put(endpoint: WebhookEndpoint): Promise<void> {
+    const record = copyWebhook(endpoint);
+    this.session.write((t) => {
+      if (!t.organisations.has(record.organisationId)) throw new Error('webhook for an organisation that does not exist');
+      t.webhooks.set(record.organisationId, record);
+    });
+  }
+
+  async remove(organisationId: string): Promise<boolean> {
+    return this.session.write((t) => t.webhooks.delete(organisationId));
+  }
+}
+
+class InMemoryOutbox implements Outbox {
+  constructor(private readonly session: Session) {}
+
+  async enqueue(notification: Notification): Promise<void> {
+    const record = copyNotification(notification);
+    this.session.write((t) => {
+      if (t.outbox.has(record.id)) throw duplicateId('Notification');
+      t.outbox.set(record.id, { notification: record, claim: null, leaseUntil: null });
+    });
+  }
+
+  async claimDue(now: Date, leaseUntil: Date, limit: number, claim: string): Promise<Notification[]> {
+    const nowMs = now.getTime();
+    return this.session.write((t) => {
+      const due = [...t.outbox.values()]
+        .filter(
+          (r) =>
+            r.notification.status === 'pending' &&
+            r.notification.nextAttemptAt.getTime() <= nowMs &&
+            (r.leaseUntil === null || r.leaseUntil.getTime() <= nowMs),
+        )
+        .sort((a, b) =>
+          compareKeyset(a.notification.nextAttemptAt.getTime(), a.notification.id, b.notification.nextAttemptAt.getTime(), b.notification.id),
+        )
+        .slice(0, Math.max(0, limit));
+      return due.map((r) => {
+        const notification = { ...r.notification, attempts: r.notification.attempts + 1 };
+        t.outbox.set(notification.id, { notification, claim, leaseUntil: copyDate(leaseUntil) });
+        return copyNotification(notification);
+      });
+    });
+  }
+
+  async complete(id: string, claim: string, outcome: AttemptOutcome): Promise<boolean> {
+    return this.session.write((t) => {
+      const r = t.outbox.get(id);
+      if (r === undefined || r.claim !== claim || r.notification.status !== 'pending') return false;
+      const n = r.notification;
+      const next: Notification =
+        outcome.status === 'pending'
+          ? { ...n, nextAttemptAt: copyDate(outcome.nextAttemptAt), lastError: outcome.error }
+          : outcome.status === 'delivered'
+            ? { ...n, status: 'delivered', completedAt: copyDate(outcome.at) }
+            : { ...n, status: 'failed', completedAt: copyDate(outcome.at), lastError: outcome.error };
+      t.outbox.set(id, { notification: next, claim: null, leaseUntil: null });
+      return true;
+    });
+  }
+
+  async findById(id: string): Promise<Notification | null> {
+    return this.session.read((t) => {
+      const r = t.outbox.get(id);
+      return r === undefined ? null : copyNotification(r.notification);
+    });
+  }
+
+  async list(filter: OutboxFilter, request: PageRequest): Promise<Notification[]> {
+    const { organisationId, status } = filter;
+    return this.session.read((t) =>
+      page(
+        [...t.outbox.values()]
+          .map((r) => r.notification)
+          .filter((n) => (organisationId === undefined || n.organisationId === organisationId) && (status === undefined || n.status === status)),
+        (n) => n,
+        request,
+        copyNotification,
+      ),
+    );
+  }
+
+  async retry(id: string, now: Date): Promise<boolean> {
+    const at = copyDate(now);
+    return this.session.write((t) => {
+      const r = t.outbox.get(id);
+      if (r === undefined || r.notification.status === 'delivered') return false;
+      const notification: Notification = { ...r.notification, status: 'pending', attempts: 0, nextAttemptAt: copyDate(at), completedAt: null };
+      t.outbox.set(id, { notification, claim: null, leaseUntil: null });
+      return true;
+    });
+  }
+
+  async countPending(): Promise<number> {
+    return this.session.read((t) => {
+      let n = 0;
+      for (const r of t.outbox.values()) if (r.notification.status === 'pending') n += 1;
+      return n;
+    });
+  }
 }
 
 class InMemoryAuditLog implements AuditLog {
@@ -399,6 +572,8 @@ function storesOver(session: Session): Stores {
     members: new InMemoryMemberStore(session),
     apiKeys: new InMemoryApiKeyStore(session),
     audit: new InMemoryAuditLog(session),
+    webhooks: new InMemoryWebhookStore(session),
+    outbox: new InMemoryOutbox(session),
   });
 }
 

@@ -1,0 +1,81 @@
+/**
+ * Signed webhooks (C-59): an organisation's optional endpoint, the events sent to it and the outbox
+ * record of each delivery. Events are written to the outbox in the same unit of work as the change
+ * they report; `serve` delivers them (Standard Webhooks signing) with retries.
+ */
+import type { Random } from '../ports/random.js';
+
+export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed';
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed'];
+
+/** An organisation's webhook endpoint. The secret signs every delivery (`whsec_` + base64). */
+export interface WebhookEndpoint {
+  readonly organisationId: string;
+  readonly url: string;
+  readonly secret: string;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export type NotificationStatus = 'pending' | 'delivered' | 'failed';
+export const NOTIFICATION_STATUSES: readonly NotificationStatus[] = ['pending', 'delivered', 'failed'];
+
+/** One event in the outbox: what is sent, and how its delivery stands. */
+export interface Notification {
+  /** Also the `webhook-id` header: the same on every attempt, so a receiver can drop repeats. */
+  readonly id: string;
+  readonly organisationId: string;
+  readonly type: WebhookEventType;
+  /** The exact JSON body sent (`{type, timestamp, data}`): never a raw key or digest (C-59). */
+  readonly payload: string;
+  readonly status: NotificationStatus;
+  /** Attempts started so far (a claim starts one). */
+  readonly attempts: number;
+  /** Pending: not sent before this time. */
+  readonly nextAttemptAt: Date;
+  readonly createdAt: Date;
+  /** When it was delivered, or finally failed; null while pending. */
+  readonly completedAt: Date | null;
+  /** The last attempt's failure (status, timeout or connection error), or null. */
+  readonly lastError: string | null;
+}
+
+/** What a webhook event says about a key (spec: never the raw key or its digest). */
+export interface KeyEventData {
+  readonly organisation_id: string;
+  readonly key_id: string;
+  readonly key_prefix: string;
+  readonly label: string;
+  readonly url?: string | null;
+  readonly source?: string | null;
+}
+
+export const WEBHOOK_SECRET_PREFIX = 'whsec_';
+const WEBHOOK_SECRET_BYTES = 32;
+
+/** A new signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form). */
+export function generateWebhookSecret(random: Random): string {
+  return WEBHOOK_SECRET_PREFIX + Buffer.from(random.bytes(WEBHOOK_SECRET_BYTES)).toString('base64');
+}
+
+/** A new pending outbox record for `type`, due at once. */
+export function newNotification(
+  random: Random,
+  type: WebhookEventType,
+  at: Date,
+  data: KeyEventData,
+): Notification {
+  const payload = JSON.stringify({ type, timestamp: at.toISOString(), data });
+  return {
+    id: `msg_${random.uuid().replaceAll('-', '')}`,
+    organisationId: data.organisation_id,
+    type,
+    payload,
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: at,
+    createdAt: at,
+    completedAt: null,
+    lastError: null,
+  };
+}
