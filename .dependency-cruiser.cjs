@@ -1,10 +1,10 @@
 /**
  * The dependency rule of ../shared/design/architecture.md, checked on every `pnpm check` (and so in CI):
  *   core imports only zod and node: built-ins (core/src/testing may also use chai and mocha);
- *   adapters (store-sql, limiter-redis, adapter-koa) import core, never each other or the cli;
+ *   adapters (store-sql, limiter-redis, adapter-koa, webhook-sender) import core, never each other or the cli;
  *   only the cli composes everything.
  */
-const ADAPTERS = '(store-sql|limiter-redis|adapter-koa)';
+const ADAPTERS = '(store-sql|limiter-redis|adapter-koa|webhook-sender)';
 module.exports = {
   forbidden: [
     {
@@ -32,7 +32,7 @@ module.exports = {
       comment: 'Belt and braces: core never reaches koa, knex, redis, inversify, pino or any adapter.',
       severity: 'error',
       from: { path: '^packages/core/' },
-      to: { path: ['(^|/)node_modules/(koa|@koa|knex|redis|@redis|inversify|pino|pg|better-sqlite3)/', `^packages/(cli|${ADAPTERS.slice(1, -1)})/`] },
+      to: { path: ['(^|/)node_modules/(koa|@koa|knex|redis|@redis|inversify|pino|pg|better-sqlite3|standardwebhooks)/', `^packages/(cli|${ADAPTERS.slice(1, -1)})/`] },
     },
     {
       name: 'adapters-depend-only-on-core',
@@ -45,7 +45,7 @@ module.exports = {
       name: 'no-deep-imports-into-core',
       comment: 'Outside core, import "@cos/core", "@cos/core/testing" or "@cos/core/testing/contracts", never core/src/... files.',
       severity: 'error',
-      from: { path: '^packages/(cli|store-sql|limiter-redis|adapter-koa)/src/' },
+      from: { path: '^packages/(cli|store-sql|limiter-redis|adapter-koa|webhook-sender)/src/' },
       to: {
         path: '^packages/core/src/',
         pathNot: ['^packages/core/src/index\\.ts$', '^packages/core/src/testing/index\\.ts$', '^packages/core/src/testing/contracts/index\\.ts$'],

@@ -28,6 +28,7 @@ import { memberRoutes } from './routes/members.js';
 import { metaRoutes } from './routes/meta.js';
 import { organisationRoutes } from './routes/organisations.js';
 import { compileRoutes } from './routes/route.js';
+import { secretScanningRoutes, type SecretScanningOptions } from './routes/secret-scanning.js';
 
 export interface HttpDeps {
   core: Core;
@@ -48,6 +49,11 @@ export interface HttpOptions {
    * `proxy` setting decides.
    */
   trustProxy?: boolean;
+  /**
+   * The secret-scanning alert endpoint, `POST /v1/secret-scanning/alerts`: absent (the default), the
+   * path is unknown (404) like any other.
+   */
+  secretScanning?: SecretScanningOptions;
 }
 
 export const DEFAULT_ERRORS_URL = 'https://errors.example.com';
@@ -75,6 +81,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...apiKeyRoutes(kit),
+    ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
   ]);
   const dispatch = createDispatch(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core, createRateLimitResponder(errorsUrl)));
   const respondWithError = createErrorResponder(errorsUrl);

@@ -92,8 +92,13 @@ function readRaw(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   });
 }
 
-/** Reads, checks and parses the JSON object body of a request (C-10). */
-export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+/**
+ * The raw bytes of a JSON request body, after the checks that need no bytes (C-10): 415 for a
+ * content type that is not JSON (or none with a body) and for a compressed body, 413 for a declared
+ * or streamed length over `limitBytes`; an empty buffer for an empty body with a JSON type;
+ * 400 "must be a JSON object" when neither a body nor a Content-Type was sent.
+ */
+export async function readJsonBytes(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const contentType = req.headers['content-type'];
   const bodyPresent = hasBody(req);
   if (contentType === undefined) {
@@ -107,13 +112,21 @@ export async function readJsonBody(req: IncomingMessage, limitBytes: number): Pr
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limitBytes) throw payloadTooLarge(limitBytes);
 
-  const raw = bodyPresent ? await readRaw(req, limitBytes) : Buffer.alloc(0);
-  let parsed: unknown;
+  return bodyPresent ? readRaw(req, limitBytes) : Buffer.alloc(0);
+}
+
+/** UTF-8 JSON of any shape from the bytes of a body; 400 "malformed JSON" otherwise. */
+export function parseJson(raw: Uint8Array): unknown {
   try {
-    parsed = JSON.parse(utf8.decode(raw));
+    return JSON.parse(utf8.decode(raw));
   } catch {
     throw invalidBody(MALFORMED_JSON);
   }
+}
+
+/** Reads, checks and parses the JSON object body of a request (C-10). */
+export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+  const parsed = parseJson(await readJsonBytes(req, limitBytes));
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalidBody(NOT_AN_OBJECT);
   return parsed as Record<string, unknown>;
 }

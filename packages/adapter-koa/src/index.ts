@@ -18,3 +18,9 @@ export { DEFAULT_BODY_LIMIT_BYTES } from './body.js';
 export { mountAt } from './mount.js';
 export { clientErrorAnswer, createClientErrorResponder, type ClientErrorAnswer, type ClientErrorResponder } from './client-error.js';
 export type { CosRequestState } from './state.js';
+export {
+  SECRET_SCANNING_PATH,
+  DEFAULT_ALERT_BODY_LIMIT_BYTES,
+  INVALID_SIGNATURE_MESSAGE,
+  type SecretScanningOptions,
+} from './routes/secret-scanning.js';

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import {
   createCore,
   InProcessRateCounter,
+  WebhookDelivery,
   type Clock,
   type Core,
   type CoreConfig,
@@ -17,6 +18,7 @@ import {
 } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
+import type { ScannerKeyFile } from './scanner-keys.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
 export type LimiterKind = 'in-process' | 'redis';
@@ -80,12 +82,51 @@ export function composeCore(ports: CorePorts): Core {
   });
 }
 
-/** The Koa application over the core (Koa is imported here, on first use). */
-export async function createHttpApp(core: Core, logger: Logger, config: AppConfig, serviceVersion: string): Promise<HttpApp> {
+/**
+ * The Koa application over the core (Koa is imported here, on first use). With the scanner's keys,
+ * it also answers POST /v1/secret-scanning/alerts.
+ */
+export async function createHttpApp(
+  core: Core,
+  logger: Logger,
+  config: AppConfig,
+  serviceVersion: string,
+  scannerKeys: ScannerKeyFile | null = null,
+): Promise<HttpApp> {
   const { createKoaApp, createClientErrorResponder } = await import('@cos/adapter-koa');
-  const app = createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl, trustProxy: config.trustProxy });
+  const app = createKoaApp(
+    { core, logger },
+    {
+      serviceVersion,
+      errorsUrl: config.errorsUrl,
+      trustProxy: config.trustProxy,
+      ...(scannerKeys !== null ? { secretScanning: { keys: () => scannerKeys.keys() } } : {}),
+    },
+  );
   // The Koa application itself (its settings stay inspectable), with the parser-error answer attached.
   return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }) });
 }
 
 export { coreConfigOf };
+
+/** The webhook outbox's sender (C-59): Standard Webhooks over HTTP, imported on first use. */
+export async function createWebhookDelivery(
+  store: SqlStore,
+  config: AppConfig,
+  ports: { readonly clock: Clock; readonly random: Random; readonly logger: Logger },
+): Promise<WebhookDelivery> {
+  const { createWebhookSender } = await import('@cos/webhook-sender');
+  return new WebhookDelivery({
+    stores: store.stores,
+    sender: createWebhookSender(),
+    clock: ports.clock,
+    random: ports.random,
+    logger: ports.logger,
+    options: {
+      timeoutMs: config.webhookTimeoutMs,
+      maxAttempts: config.webhookMaxAttempts,
+      retryBaseMs: config.webhookRetryBaseMs,
+      pollIntervalMs: config.webhookPollIntervalMs,
+    },
+  });
+}

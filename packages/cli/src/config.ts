@@ -34,6 +34,14 @@ export interface AppConfig {
   readonly trustProxy: boolean;
   /** Postgres: parameterised statements as named prepared statements (off behind PgBouncer < 1.21 in transaction mode). */
   readonly databasePreparedStatements: boolean;
+  /** Path of the secret-scanning programme's public-key file; null: the alert endpoint is off (404). */
+  readonly secretScanningPublicKeys: string | null;
+  readonly secretScanningRateLimitPerMinute: number;
+  /** Webhook delivery (C-59): bound on one attempt, attempts before `failed`, first retry delay, poll interval. */
+  readonly webhookTimeoutMs: number;
+  readonly webhookMaxAttempts: number;
+  readonly webhookRetryBaseMs: number;
+  readonly webhookPollIntervalMs: number;
 }
 
 /** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
@@ -50,6 +58,12 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
   { variable: 'REDIS_TIMEOUT_MS', default: '50', meaning: 'bound on one counter call before failing open (C-54)' },
   { variable: 'TRUST_PROXY', default: 'false', meaning: 'true behind a load balancer: client address from X-Forwarded-For' },
   { variable: 'DATABASE_PREPARED_STATEMENTS', default: 'true', meaning: 'Postgres: prepared statements; false behind PgBouncer < 1.21 in transaction mode' },
+  { variable: 'SECRET_SCANNING_PUBLIC_KEYS', default: 'unset', meaning: "path of the secret-scanning programme's public-key JSON file; unset: POST /v1/secret-scanning/alerts is off (404); re-read on SIGHUP" },
+  { variable: 'SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', default: '600', meaning: 'signed secret-scanning alerts per minute (their own global counter)' },
+  { variable: 'WEBHOOK_TIMEOUT_MS', default: '10000', meaning: 'bound on one webhook delivery attempt' },
+  { variable: 'WEBHOOK_MAX_ATTEMPTS', default: '10', meaning: 'delivery attempts before a notification is failed (about 24 h with the default backoff)' },
+  { variable: 'WEBHOOK_RETRY_BASE_MS', default: '5000', meaning: 'delay after the first failed attempt; each later one is 4 times longer, at most 8 h' },
+  { variable: 'WEBHOOK_POLL_INTERVAL_MS', default: '1000', meaning: 'how often serve looks for due webhook notifications' },
 ];
 
 export class ConfigError extends Error {
@@ -130,6 +144,12 @@ const schema = z.object({
   REDIS_TIMEOUT_MS: int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
   TRUST_PROXY: bool('TRUST_PROXY', false),
   DATABASE_PREPARED_STATEMENTS: bool('DATABASE_PREPARED_STATEMENTS', true),
+  SECRET_SCANNING_PUBLIC_KEYS: z.string().optional(),
+  SECRET_SCANNING_RATE_LIMIT_PER_MINUTE: int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 600, 1, INT_MAX),
+  WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
+  WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
+  WEBHOOK_RETRY_BASE_MS: int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 86_400_000),
+  WEBHOOK_POLL_INTERVAL_MS: int('WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 3_600_000),
 });
 
 export interface LoadConfigOptions {
@@ -178,6 +198,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     redisTimeoutMs: v.REDIS_TIMEOUT_MS,
     trustProxy: v.TRUST_PROXY,
     databasePreparedStatements: v.DATABASE_PREPARED_STATEMENTS,
+    secretScanningPublicKeys: v.SECRET_SCANNING_PUBLIC_KEYS ?? null,
+    secretScanningRateLimitPerMinute: v.SECRET_SCANNING_RATE_LIMIT_PER_MINUTE,
+    webhookTimeoutMs: v.WEBHOOK_TIMEOUT_MS,
+    webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,
+    webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
+    webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
   });
 }
 
@@ -188,5 +214,6 @@ export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
     unauthRateLimitPerMinute: config.unauthRateLimitPerMinute,
     rateCounterTimeoutMs: config.redisTimeoutMs,
     maxActiveKeysPerOrg: config.maxActiveKeysPerOrg,
+    secretScanningRateLimitPerMinute: config.secretScanningRateLimitPerMinute,
   };
 }

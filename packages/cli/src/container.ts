@@ -19,6 +19,7 @@ import {
   type RateCounter,
   type Stores,
   type UnitOfWork,
+  type WebhookDelivery,
 } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import {
@@ -26,11 +27,13 @@ import {
   createHttpApp,
   createLimiter,
   createStore,
+  createWebhookDelivery,
   type HttpApp,
   type LimiterHandle,
 } from './compose.js';
 import type { AppConfig } from './config.js';
 import { createLogger } from './logger.js';
+import { ScannerKeyFile } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
 
 export type { HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
@@ -43,6 +46,10 @@ export const CLI_TOKENS = Object.freeze({
   ServiceVersion: Symbol.for('cos.cli.ServiceVersion'),
   /** The Koa application: resolve with `getAsync` (Koa is imported on first use). */
   HttpApp: Symbol.for('cos.cli.HttpApp'),
+  /** The secret-scanning public keys (ScannerKeyFile), or null when SECRET_SCANNING_PUBLIC_KEYS is unset. */
+  ScannerKeys: Symbol.for('cos.cli.ScannerKeys'),
+  /** The webhook outbox's sender (WebhookDelivery): resolve with `getAsync`; `serve` starts it. */
+  WebhookDelivery: Symbol.for('cos.cli.WebhookDelivery'),
 });
 
 export interface ContainerOverrides {
@@ -63,6 +70,8 @@ export interface ContainerOverrides {
 export async function buildContainer(config: AppConfig, overrides: ContainerOverrides = {}): Promise<Container> {
   const logger: Logger = overrides.logger ?? createLogger({ level: config.logLevel, fd: 1 });
   const clock = overrides.clock ?? systemClock;
+  // Before anything connects: a key file that does not parse stops the start with one line.
+  const scannerKeys = config.secretScanningPublicKeys === null ? null : ScannerKeyFile.load(config.secretScanningPublicKeys);
   const store = createStore(config, logger, overrides.poolMax);
   let limiter: LimiterHandle;
   try {
@@ -80,6 +89,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   container.bind<string>(CLI_TOKENS.ServiceVersion).toConstantValue(serviceVersion());
   container.bind<SqlStore>(CLI_TOKENS.SqlStore).toConstantValue(store);
   container.bind<LimiterHandle>(CLI_TOKENS.Limiter).toConstantValue(limiter);
+  container.bind<ScannerKeyFile | null>(CLI_TOKENS.ScannerKeys).toConstantValue(scannerKeys);
 
   container.bind<Logger>(TOKENS.Logger).toConstantValue(logger);
   container.bind<Clock>(TOKENS.Clock).toConstantValue(clock);
@@ -118,8 +128,15 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   container
     .bind<HttpApp>(CLI_TOKENS.HttpApp)
     .toResolvedValue(
-      (core: Core, log: Logger, cfg: AppConfig, version: string) => createHttpApp(core, log, cfg, version),
-      [TOKENS.Core, TOKENS.Logger, CLI_TOKENS.AppConfig, CLI_TOKENS.ServiceVersion],
+      (core: Core, log: Logger, cfg: AppConfig, version: string, keys: ScannerKeyFile | null) => createHttpApp(core, log, cfg, version, keys),
+      [TOKENS.Core, TOKENS.Logger, CLI_TOKENS.AppConfig, CLI_TOKENS.ServiceVersion, CLI_TOKENS.ScannerKeys],
+    );
+
+  container
+    .bind<WebhookDelivery>(CLI_TOKENS.WebhookDelivery)
+    .toResolvedValue(
+      (s: SqlStore, cfg: AppConfig, clk: Clock, random: Random, log: Logger) => createWebhookDelivery(s, cfg, { clock: clk, random, logger: log }),
+      [CLI_TOKENS.SqlStore, CLI_TOKENS.AppConfig, TOKENS.Clock, TOKENS.Random, TOKENS.Logger],
     );
 
   return container;

@@ -34,6 +34,9 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   kind: '--kind',
   org: '--org',
   organisation_id: '--org',
+  url: '--url',
+  status: '--status',
+  id: '<id>',
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);

@@ -5,6 +5,7 @@ import { registerBootstrap } from './commands/bootstrap.js';
 import { registerKey } from './commands/key.js';
 import { registerMember } from './commands/member.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerNotifications } from './commands/notifications.js';
 import { registerOrg } from './commands/org.js';
 import { registerServe } from './commands/serve.js';
 import { CONFIG_TABLE } from './config.js';
@@ -39,5 +40,6 @@ export function buildProgram(): Command {
   registerMember(program);
   registerKey(program);
   registerAudit(program);
+  registerNotifications(program);
   return program;
 }

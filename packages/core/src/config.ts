@@ -10,6 +10,8 @@ export interface CoreConfig {
   readonly maxActiveKeysPerOrg: number;
   /** C-4: the store must answer the health probe within this many ms. */
   readonly healthTimeoutMs: number;
+  /** Signed secret-scanning alerts per UTC minute, one global counter (SECRET_SCANNING_RATE_LIMIT_PER_MINUTE). */
+  readonly secretScanningRateLimitPerMinute: number;
 }
 
 export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
@@ -18,4 +20,5 @@ export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
   rateCounterTimeoutMs: 50,
   maxActiveKeysPerOrg: 1000,
   healthTimeoutMs: 1000,
+  secretScanningRateLimitPerMinute: 600,
 });

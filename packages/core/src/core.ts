@@ -14,7 +14,10 @@ import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
 import { Members } from './use-cases/members.js';
 import { Organisations } from './use-cases/organisations.js';
+import { Notifications } from './use-cases/notifications.js';
 import { RateLimiter } from './use-cases/rate-limit.js';
+import { SecretScanning } from './use-cases/secret-scanning.js';
+import { Webhooks } from './use-cases/webhooks.js';
 
 /** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
 export interface Core {
@@ -26,6 +29,12 @@ export interface Core {
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
+  /** Leaked keys reported by the secret-scanning programme (the HTTP adapter verifies the alert). */
+  readonly secretScanning: SecretScanning;
+  /** Organisations' webhook endpoints (operator). */
+  readonly webhooks: Webhooks;
+  /** The webhook outbox (operator). */
+  readonly notifications: Notifications;
   readonly clock: Clock;
   readonly config: CoreConfig;
 }
@@ -62,6 +71,9 @@ export function createCore(options: CreateCoreOptions): Core {
     rateLimiter: new RateLimiter(deps),
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),
+    secretScanning: new SecretScanning(deps),
+    webhooks: new Webhooks(deps),
+    notifications: new Notifications(deps),
     clock: deps.clock,
     config: deps.config,
   };

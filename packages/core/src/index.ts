@@ -27,6 +27,31 @@ export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
 export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
+export { SecretScanning, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
+export { Webhooks, type WebhookChange, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
+export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE } from './use-cases/notifications.js';
+export {
+  WebhookDelivery,
+  DEFAULT_WEBHOOK_DELIVERY,
+  DELIVERY_WARN_INTERVAL_MS,
+  NO_ENDPOINT_ERROR,
+  retryDelayMs,
+  type DeliveryDeps,
+  type WebhookDeliveryOptions,
+} from './use-cases/webhook-delivery.js';
+export * from './domain/secret-scanning.js';
+export {
+  MAX_ALERT_MATCHES,
+  ISSUE_ALERT_BODY,
+  ISSUE_ALERT_MATCH,
+  ISSUE_TOKEN,
+  ISSUE_TOKEN_TYPE,
+  ISSUE_ALERT_URL,
+  ISSUE_ALERT_SOURCE,
+  checkAlert,
+  type AlertMatch,
+} from './validation/secret-scanning.js';
+export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL, checkWebhookUrl } from './validation/webhook.js';
 export { encodeCursor, decodeCursor } from './validation/cursor.js';
 // Validation helpers (C-5, C-6, C-8, C-11..C-14, C-23), for adapters that validate on their own.
 export {

@@ -6,6 +6,7 @@ import type { ApiKey, KeyStatus } from './domain/api-key.js';
 import { keyStatus } from './domain/api-key.js';
 import type { AuditEntry } from './domain/audit.js';
 import type { Member } from './domain/member.js';
+import type { Notification, WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
 import type { IssuedKey } from './use-cases/api-keys.js';
 import type { Page } from './use-cases/page.js';
@@ -63,6 +64,29 @@ export interface AuditEntryView {
   actor: AuditActorView;
   /** Present on `api_key_exposed` entries only. */
   exposure?: KeyExposureView;
+}
+
+/** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
+export interface WebhookView {
+  organisation_id: string;
+  url: string;
+  created_at: string;
+  updated_at: string;
+  secret?: string;
+}
+
+/** One outbox record (C-59): its payload is the body sent, which holds no key material. */
+export interface NotificationView {
+  id: string;
+  organisation_id: string;
+  type: Notification['type'];
+  status: Notification['status'];
+  attempts: number;
+  next_attempt_at: string | null;
+  created_at: string;
+  completed_at: string | null;
+  last_error: string | null;
+  payload: unknown;
 }
 
 export interface ListView<T> {
@@ -130,6 +154,31 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     key_prefix: e.keyPrefix,
     actor: e.actor.type === 'api_key' ? { type: 'api_key', key_id: e.actor.keyId } : { type: e.actor.type },
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
+  };
+}
+
+export function webhookView(w: WebhookEndpoint, newSecret: string | null = null): WebhookView {
+  return {
+    organisation_id: w.organisationId,
+    url: w.url,
+    created_at: isoTimestamp(w.createdAt),
+    updated_at: isoTimestamp(w.updatedAt),
+    ...(newSecret !== null ? { secret: newSecret } : {}),
+  };
+}
+
+export function notificationView(n: Notification): NotificationView {
+  return {
+    id: n.id,
+    organisation_id: n.organisationId,
+    type: n.type,
+    status: n.status,
+    attempts: n.attempts,
+    next_attempt_at: n.status === 'pending' ? isoTimestamp(n.nextAttemptAt) : null,
+    created_at: isoTimestamp(n.createdAt),
+    completed_at: isoOrNull(n.completedAt),
+    last_error: n.lastError,
+    payload: JSON.parse(n.payload) as unknown,
   };
 }
 

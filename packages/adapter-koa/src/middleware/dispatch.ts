@@ -2,7 +2,8 @@
  * The request's way to its route: match it (404 / 405 + Allow for no match, C-9), then in C-33
  * order: authenticate (401) -> rate limit (429) -> the route, whose use case authorises (403),
  * validates (400) and acts (404/409/...). Public routes go straight to the global
- * unauthenticated rate limit. A refusal by the rate limit is answered (429) and ends the dispatch;
+ * unauthenticated rate limit; signed routes (secret-scanning alerts) verify and count on their own.
+ * A refusal by the rate limit is answered (429) and ends the dispatch;
  * anything else that fails is thrown, and the pipeline renders it.
  */
 import type Koa from 'koa';
@@ -30,6 +31,10 @@ export function createDispatch(
     state.route = route.template;
     if (route.access === 'public') {
       if (await rateLimit.unauthenticated(ctx, state)) await route.handle(ctx);
+      return;
+    }
+    if (route.access === 'signed') {
+      await route.handle(ctx, state);
       return;
     }
     const principal = await authenticate(ctx, state);

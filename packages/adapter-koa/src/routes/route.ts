@@ -6,6 +6,7 @@
  */
 import type Koa from 'koa';
 import type { KeyPrincipal } from '@cos/core';
+import type { CosRequestState } from '../state.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -14,9 +15,16 @@ export type PublicHandler = (ctx: Koa.Context) => Promise<void>;
 /** Handler of a route that needs a key; `params` are the decoded path parameters in template order. */
 export type KeyHandler = (ctx: Koa.Context, params: readonly string[], principal: KeyPrincipal) => Promise<void>;
 
+/**
+ * Handler of a route authenticated by a signature over its body rather than a key (the
+ * secret-scanning alerts): it authenticates and counts the request itself.
+ */
+export type SignedHandler = (ctx: Koa.Context, state: CosRequestState) => Promise<void>;
+
 export type Route =
   | { readonly access: 'public'; readonly method: HttpMethod; readonly template: string; readonly handle: PublicHandler }
-  | { readonly access: 'key'; readonly method: HttpMethod; readonly template: string; readonly handle: KeyHandler };
+  | { readonly access: 'key'; readonly method: HttpMethod; readonly template: string; readonly handle: KeyHandler }
+  | { readonly access: 'signed'; readonly method: HttpMethod; readonly template: string; readonly handle: SignedHandler };
 
 export const publicRoute = (method: HttpMethod, template: string, handle: PublicHandler): Route => ({
   access: 'public',
@@ -27,6 +35,13 @@ export const publicRoute = (method: HttpMethod, template: string, handle: Public
 
 export const keyRoute = (method: HttpMethod, template: string, handle: KeyHandler): Route => ({
   access: 'key',
+  method,
+  template,
+  handle,
+});
+
+export const signedRoute = (method: HttpMethod, template: string, handle: SignedHandler): Route => ({
+  access: 'signed',
   method,
   template,
   handle,

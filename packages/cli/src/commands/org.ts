@@ -3,6 +3,7 @@ import { listView, NACE_SECTIONS, OPERATOR, organisationView, type Organisation 
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+import { registerWebhook } from './webhook.js';
 
 function organisationText(o: Organisation): string {
   return fields([
@@ -23,7 +24,7 @@ export function naceHelp(): string {
 }
 
 export function registerOrg(program: Command): void {
-  const org = program.command('org').description('organisations: create, list, classify');
+  const org = program.command('org').description('organisations: create, list, classify, webhook');
 
   withJson(
     org
@@ -81,4 +82,6 @@ export function registerOrg(program: Command): void {
         });
       }),
   );
+
+  registerWebhook(org);
 }

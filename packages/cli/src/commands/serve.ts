@@ -35,6 +35,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const { listen } = await import('../server.js');
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
+  let delivery: import('@cos/core').WebhookDelivery | undefined;
   let storeKind = 'unknown';
   try {
     const store = storeOf(container);
@@ -48,6 +49,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       else logger.info({ organisation_id: result.organisation.id }, 'a system organisation exists: bootstrap skipped');
     }
     const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
+    delivery = await container.getAsync<import('@cos/core').WebhookDelivery>(CLI_TOKENS.WebhookDelivery);
     running = await listen(app, config.host, port, logger).catch((e: unknown) => {
       const code = (e as { code?: string }).code;
       const why = code === 'EADDRINUSE' ? 'the address is already in use' : describeError(e);
@@ -60,6 +62,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   }
 
   const server = running;
+  const sender = delivery!;
+  sender.start();
   lifecycle.daemon = true;
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
@@ -73,7 +77,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     void (async () => {
       let exitCode = 0;
       try {
-        const { forced } = await server.stop(SHUTDOWN_GRACE_MS);
+        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
       } catch (e) {
@@ -87,6 +91,20 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   // Handlers first, then the start-up line: whoever reads that line may signal at once.
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  const scannerKeys = container.get<import('../scanner-keys.js').ScannerKeyFile | null>(CLI_TOKENS.ScannerKeys);
+  // SIGHUP: the secret-scanning key file again (rotation without a restart); a bad file keeps the old keys.
+  process.on('SIGHUP', () => {
+    if (scannerKeys === null) {
+      logger.info({}, 'SIGHUP: no SECRET_SCANNING_PUBLIC_KEYS to reload');
+      return;
+    }
+    try {
+      const keys = scannerKeys.reload();
+      logger.info({ path: scannerKeys.path, keys: keys.size }, 'SIGHUP: secret-scanning public keys reloaded');
+    } catch (e) {
+      logger.error({ err: describeError(e) }, 'SIGHUP: secret-scanning public keys not reloaded; the previous keys stay in use');
+    }
+  });
   logger.info(
     {
       address: server.url,
@@ -94,6 +112,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       port: server.port,
       store: storeKind,
       limiter: limiterOf(container).kind,
+      secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
       version: container.get<string>(CLI_TOKENS.ServiceVersion),
     },
     `cos listening on ${server.url}`,

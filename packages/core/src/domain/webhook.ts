@@ -67,7 +67,7 @@ export function newNotification(
 ): Notification {
   const payload = JSON.stringify({ type, timestamp: at.toISOString(), data });
   return {
-    id: `msg_${random.uuid().replaceAll('-', '')}`,
+    id: random.uuid(),
     organisationId: data.organisation_id,
     type,
     payload,

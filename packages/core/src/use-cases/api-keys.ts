@@ -14,6 +14,7 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
+import { notifyKeyEvent } from './key-events.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
@@ -62,6 +63,7 @@ export async function issueKeyIn(
   };
   await stores.apiKeys.insert(key);
   await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
+  await notifyKeyEvent(stores, deps.random, 'api_key.issued', now, key);
   return { key, rawKey };
 }
 
@@ -100,8 +102,9 @@ export class ApiKeys {
   }
 
   /**
-   * DELETE .../api-keys/{key_id}: idempotent (C-35); the revocation and its api_key_revoked audit
-   * entry commit in one unit of work (C-40); a second DELETE writes no second entry.
+   * DELETE .../api-keys/{key_id}: idempotent (C-35); the revocation, its api_key_revoked audit
+   * entry (C-40) and its `api_key.revoked` webhook event (C-59) commit in one unit of work; a second
+   * DELETE writes no second entry and no second event.
    */
   async revoke(principal: Principal, orgId: string, keyId: string): Promise<void> {
     authorise(principal, 'api_keys.revoke', orgId);
@@ -112,6 +115,7 @@ export class ApiKeys {
       const now = this.deps.clock.now();
       if (await stores.apiKeys.revoke(org, kid, now)) {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
+        await notifyKeyEvent(stores, this.deps.random, 'api_key.revoked', now, key);
       }
     });
   }

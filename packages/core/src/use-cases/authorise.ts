@@ -35,7 +35,9 @@ export type OperatorOperation =
   | 'organisations.classify'
   | 'members.add'
   | 'members.remove'
-  | 'audit.list';
+  | 'audit.list'
+  | 'webhooks.manage'
+  | 'notifications.manage';
 
 /** Every operation of the core that needs authorisation (a closed set). */
 export type Operation = OrganisationOperation | PlatformOperation | OperatorOperation;
@@ -61,6 +63,8 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'members.add': 'operator',
   'members.remove': 'operator',
   'audit.list': 'operator',
+  'webhooks.manage': 'operator',
+  'notifications.manage': 'operator',
 };
 // A Map, so that a name from plain JavaScript such as "toString" is unknown, not inherited.
 const ACCESS: ReadonlyMap<string, Access> = new Map(Object.entries(ACCESS_TABLE));

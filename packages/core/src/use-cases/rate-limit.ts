@@ -3,11 +3,16 @@ import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision } from '../dom
 import type { CoreDeps } from './deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 
-/** What is counted (C-50): an organisation, the global unauthenticated counter, or a source address (401s). */
+/**
+ * What is counted (C-50): an organisation, the global unauthenticated counter, a source address
+ * (401s), or the secret-scanning alerts whose signature verified (their own global counter, so a
+ * burst of alerts never competes with /health and /version).
+ */
 export type RateScope =
   | { readonly kind: 'organisation'; readonly organisationId: string }
   | { readonly kind: 'unauthenticated' }
-  | { readonly kind: 'source'; readonly address: string };
+  | { readonly kind: 'source'; readonly address: string }
+  | { readonly kind: 'secret_scanning' };
 
 /** Counters outlive their window a little so that a late hit still lands in the right window. */
 export const COUNTER_TTL_MS = 2 * WINDOW_MS;
@@ -17,7 +22,7 @@ export const COUNTER_TTL_MS = 2 * WINDOW_MS;
  */
 export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
 
-/** The counter key of a scope: `org:<id>`, `unauth`, `src:<address>`. */
+/** The counter key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan`. */
 export function scopeKey(scope: RateScope): string {
   switch (scope.kind) {
     case 'organisation':
@@ -26,6 +31,8 @@ export function scopeKey(scope: RateScope): string {
       return 'unauth';
     case 'source':
       return `src:${scope.address}`;
+    case 'secret_scanning':
+      return 'scan';
   }
 }
 
@@ -53,9 +60,15 @@ export class RateLimiter {
 
   constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'>) {}
 
-  /** Limit for a scope: organisation/source -> rateLimitPerMinute; unauthenticated -> unauthRateLimitPerMinute. */
+  /**
+   * Limit for a scope: organisation/source -> rateLimitPerMinute; unauthenticated ->
+   * unauthRateLimitPerMinute; secret_scanning -> secretScanningRateLimitPerMinute.
+   */
   limitFor(scope: RateScope): number {
-    return scope.kind === 'unauthenticated' ? this.deps.config.unauthRateLimitPerMinute : this.deps.config.rateLimitPerMinute;
+    const config = this.deps.config;
+    if (scope.kind === 'unauthenticated') return config.unauthRateLimitPerMinute;
+    if (scope.kind === 'secret_scanning') return config.secretScanningRateLimitPerMinute;
+    return config.rateLimitPerMinute;
   }
 
   /** Counts the hit and returns the decision; never throws. */

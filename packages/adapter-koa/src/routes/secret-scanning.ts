@@ -1,0 +1,62 @@
+/**
+ * POST /v1/secret-scanning/alerts: the provider side of the secret-scanning partner programme
+ * (issue 13; spec §2 "Key format"). Present only when the scanner's public keys are configured.
+ *
+ * Authenticated by the alert's signature (ECDSA P-256 / SHA-256 over the exact bytes received), not
+ * by an API key. In order:
+ *  1. no `Github-Public-Key-Identifier` or `Github-Public-Key-Signature` header -> 401, body unread;
+ *  2. the body: JSON content type (415), at most 1 MiB by default (413);
+ *  3. unknown key id or a signature that does not verify -> 401; like every 401, counted in the
+ *     source address's scope (C-50), so a flood of bad signatures turns into 429s;
+ *  4. a verified alert counts in its own global scope (secretScanningRateLimitPerMinute), never
+ *     in the /health + /version one, so a burst of alerts is not refused for a flood of bad ones;
+ *  5. the JSON (400 malformed), the matches (400 with details) and the revocations (the core's
+ *     SecretScanning), committed before the answer (C-36);
+ *  6. 200 with the programme's feedback: `[{token_hash, token_type, label}]`, never the token.
+ */
+import type Koa from 'koa';
+import { KEY_IDENTIFIER_HEADER, SIGNATURE_HEADER, UnauthorizedError, type Logger, type ScannerKeySet } from '@cos/core';
+import { parseJson, readJsonBytes } from '../body.js';
+import type { SourceAddress } from '../middleware/source-address.js';
+import type { CosRequestState } from '../state.js';
+import type { RouteKit } from './kit.js';
+import { signedRoute, type Route } from './route.js';
+
+export const SECRET_SCANNING_PATH = '/v1/secret-scanning/alerts';
+export const DEFAULT_ALERT_BODY_LIMIT_BYTES = 1024 * 1024;
+export const INVALID_SIGNATURE_MESSAGE = 'Missing or invalid secret-scanning signature';
+
+export interface SecretScanningOptions {
+  /** The scanner's current public keys (re-read by the host on SIGHUP: called on every alert). */
+  keys(): ScannerKeySet;
+  /** Largest alert body in bytes. Default 1 MiB. */
+  bodyLimitBytes?: number;
+}
+
+function header(ctx: Koa.Context, name: string): string | undefined {
+  const value = ctx.req.headers[name];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+export function secretScanningRoutes(kit: RouteKit, options: SecretScanningOptions, sourceAddress: SourceAddress, logger: Logger): Route[] {
+  const { core } = kit;
+  const limit = options.bodyLimitBytes ?? DEFAULT_ALERT_BODY_LIMIT_BYTES;
+  const refuse = async (ctx: Koa.Context, state: CosRequestState): Promise<never> => {
+    // Counted like every other 401 (C-50); over the limit this throws the 429 instead.
+    state.decision = await core.rateLimiter.enforce({ kind: 'source', address: sourceAddress(ctx) });
+    throw new UnauthorizedError(INVALID_SIGNATURE_MESSAGE);
+  };
+  return [
+    signedRoute('POST', SECRET_SCANNING_PATH, async (ctx, state) => {
+      const identifier = header(ctx, KEY_IDENTIFIER_HEADER);
+      const signature = header(ctx, SIGNATURE_HEADER);
+      if (identifier === undefined || signature === undefined) return refuse(ctx, state);
+      const raw = await readJsonBytes(ctx.req, limit);
+      if (!options.keys().verify(identifier, signature, raw)) return refuse(ctx, state);
+      state.decision = await core.rateLimiter.enforce({ kind: 'secret_scanning' });
+      const report = await core.secretScanning.report(parseJson(raw));
+      logger.info({ request_id: state.requestId, ...report.outcomes }, 'secret-scanning alert handled');
+      kit.json(ctx, 200, report.feedback);
+    }),
+  ];
+}

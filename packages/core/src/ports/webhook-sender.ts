@@ -1,0 +1,22 @@
+/** One signed delivery attempt (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature). */
+export interface WebhookRequest {
+  readonly url: string;
+  /** The endpoint's signing secret (`whsec_` + base64). */
+  readonly secret: string;
+  /** `webhook-id`: the notification id, the same on every attempt. */
+  readonly messageId: string;
+  /** `webhook-timestamp`: when this attempt is made. */
+  readonly timestamp: Date;
+  /** The exact JSON body, signed as sent. */
+  readonly body: string;
+  /** The attempt's bound: connection, request and response together. */
+  readonly timeoutMs: number;
+}
+
+/** How an attempt ended: a 2xx answer, or why not (no key material, no response body). */
+export type WebhookResult = { readonly ok: true; readonly status: number } | { readonly ok: false; readonly error: string };
+
+/** Signs and sends one webhook (implemented by @cos/webhook-sender). Never throws: failures are results. */
+export interface WebhookSender {
+  send(request: WebhookRequest): Promise<WebhookResult>;
+}

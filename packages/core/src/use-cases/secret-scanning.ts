@@ -1,0 +1,81 @@
+/**
+ * Leaked keys (spec §2 "Key format": both prefixes are registered with a secret-scanning programme,
+ * so a key committed to a public repository is detected and its owner notified; C-36, C-58, C-59).
+ *
+ * The HTTP adapter has verified the alert's signature; this use case acts on its matches, one unit
+ * of work each: a well-formed key whose digest is known is a true positive. The first report of a
+ * (key, url) pair records `api_key_exposed` (type, url, source, never the token) with its
+ * `api_key.exposed` webhook event, and an active key is revoked in the same unit of work with
+ * `api_key_revoked` (actor: secret scanning) and its `api_key.revoked` event. A repeat of the same
+ * key and url (a redelivered alert) changes nothing. Unknown or malformed tokens store nothing.
+ */
+import { digestKey, isWellFormedKey, keyStatus } from '../domain/api-key.js';
+import type { AuditActor, KeyExposure } from '../domain/audit.js';
+import { tokenHash } from '../domain/secret-scanning.js';
+import { checkAlert, type AlertMatch } from '../validation/secret-scanning.js';
+import { unwrap } from '../validation/issues.js';
+import { auditEntry } from './audit-entry.js';
+import type { CoreDeps } from './deps.js';
+import { notifyKeyEvent } from './key-events.js';
+
+/** One entry of the programme's feedback format (never the raw token). */
+export interface AlertFeedback {
+  readonly token_hash: string;
+  readonly token_type: string;
+  readonly label: 'true_positive' | 'false_positive';
+}
+
+/** What happened to one match, for the log line (no key material). */
+export type AlertOutcome = 'revoked' | 'recorded' | 'repeat' | 'unknown';
+
+export interface AlertReport {
+  readonly feedback: AlertFeedback[];
+  readonly outcomes: Readonly<Record<AlertOutcome, number>>;
+}
+
+const SECRET_SCANNING: AuditActor = Object.freeze({ type: 'secret_scanning' });
+
+export class SecretScanning {
+  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'unitOfWork' | 'clock' | 'random'>) {}
+
+  /**
+   * Acts on a verified alert body (`[{token, type, url?, source?}, …]`, 1..1000 matches; 400
+   * otherwise, nothing changed). Resolves once every revocation has committed (C-36).
+   */
+  async report(body: unknown): Promise<AlertReport> {
+    const matches = unwrap(checkAlert(body));
+    const outcomes: Record<AlertOutcome, number> = { revoked: 0, recorded: 0, repeat: 0, unknown: 0 };
+    const feedback: AlertFeedback[] = [];
+    for (const match of matches) {
+      const outcome = await this.handle(match);
+      outcomes[outcome] += 1;
+      feedback.push({
+        token_hash: tokenHash(match.token),
+        token_type: match.type,
+        label: outcome === 'unknown' ? 'false_positive' : 'true_positive',
+      });
+    }
+    return { feedback, outcomes };
+  }
+
+  private async handle(match: AlertMatch): Promise<AlertOutcome> {
+    if (!isWellFormedKey(match.token)) return 'unknown';
+    const found = await this.deps.stores.apiKeys.findCredential(digestKey(match.token));
+    if (found === null) return 'unknown';
+    const { organisationId, id } = found.key;
+    const exposure: KeyExposure = { type: match.type, url: match.url, source: match.source };
+    return this.deps.unitOfWork.run(async (stores): Promise<AlertOutcome> => {
+      // Read again inside the unit of work: the key's state as of this transaction.
+      const key = await stores.apiKeys.findById(organisationId, id);
+      if (key === null) return 'unknown';
+      const now = this.deps.clock.now();
+      if (!(await stores.apiKeys.recordExposure(key.id, match.url, now))) return 'repeat';
+      await stores.audit.append({ ...auditEntry(this.deps.random, 'api_key_exposed', now, SECRET_SCANNING, organisationId, key), exposure });
+      await notifyKeyEvent(stores, this.deps.random, 'api_key.exposed', now, key, exposure);
+      if (keyStatus(key, now) !== 'active' || !(await stores.apiKeys.revoke(organisationId, key.id, now))) return 'recorded';
+      await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
+      await notifyKeyEvent(stores, this.deps.random, 'api_key.revoked', now, key);
+      return 'revoked';
+    });
+  }
+}
