@@ -36,6 +36,7 @@ export {
   DELIVERY_WARN_INTERVAL_MS,
   NO_ENDPOINT_ERROR,
   retryDelayMs,
+  leaseMs,
   type DeliveryDeps,
   type WebhookDeliveryOptions,
 } from './use-cases/webhook-delivery.js';

@@ -45,8 +45,13 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliveryOptions = Object.freeze({
 const RETRY_FACTOR = 4;
 /** Jitter: each delay is scaled by a factor drawn uniformly from [0.8, 1.2). */
 const JITTER = 0.4;
-/** The lease outlives the attempt's timeout by this much (the outcome's write included). */
-const LEASE_MARGIN_MS = 30_000;
+/**
+ * A claim's lease: twice the attempt's timeout plus a second, so it outlives the attempt and the
+ * write of its outcome; a sender that died is replaced once it ends.
+ */
+export function leaseMs(timeoutMs: number): number {
+  return 2 * timeoutMs + 1_000;
+}
 /** At most one failed-attempt line per this many ms; the next line says how many were left out. */
 export const DELIVERY_WARN_INTERVAL_MS = 10_000;
 export const NO_ENDPOINT_ERROR = 'the organisation has no webhook endpoint';
@@ -85,7 +90,7 @@ export class WebhookDelivery {
   /** One round: claims the due notifications (at most batchSize) and attempts them. Returns how many. */
   async deliverDue(): Promise<number> {
     const now = this.deps.clock.now();
-    const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + LEASE_MARGIN_MS);
+    const leaseUntil = new Date(now.getTime() + leaseMs(this.options.timeoutMs));
     const claim = `${this.claimPrefix}:${++this.claims}`;
     const due = await this.deps.stores.outbox.claimDue(now, leaseUntil, this.options.batchSize, claim);
     await Promise.all(due.map((n) => this.attempt(n, claim)));
