@@ -49,7 +49,7 @@ export function registerAudit(program: Command): void {
                   e.kind,
                   e.organisation_id,
                   orNone(e.key_prefix),
-                  e.actor.type === 'operator' ? 'operator' : `api_key ${e.actor.key_id}`,
+                  e.actor.type === 'api_key' ? `api_key ${e.actor.key_id}` : e.actor.type,
                 ]),
                 'No audit entries.',
               ),
