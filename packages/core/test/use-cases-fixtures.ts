@@ -116,6 +116,9 @@ export class CountingApiKeyStore implements ApiKeyStore {
   revoke(...a: Parameters<ApiKeyStore['revoke']>) {
     this.calls++;
     return this.inner.revoke(...a);
+  }  recordExposure(...a: Parameters<ApiKeyStore['recordExposure']>) {
+    this.calls++;
+    return this.inner.recordExposure(...a);
   }
 }
 

@@ -21,6 +21,15 @@ async function indexNames(store: SqlStore, table: string): Promise<string[]> {
   return result.rows.map((r) => r.indexname).sort();
 }
 
+async function rejection(p: PromiseLike<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection');
+}
+
 forEachTarget('migrations', (target) => {
   let store: SqlStore;
   afterEach(() => store?.close());
@@ -34,7 +43,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -66,6 +75,48 @@ forEachTarget('migrations', (target) => {
     expect(await indexNames(store, 'members')).to.deep.equal(['members_organisation_created_at_id', 'members_organisation_email_unique']);
     expect(await indexNames(store, 'api_keys')).to.deep.equal(['api_keys_digest_unique', 'api_keys_organisation_created_at_id']);
     expect(await indexNames(store, 'audit_entries')).to.deep.equal([
+      'audit_entries_kind_occurred_at_id',
+      'audit_entries_occurred_at_id',
+      'audit_entries_organisation_occurred_at_id',
+    ]);
+  });
+
+  it('C-59: creates the outbox claim and list indexes; exposures and endpoints are keyed by their primary keys', async () => {
+    store = await target.open();
+    expect(await indexNames(store, 'webhook_outbox')).to.deep.equal([
+      'webhook_outbox_created_at_id',
+      'webhook_outbox_organisation_created_at_id',
+      'webhook_outbox_status_created_at_id',
+      'webhook_outbox_status_next_attempt_at_id',
+    ]);
+    expect(await indexNames(store, 'webhook_endpoints')).to.deep.equal([]);
+    expect(await indexNames(store, 'api_key_exposures')).to.deep.equal([]);
+  });
+
+  it('C-41, C-58: 0002_leaked_keys keeps the audit entries written under 0001 and admits only the secret_scanning actor besides the old ones', async () => {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys']);
+    const orgId = 'b0000000-0000-4000-8000-000000000000';
+    const old = [
+      { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
+      { id: 'c0000000-0000-4000-8000-000000000002', kind: 'organisation_created', occurred_at: 6, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null },
+    ];
+    await store.knex('audit_entries').insert(old);
+    const insertActor = (n: number, actor_type: string) =>
+      store.knex('audit_entries').insert({ ...old[1], id: `c0000000-0000-4000-8000-00000000000${n}`, actor_type });
+    expect(await rejection(insertActor(3, 'secret_scanning')), 'under 0001 the CHECK refuses the new actor').to.be.instanceOf(Error);
+
+    expect(await store.migrate()).to.deep.equal(['0002_leaked_keys']);
+    const listed = await store.stores.audit.list({}, { limit: 10, after: null });
+    expect(listed).to.deep.equal([
+      { id: old[0]!.id, kind: 'api_key_revoked', occurredAt: new Date(5), organisationId: orgId, keyId: old[0]!.key_id, keyPrefix: 'svc_live_abc', actor: { type: 'api_key', keyId: old[0]!.actor_key_id } },
+      { id: old[1]!.id, kind: 'organisation_created', occurredAt: new Date(6), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' } },
+    ]);
+    await insertActor(4, 'secret_scanning');
+    expect(await rejection(insertActor(5, 'nobody')), 'an unknown actor is still refused').to.be.instanceOf(Error);
+    expect(await indexNames(store, 'audit_entries'), 'the rebuilt table has its indexes back').to.deep.equal([
       'audit_entries_kind_occurred_at_id',
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',

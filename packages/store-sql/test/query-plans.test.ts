@@ -89,6 +89,21 @@ forEachTarget('query plans', (target) => {
     );
   });
 
+  it('C-59: the outbox claim is one statement that finds due notifications through webhook_outbox_status_next_attempt_at_id', async () => {
+    const p = await onlyQuery((s) => s.outbox.claimDue(at(0), at(30_000), 10, 'claim-plan'));
+    expect(p).to.include('webhook_outbox_status_next_attempt_at_id');
+    if (store.dialect === 'postgres') expect(p).to.match(/LockRows/);
+  });
+
+  it('C-6, C-59: outbox pages use (created_at, id), per organisation or per status; countPending uses the status index', async () => {
+    expect(await onlyQuery((s) => s.outbox.list({}, { limit: 20, after: position }))).to.include('webhook_outbox_created_at_id');
+    expect(await onlyQuery((s) => s.outbox.list({ organisationId: orgId }, { limit: 20, after: position }))).to.include(
+      'webhook_outbox_organisation_created_at_id',
+    );
+    expect(await onlyQuery((s) => s.outbox.list({ status: 'failed' }, { limit: 20, after: position }))).to.include('webhook_outbox_status_created_at_id');
+    expect(await onlyQuery((s) => s.outbox.countPending())).to.match(/webhook_outbox_status_(next_attempt_at|created_at)_id/);
+  });
+
   it('a key id lookup and a revocation are index lookups', async () => {
     expect(await onlyQuery((s) => s.apiKeys.findById(orgId, position.id))).to.match(/api_keys_pkey|sqlite_autoindex_api_keys_1/);
     expect(await onlyQuery((s) => s.apiKeys.revoke(orgId, position.id, at(5)))).to.match(/api_keys_pkey|sqlite_autoindex_api_keys_1/);

@@ -3,7 +3,7 @@
  * digestKey, stored through the stores (insert, revoke, audit), then every column of every table is
  * scanned for the raw keys and for their 48-character secret parts.
  */
-import { cryptoRandom, digestKey, generateRawKey, keyPrefixOf } from '@cos/core';
+import { cryptoRandom, digestKey, generateRawKey, generateWebhookSecret, keyPrefixOf, newNotification } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { at, auditEntry, organisation } from './support/fixtures.js';
@@ -28,7 +28,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
   });
   afterEach(() => store.close());
 
-  it('C-31: after issuing, revoking and auditing keys, no column of any table contains a raw key or its secret part', async () => {
+  it('C-31, C-58, C-59: after issuing, revoking, reporting exposed and auditing keys, and notifying webhooks, no column of any table contains a raw key or its secret part', async () => {
     const org = organisation();
     await store.stores.organisations.create(org);
     const raws: string[] = [];
@@ -49,6 +49,34 @@ forEachTarget('C-31: no raw key at rest', (target) => {
         await tx.apiKeys.insert(key);
         await tx.audit.append(auditEntry(org.id, { kind: 'api_key_issued', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(i) }));
       });
+      if (i % 4 === 1) {
+        // A leaked key (issue 13): exposure recorded, key revoked, exposed entry, webhook notification.
+        const url = `https://gist.example.com/leak/${i}`;
+        await store.unitOfWork.run(async (tx) => {
+          await tx.apiKeys.recordExposure(key.id, url, at(200 + i));
+          await tx.apiKeys.revoke(org.id, key.id, at(200 + i));
+          await tx.audit.append(
+            auditEntry(org.id, {
+              kind: 'api_key_exposed',
+              keyId: key.id,
+              keyPrefix: key.keyPrefix,
+              occurredAt: at(200 + i),
+              actor: { type: 'secret_scanning' },
+              exposure: { type: 'cos_api_key', url, source: 'content' },
+            }),
+          );
+          await tx.outbox.enqueue(
+            newNotification(cryptoRandom, 'api_key.exposed', at(200 + i), {
+              organisation_id: org.id,
+              key_id: key.id,
+              key_prefix: key.keyPrefix,
+              label: key.label,
+              url,
+              source: 'content',
+            }),
+          );
+        });
+      }
       if (i % 4 === 0) {
         await store.unitOfWork.run(async (tx) => {
           await tx.apiKeys.revoke(org.id, key.id, at(100 + i));
@@ -59,8 +87,13 @@ forEachTarget('C-31: no raw key at rest', (target) => {
       }
     }
 
+    await store.stores.webhooks.put({ organisationId: org.id, url: 'https://hooks.example.com/cos', secret: generateWebhookSecret(cryptoRandom), createdAt: at(0), updatedAt: at(0) });
+
     const tables = await tableNames(store);
-    for (const t of ['organisations', 'members', 'api_keys', 'audit_entries']) expect(tables).to.include(t);
+    for (const t of ['organisations', 'members', 'api_keys', 'audit_entries', 'webhook_endpoints', 'webhook_outbox', 'api_key_exposures']) {
+      expect(tables).to.include(t);
+      expect(await store.knex(t).count({ n: '*' }), `${t} holds rows to scan`).to.satisfy((r: Array<{ n: unknown }>) => t === 'members' || Number(r[0]!.n) > 0);
+    }
     let cells = 0;
     let digestsSeen = 0;
     for (const table of tables) {

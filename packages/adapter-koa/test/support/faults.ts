@@ -39,6 +39,8 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
     members: guard('members', s.members, current),
     apiKeys: guard('apiKeys', s.apiKeys, current),
     audit: guard('audit', s.audit, current),
+    webhooks: guard('webhooks', s.webhooks, current),
+    outbox: guard('outbox', s.outbox, current),
   });
   return {
     stores: wrapStores(inner.stores),

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ApiKey, ApiKeyStore, Credential, PageRequest } from '@cos/core';
 import { execute, msOrNull, query, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
@@ -50,6 +51,13 @@ const COUNT_ACTIVE = `SELECT count(*) AS n FROM api_keys
  */
 const LOCK_ORGANISATION = 'SELECT id FROM organisations WHERE id = ? FOR NO KEY UPDATE';
 const REVOKE = 'UPDATE api_keys SET revoked_at = ? WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL';
+/** The primary key (key_id, url_hash) decides "first time": a repeat inserts nothing. */
+const RECORD_EXPOSURE = 'INSERT INTO api_key_exposures (key_id, url_hash, recorded_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
+
+/** SHA-256 hex of the URL, '' for none: a fixed-length key however long the URL. */
+function urlHash(url: string | null): string {
+  return url === null ? '' : createHash('sha256').update(url, 'utf8').digest('hex');
+}
 
 export class SqlApiKeyStore implements ApiKeyStore {
   constructor(private readonly ctx: StoreContext) {}
@@ -139,6 +147,14 @@ export class SqlApiKeyStore implements ApiKeyStore {
   async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
     try {
       return (await execute(this.ctx, REVOKE, [at.getTime(), organisationId, keyId])) > 0;
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async recordExposure(keyId: string, url: string | null, at: Date): Promise<boolean> {
+    try {
+      return (await execute(this.ctx, RECORD_EXPOSURE, [keyId, urlHash(url), at.getTime()])) > 0;
     } catch (e) {
       throw this.ctx.errors.translate(e);
     }

@@ -1,14 +1,17 @@
 import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, PageRequest } from '@cos/core';
 import { execute, query, stringOrNull, toDate, type StoreContext } from '../context.js';
+import { KeysetListSql } from '../keyset-list.js';
 
-const COLUMNS = 'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id';
+const COLUMNS =
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source';
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
-  return row.actor_type === 'api_key' ? { type: 'api_key', keyId: String(row.actor_key_id) } : { type: 'operator' };
+  if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
+  return { type: String(row.actor_type) as Exclude<AuditActor['type'], 'api_key'> };
 }
 
 function entryFromRow(row: Record<string, unknown>): AuditEntry {
-  return {
+  const entry: AuditEntry = {
     id: String(row.id),
     kind: String(row.kind) as AuditKind,
     occurredAt: toDate(row.occurred_at),
@@ -17,15 +20,19 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     keyPrefix: stringOrNull(row.key_prefix),
     actor: actorFromRow(row),
   };
+  // Only entries that have one carry the property (C-58: api_key_exposed).
+  if (row.exposure_type === null || row.exposure_type === undefined) return entry;
+  return {
+    ...entry,
+    exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) },
+  };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
 export class SqlAuditLog implements AuditLog {
-  /** The eight filter/keyset shapes, built once per shape and reused. */
-  private static readonly listSql = new Map<string, string>();
-
   constructor(private readonly ctx: StoreContext) {}
 
   async append(e: AuditEntry): Promise<void> {
@@ -39,6 +46,9 @@ export class SqlAuditLog implements AuditLog {
         e.keyPrefix,
         e.actor.type,
         e.actor.type === 'api_key' ? e.actor.keyId : null,
+        e.exposure?.type ?? null,
+        e.exposure?.url ?? null,
+        e.exposure?.source ?? null,
       ]);
     } catch (err) {
       throw this.ctx.errors.translate(err);
@@ -46,33 +56,12 @@ export class SqlAuditLog implements AuditLog {
   }
 
   async list(filter: AuditFilter, page: PageRequest): Promise<AuditEntry[]> {
-    const hasOrg = filter.organisationId !== undefined;
-    const hasKind = filter.kind !== undefined;
-    const hasAfter = page.after !== null;
-    const bindings: unknown[] = [];
-    if (hasOrg) bindings.push(filter.organisationId);
-    if (hasKind) bindings.push(filter.kind);
-    if (page.after !== null) bindings.push(page.after.createdAt.getTime(), page.after.id);
-    bindings.push(page.limit);
+    const { sql, bindings } = LIST.build([filter.organisationId, filter.kind], page);
     try {
-      const rows = await query(this.ctx, SqlAuditLog.sql(hasOrg, hasKind, hasAfter), bindings);
+      const rows = await query(this.ctx, sql, bindings);
       return rows.map(entryFromRow);
     } catch (err) {
       throw this.ctx.errors.translate(err);
     }
-  }
-
-  private static sql(hasOrg: boolean, hasKind: boolean, hasAfter: boolean): string {
-    const shape = `${+hasOrg}${+hasKind}${+hasAfter}`;
-    let sql = SqlAuditLog.listSql.get(shape);
-    if (sql === undefined) {
-      const where: string[] = [];
-      if (hasOrg) where.push('organisation_id = ?');
-      if (hasKind) where.push('kind = ?');
-      if (hasAfter) where.push('(occurred_at, id) > (?, ?)');
-      sql = `SELECT ${COLUMNS} FROM audit_entries${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY occurred_at, id LIMIT ?`;
-      SqlAuditLog.listSql.set(shape, sql);
-    }
-    return sql;
   }
 }

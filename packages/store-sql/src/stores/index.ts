@@ -4,15 +4,19 @@ import { SqlApiKeyStore } from './api-key-store.js';
 import { SqlAuditLog } from './audit-log.js';
 import { SqlMemberStore } from './member-store.js';
 import { SqlOrganisationStore } from './organisation-store.js';
+import { SqlOutbox } from './outbox.js';
+import { SqlWebhookStore } from './webhook-store.js';
 
-/** The four stores over one connection (the pool, or a unit of work's transaction). */
+/** The stores over one connection (the pool, or a unit of work's transaction). */
 export function createStores(ctx: StoreContext): Stores {
   return Object.freeze({
     organisations: new SqlOrganisationStore(ctx),
     members: new SqlMemberStore(ctx),
     apiKeys: new SqlApiKeyStore(ctx),
     audit: new SqlAuditLog(ctx),
+    webhooks: new SqlWebhookStore(ctx),
+    outbox: new SqlOutbox(ctx),
   });
 }
 
-export { SqlApiKeyStore, SqlAuditLog, SqlMemberStore, SqlOrganisationStore };
+export { SqlApiKeyStore, SqlAuditLog, SqlMemberStore, SqlOrganisationStore, SqlOutbox, SqlWebhookStore };

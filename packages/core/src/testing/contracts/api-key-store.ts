@@ -253,6 +253,55 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         expectApiKey(await keys().findById(orgA.id, k.id), { ...k, revokedAt: at(1_000 + winner) });
       });
     });
+
+    describe('recordExposure (C-58: a redelivered secret-scanning alert records nothing twice)', () => {
+      const URL_1 = 'https://gist.example.com/someone/0123abcd?file=.env';
+      const URL_2 = 'https://gist.example.com/someone/0123abcd?file=.env.local';
+
+      it('C-58: true the first time for a (key, url) pair, false for every repeat', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        expect(await keys().recordExposure(k.id, URL_1, at(1))).to.equal(true);
+        expect(await keys().recordExposure(k.id, URL_1, at(2))).to.equal(false);
+        expect(await keys().recordExposure(k.id, URL_1, at(3))).to.equal(false);
+        expect(await keys().recordExposure(k.id, URL_2, at(4)), 'another url of the same key').to.equal(true);
+      });
+
+      it('C-58: no url (null) is a pair of its own, distinct from any url, and repeats too', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        expect(await keys().recordExposure(k.id, null, at(1))).to.equal(true);
+        expect(await keys().recordExposure(k.id, URL_1, at(2))).to.equal(true);
+        expect(await keys().recordExposure(k.id, null, at(3))).to.equal(false);
+      });
+
+      it('C-58: different keys are independent, in one organisation or another', async () => {
+        const k1 = newApiKey(orgA.id);
+        const k2 = newApiKey(orgA.id);
+        const k3 = newApiKey(orgB.id);
+        for (const k of [k1, k2, k3]) await keys().insert(k);
+        expect(await keys().recordExposure(k1.id, URL_1, at(1))).to.equal(true);
+        expect(await keys().recordExposure(k2.id, URL_1, at(1))).to.equal(true);
+        expect(await keys().recordExposure(k3.id, URL_1, at(1))).to.equal(true);
+        expect(await keys().recordExposure(k2.id, null, at(2))).to.equal(true);
+        expect(await keys().recordExposure(k1.id, null, at(2))).to.equal(true);
+        expect(await keys().recordExposure(k1.id, URL_1, at(3))).to.equal(false);
+      });
+
+      it('C-58: concurrent recordings of one pair: exactly one is first', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => keys().recordExposure(k.id, URL_1, at(i))));
+        expect(results.filter((r) => r)).to.have.length(1);
+      });
+
+      it('C-58: recording an exposure leaves the key itself unchanged', async () => {
+        const k = newApiKey(orgA.id, { expiresAt: at(86_400_000) });
+        await keys().insert(k);
+        await keys().recordExposure(k.id, URL_1, at(5));
+        expectApiKey(await keys().findById(orgA.id, k.id), k);
+      });
+    });
   });
 
   describeKeysetPaging(`ApiKeyStore contract: ${name}`, factory, async (harness) => {

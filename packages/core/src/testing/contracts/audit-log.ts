@@ -1,6 +1,6 @@
 /** Contract suite of AuditLog (C-40, C-41; paging C-6, C-7 over occurredAt). */
 import { expect } from 'chai';
-import type { AuditEntry } from '../../domain/audit.js';
+import { AUDIT_KINDS, type AuditEntry } from '../../domain/audit.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { ascendingIds, at, expectSameInstant, newApiKey, newAuditEntry, newOrganisation } from './fixtures.js';
 import type { ApiKey } from '../../domain/api-key.js';
@@ -18,8 +18,10 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   expect(e.keyId).to.equal(expected.keyId);
   expect(e.keyPrefix).to.equal(expected.keyPrefix);
   expect(e.actor).to.deep.equal(expected.actor);
+  if (expected.exposure === undefined) expect(e, 'no exposure property').to.not.have.property('exposure');
+  else expect(e.exposure).to.deep.equal(expected.exposure);
   expect(Object.keys(e).sort()).to.deep.equal(
-    ['actor', 'id', 'keyId', 'keyPrefix', 'kind', 'occurredAt', 'organisationId'],
+    ['actor', 'id', 'keyId', 'keyPrefix', 'kind', 'occurredAt', 'organisationId', ...(expected.exposure !== undefined ? ['exposure'] : [])].sort(),
     'no other fields',
   );
 }
@@ -75,19 +77,58 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expectAuditEntry((await audit().list({}, ALL))[0], e);
     });
 
-    it('C-41: round-trips every kind', async () => {
-      const entries = (['api_key_revoked', 'api_key_issued', 'organisation_created', 'organisation_updated'] as const).map(
-        (kind, i) =>
-          newAuditEntry(orgA, {
-            kind,
-            occurredAt: at(i),
-            ...(kind.startsWith('api_key') ? { keyId: keyA.id, keyPrefix: keyA.keyPrefix } : {}),
-          }),
+    it('C-41, C-58: round-trips every kind', async () => {
+      const entries = AUDIT_KINDS.map((kind, i) =>
+        newAuditEntry(orgA, {
+          kind,
+          occurredAt: at(i),
+          ...(kind.startsWith('api_key') ? { keyId: keyA.id, keyPrefix: keyA.keyPrefix } : {}),
+        }),
       );
       for (const e of entries) await audit().append(e);
       const listed = await audit().list({}, ALL);
-      expect(listed).to.have.length(4);
+      expect(listed).to.have.length(AUDIT_KINDS.length);
       entries.forEach((e, i) => expectAuditEntry(listed[i], e));
+    });
+
+    it('C-58: round-trips an api_key_exposed entry with its exposure and the secret_scanning actor', async () => {
+      const e = newAuditEntry(orgA, {
+        kind: 'api_key_exposed',
+        occurredAt: at(654),
+        keyId: keyA.id,
+        keyPrefix: keyA.keyPrefix,
+        actor: { type: 'secret_scanning' },
+        exposure: { type: 'cos_api_key', url: 'https://github.com/acme/app/blob/1a2b/.env#L3', source: 'content' },
+      });
+      await audit().append(e);
+      const listed = await audit().list({}, ALL);
+      expect(listed).to.have.length(1);
+      expectAuditEntry(listed[0], e);
+      expect(listed[0]!.actor).to.deep.equal({ type: 'secret_scanning' });
+    });
+
+    it('C-58: an exposure without url and source keeps both as null', async () => {
+      const e = newAuditEntry(orgA, {
+        kind: 'api_key_exposed',
+        keyId: keyA.id,
+        keyPrefix: keyA.keyPrefix,
+        actor: { type: 'secret_scanning' },
+        exposure: { type: 'cos_api_key', url: null, source: null },
+      });
+      await audit().append(e);
+      expectAuditEntry((await audit().list({ kind: 'api_key_exposed' }, ALL))[0], e);
+    });
+
+    it('C-41, C-58: entries without an exposure have no exposure property at all (not even undefined or null)', async () => {
+      const revoked = newAuditEntry(orgA, { kind: 'api_key_revoked', keyId: keyA.id, keyPrefix: keyA.keyPrefix, occurredAt: at(1), actor: { type: 'secret_scanning' } });
+      const updated = newAuditEntry(orgA, { kind: 'organisation_updated', occurredAt: at(2) });
+      await audit().append(revoked);
+      await audit().append(updated);
+      const listed = await audit().list({}, ALL);
+      expect(listed).to.have.length(2);
+      for (const e of listed) expect(Object.prototype.hasOwnProperty.call(e, 'exposure'), `${e.kind} has no exposure`).to.equal(false);
+      expectAuditEntry(listed[0], revoked);
+      expectAuditEntry(listed[1], updated);
     });
 
     it('C-41: entries are listed oldest first, all organisations when unfiltered', async () => {

@@ -8,8 +8,10 @@ import type { AuditEntry } from '../../domain/audit.js';
 import { ConflictError, type ErrorDetail } from '../../domain/errors.js';
 import type { Member } from '../../domain/member.js';
 import type { Organisation } from '../../domain/organisation.js';
+import type { Notification, WebhookEndpoint } from '../../domain/webhook.js';
 import type { KeysetPosition } from '../../ports/pagination.js';
 import { expect } from 'chai';
+import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 
 /** 2026-03-01T09:15:42.123Z: an instant with non-zero milliseconds. */
 export const T0 = new Date('2026-03-01T09:15:42.123Z');
@@ -76,6 +78,34 @@ export function newAuditEntry(organisationId: string, overrides: Partial<AuditEn
   };
 }
 
+export function newWebhookEndpoint(organisationId: string, overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint {
+  return {
+    organisationId,
+    url: `https://hooks.example.com/${unique()}`,
+    secret: `whsec_${randomBytes(32).toString('base64')}`,
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  };
+}
+
+/** A pending outbox record due at T0 (ids are text: `msg_` + hex, as the core makes them). */
+export function newOutboxNotification(organisationId: string, overrides: Partial<Notification> = {}): Notification {
+  return {
+    id: `msg_${randomBytes(16).toString('hex')}`,
+    organisationId,
+    type: 'api_key.revoked',
+    payload: JSON.stringify({ type: 'api_key.revoked', timestamp: T0.toISOString(), data: { organisation_id: organisationId, n: unique() } }),
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: T0,
+    createdAt: T0,
+    completedAt: null,
+    lastError: null,
+    ...overrides,
+  };
+}
+
 /** `count` fresh UUIDs in ascending (binary) order. */
 export function ascendingIds(count: number): string[] {
   return Array.from({ length: count }, () => randomUUID()).sort();
@@ -119,4 +149,34 @@ export const positionOf = (r: { readonly createdAt: Date; readonly id: string })
 export function expectSameInstant(actual: unknown, expected: Date, what: string): void {
   expect(actual, `${what} is a Date`).to.be.instanceOf(Date);
   expect((actual as Date).getTime(), `${what} at ms precision`).to.equal(expected.getTime());
+}
+
+export interface TwoOrganisations {
+  readonly harness: StoreHarness;
+  readonly orgA: Organisation;
+  readonly orgB: Organisation;
+}
+
+/**
+ * Registers mocha hooks (call inside a describe): before each test a fresh store holding two plain
+ * organisations, closed after it. Returns the current one.
+ */
+export function eachWithTwoOrganisations(factory: StoreHarnessFactory): () => TwoOrganisations {
+  let current: TwoOrganisations | null = null;
+  beforeEach(async () => {
+    const harness = await factory();
+    const orgA = newOrganisation();
+    const orgB = newOrganisation();
+    await harness.stores.organisations.create(orgA);
+    await harness.stores.organisations.create(orgB);
+    current = { harness, orgA, orgB };
+  });
+  afterEach(async () => {
+    await current?.harness.close();
+    current = null;
+  });
+  return () => {
+    if (current === null) throw new Error('no store: eachWithTwoOrganisations is used outside a test');
+    return current;
+  };
 }

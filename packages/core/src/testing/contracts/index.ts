@@ -8,6 +8,8 @@ export { describeAuditLog, expectAuditEntry } from './audit-log.js';
 export { describeHealthProbe } from './health-probe.js';
 export { describeMemberStore, expectMember } from './member-store.js';
 export { describeOrganisationStore, expectOrganisation } from './organisation-store.js';
+export { describeOutbox, expectNotification } from './outbox.js';
 export { describeRateCounter } from './rate-counter.js';
 export { describeStoreContract } from './store.js';
 export { describeUnitOfWork } from './unit-of-work.js';
+export { describeWebhookStore, expectWebhookEndpoint } from './webhook-store.js';

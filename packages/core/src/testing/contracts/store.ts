@@ -4,7 +4,9 @@ import { describeAuditLog } from './audit-log.js';
 import { describeHealthProbe } from './health-probe.js';
 import { describeMemberStore } from './member-store.js';
 import { describeOrganisationStore } from './organisation-store.js';
+import { describeOutbox } from './outbox.js';
 import { describeUnitOfWork } from './unit-of-work.js';
+import { describeWebhookStore } from './webhook-store.js';
 
 /** Every store contract: what a store implementation (in-memory, SQLite, Postgres) must pass. */
 export function describeStoreContract(name: string, factory: StoreHarnessFactory): void {
@@ -13,6 +15,8 @@ export function describeStoreContract(name: string, factory: StoreHarnessFactory
     describeMemberStore(name, factory);
     describeApiKeyStore(name, factory);
     describeAuditLog(name, factory);
+    describeWebhookStore(name, factory);
+    describeOutbox(name, factory);
     describeUnitOfWork(name, factory);
     describeHealthProbe(name, factory);
   });

@@ -8,7 +8,18 @@ import type { Organisation } from '../../domain/organisation.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { expectApiKey } from './api-key-store.js';
 import { expectAuditEntry } from './audit-log.js';
-import { at, expectConflict, newApiKey, newAuditEntry, newMember, newOrganisation, rejectionOf } from './fixtures.js';
+import {
+  at,
+  expectConflict,
+  newApiKey,
+  newAuditEntry,
+  newMember,
+  newOrganisation,
+  newOutboxNotification,
+  newWebhookEndpoint,
+  rejectionOf,
+} from './fixtures.js';
+import { expectNotification } from './outbox.js';
 import { expectMember } from './member-store.js';
 import { expectOrganisation } from './organisation-store.js';
 
@@ -85,6 +96,39 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         const audit = await stores().audit.list({}, ALL);
         expect(audit).to.have.length(1);
         expectAuditEntry(audit[0], entry);
+      });
+
+      it('C-59: a notification enqueued with the change it reports commits with it and is then claimable', async () => {
+        const notification = newOutboxNotification(org.id, { nextAttemptAt: at(20), createdAt: at(20) });
+        await harness.unitOfWork.run(async (tx) => {
+          expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
+          await tx.outbox.enqueue(notification);
+        });
+        expectNotification(await stores().outbox.findById(notification.id), notification);
+        expect((await stores().apiKeys.findById(org.id, key.id))!.revokedAt?.getTime()).to.equal(at(20).getTime());
+        expectNotification((await stores().outbox.claimDue(at(20), at(60_000), 10, 'claim-1'))[0], { ...notification, attempts: 1 });
+      });
+
+      it('C-36, C-57: a key revoked for exposure in a unit of work is seen revoked by the very next credential lookup', async () => {
+        // Read first, so that any credential cache of the store holds the active key.
+        expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt).to.equal(null);
+        expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt).to.equal(null);
+        await harness.unitOfWork.run(async (tx) => {
+          await tx.apiKeys.recordExposure(key.id, null, at(40));
+          await tx.apiKeys.revoke(org.id, key.id, at(40));
+          await tx.audit.append(
+            newAuditEntry(org.id, {
+              kind: 'api_key_exposed',
+              keyId: key.id,
+              keyPrefix: key.keyPrefix,
+              occurredAt: at(40),
+              actor: { type: 'secret_scanning' },
+              exposure: { type: 'cos_api_key', url: null, source: null },
+            }),
+          );
+          await tx.outbox.enqueue(newOutboxNotification(org.id, { type: 'api_key.exposed' }));
+        });
+        expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt?.getTime()).to.equal(at(40).getTime());
       });
 
       it('reads inside run see the writes made earlier in the same run', async () => {
@@ -168,6 +212,40 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         // The revocation can then happen for real, exactly once.
         expect(await harness.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(30)))).to.equal(true);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), { ...key, revokedAt: at(30) });
+      });
+
+      it('C-59, C-40: a failing run leaves none of a leaked-key change: no revocation, exposure, audit entry, outbox notification or endpoint', async () => {
+        const url = 'https://gist.example.com/leak';
+        const notification = newOutboxNotification(org.id, { type: 'api_key.exposed' });
+        const failure = new InjectedFailure('after the outbox enqueue');
+        const error = await rejectionOf(
+          harness.unitOfWork.run(async (tx) => {
+            expect(await tx.apiKeys.recordExposure(key.id, url, at(20))).to.equal(true);
+            expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
+            await tx.audit.append(
+              newAuditEntry(org.id, {
+                kind: 'api_key_exposed',
+                keyId: key.id,
+                keyPrefix: key.keyPrefix,
+                occurredAt: at(20),
+                actor: { type: 'secret_scanning' },
+                exposure: { type: 'cos_api_key', url, source: 'content' },
+              }),
+            );
+            await tx.outbox.enqueue(notification);
+            await tx.webhooks.put(newWebhookEndpoint(org.id));
+            expectNotification(await tx.outbox.findById(notification.id), notification);
+            throw failure;
+          }),
+        );
+        expect(error).to.equal(failure);
+        expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
+        expect(await stores().audit.list({}, ALL)).to.deep.equal([]);
+        expect(await stores().outbox.findById(notification.id)).to.equal(null);
+        expect(await stores().outbox.countPending()).to.equal(0);
+        expect(await stores().outbox.list({}, ALL)).to.deep.equal([]);
+        expect(await stores().webhooks.get(org.id)).to.equal(null);
+        expect(await stores().apiKeys.recordExposure(key.id, url, at(30)), 'the exposure was not kept either').to.equal(true);
       });
 
       it('C-13: a ConflictError raised by a store inside run rolls back the earlier writes and reaches the caller', async () => {

@@ -1,0 +1,77 @@
+/** Contract suite of WebhookStore: each organisation's one optional endpoint (C-59). */
+import { expect } from 'chai';
+import type { WebhookEndpoint } from '../../domain/webhook.js';
+import type { StoreHarnessFactory } from '../harness.js';
+import { at, eachWithTwoOrganisations, expectSameInstant, newWebhookEndpoint } from './fixtures.js';
+
+export function expectWebhookEndpoint(actual: WebhookEndpoint | undefined | null, expected: WebhookEndpoint): void {
+  expect(actual, `webhook of ${expected.organisationId}`).to.not.equal(undefined);
+  expect(actual, `webhook of ${expected.organisationId}`).to.not.equal(null);
+  const w = actual as WebhookEndpoint;
+  expect(w.organisationId).to.equal(expected.organisationId);
+  expect(w.url).to.equal(expected.url);
+  expect(w.secret).to.equal(expected.secret);
+  expectSameInstant(w.createdAt, expected.createdAt, 'createdAt');
+  expectSameInstant(w.updatedAt, expected.updatedAt, 'updatedAt');
+  expect(Object.keys(w).sort()).to.deep.equal(['createdAt', 'organisationId', 'secret', 'updatedAt', 'url'], 'no other fields');
+}
+
+export function describeWebhookStore(name: string, factory: StoreHarnessFactory): void {
+  describe(`WebhookStore contract: ${name}`, () => {
+    const current = eachWithTwoOrganisations(factory);
+    const webhooks = () => current().harness.stores.webhooks;
+    const orgA = (): string => current().orgA.id;
+    const orgB = (): string => current().orgB.id;
+
+    it('C-59: an organisation without an endpoint gets null', async () => {
+      expect(await webhooks().get(orgA())).to.equal(null);
+      expect(await webhooks().get('3f2504e0-4f89-41d3-9a0c-0305e82c3301')).to.equal(null);
+    });
+
+    it('C-59: put then get round-trips every field, timestamps at ms precision', async () => {
+      const w = newWebhookEndpoint(orgA(), { createdAt: at(7), updatedAt: at(8), url: 'https://hooks.example.com/a?b=c&d=ł' });
+      await webhooks().put(w);
+      expectWebhookEndpoint(await webhooks().get(orgA()), w);
+    });
+
+    it('C-59: a second put replaces the endpoint (at most one per organisation)', async () => {
+      await webhooks().put(newWebhookEndpoint(orgA(), { createdAt: at(1), updatedAt: at(1) }));
+      const replacement = newWebhookEndpoint(orgA(), { createdAt: at(1), updatedAt: at(2_000) });
+      await webhooks().put(replacement);
+      expectWebhookEndpoint(await webhooks().get(orgA()), replacement);
+    });
+
+    it('C-59: remove is true when there was an endpoint, then false; get is null after it', async () => {
+      await webhooks().put(newWebhookEndpoint(orgA()));
+      expect(await webhooks().remove(orgA())).to.equal(true);
+      expect(await webhooks().get(orgA())).to.equal(null);
+      expect(await webhooks().remove(orgA())).to.equal(false);
+      expect(await webhooks().remove(orgB()), 'an organisation that never had one').to.equal(false);
+    });
+
+    it('C-59: endpoints are per organisation: putting, replacing or removing one leaves the other', async () => {
+      const a = newWebhookEndpoint(orgA(), { createdAt: at(1), updatedAt: at(2) });
+      const b = newWebhookEndpoint(orgB(), { createdAt: at(3), updatedAt: at(4) });
+      await webhooks().put(a);
+      await webhooks().put(b);
+      expectWebhookEndpoint(await webhooks().get(orgA()), a);
+      expectWebhookEndpoint(await webhooks().get(orgB()), b);
+      await webhooks().put({ ...a, url: 'https://hooks.example.com/new', updatedAt: at(5) });
+      expectWebhookEndpoint(await webhooks().get(orgB()), b);
+      expect(await webhooks().remove(orgA())).to.equal(true);
+      expectWebhookEndpoint(await webhooks().get(orgB()), b);
+    });
+
+    it('returns copies: mutating a returned endpoint or the input changes nothing stored', async () => {
+      const input = newWebhookEndpoint(orgA(), { createdAt: at(1), updatedAt: at(2) });
+      const original = { ...input, createdAt: new Date(input.createdAt), updatedAt: new Date(input.updatedAt) };
+      await webhooks().put(input);
+      (input as { url: string }).url = 'https://mutated.example.com';
+      input.updatedAt.setTime(0);
+      const found = await webhooks().get(orgA());
+      expectWebhookEndpoint(found, original);
+      found!.createdAt.setTime(0);
+      expectWebhookEndpoint(await webhooks().get(orgA()), original);
+    });
+  });
+}

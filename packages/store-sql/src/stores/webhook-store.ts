@@ -1,0 +1,51 @@
+import type { WebhookEndpoint, WebhookStore } from '@cos/core';
+import { execute, query, toDate, type StoreContext } from '../context.js';
+
+const COLUMNS = 'organisation_id, url, secret, created_at, updated_at';
+
+function endpointFromRow(row: Record<string, unknown>): WebhookEndpoint {
+  return {
+    organisationId: String(row.organisation_id),
+    url: String(row.url),
+    secret: String(row.secret),
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+  };
+}
+
+const GET = `SELECT ${COLUMNS} FROM webhook_endpoints WHERE organisation_id = ?`;
+/** One statement on both dialects (SQLite >= 3.24 upsert): the whole record is replaced. */
+const PUT = `INSERT INTO webhook_endpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (organisation_id) DO UPDATE SET
+    url = excluded.url, secret = excluded.secret, created_at = excluded.created_at, updated_at = excluded.updated_at`;
+const REMOVE = 'DELETE FROM webhook_endpoints WHERE organisation_id = ?';
+
+/** Each organisation's optional endpoint (C-59). The secret is kept as is: it signs every delivery. */
+export class SqlWebhookStore implements WebhookStore {
+  constructor(private readonly ctx: StoreContext) {}
+
+  async get(organisationId: string): Promise<WebhookEndpoint | null> {
+    try {
+      const rows = await query(this.ctx, GET, [organisationId]);
+      return rows.length === 0 ? null : endpointFromRow(rows[0]!);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async put(w: WebhookEndpoint): Promise<void> {
+    try {
+      await execute(this.ctx, PUT, [w.organisationId, w.url, w.secret, w.createdAt.getTime(), w.updatedAt.getTime()]);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async remove(organisationId: string): Promise<boolean> {
+    try {
+      return (await execute(this.ctx, REMOVE, [organisationId])) > 0;
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+}
