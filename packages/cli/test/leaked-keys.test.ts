@@ -9,6 +9,7 @@
  */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { ensureBuilt, cliJson, printedKeys, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
 import { makeScanner, startReceiver, type Receiver, type Scanner } from './support/scanner.js';
@@ -255,6 +256,32 @@ for (const target of databaseTargets()) {
       expect(shown.code).to.equal(0);
       expect(shown.stdout).to.include(receiver.url).and.not.to.include(secret);
       expect(printedKeys(shown.stdout)).to.deep.equal([]);
+    });
+
+    it('SECRET_SCANNING_PUBLIC_KEYS is re-read on SIGHUP: rotated keys take effect without a restart; a bad file keeps the keys in use', async () => {
+      const s = await prepare();
+      const p = startServe([], s.env, s.db.cwd);
+      servers.push(p);
+      const url = (await p.listening()).url;
+      const unknown = alert(`svc_test_${'Q'.repeat(48)}`);
+      expect((await post(url, unknown, s.scanner.headers(unknown))).status).to.equal(200);
+      // the programme rotates: a new file with a new key pair only
+      const rotated = makeScanner(s.db.cwd);
+      const hup = async (pattern: RegExp): Promise<void> => {
+        p.child.kill('SIGHUP');
+        const until = Date.now() + 5_000;
+        while (!p.logLines().some((l) => pattern.test(String(l['msg'])))) {
+          if (Date.now() > until) throw new Error(`no ${pattern} line after SIGHUP:\n${p.stdout()}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await hup(/public keys reloaded/);
+      expect((await post(url, unknown, rotated.headers(unknown))).status, 'new key').to.equal(200);
+      expect((await post(url, unknown, s.scanner.headers(unknown))).status, 'old key').to.equal(401);
+      writeFileSync(rotated.keyFile, '{"public_keys": "nope"}');
+      await hup(/not reloaded/);
+      expect((await post(url, unknown, rotated.headers(unknown))).status, 'keys kept').to.equal(200);
+      expect(p.stdout()).not.to.include('nope');
     });
 
     it('SECRET_SCANNING_PUBLIC_KEYS: a file that does not parse stops serve with one line naming the variable; unset, the endpoint is 404', async () => {
