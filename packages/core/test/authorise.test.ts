@@ -127,6 +127,8 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'api_keys.get': (c, p, id) => c.apiKeys.get(p, id, UNKNOWN_UUID),
       'api_keys.revoke': (c, p, id) => c.apiKeys.revoke(p, id, UNKNOWN_UUID),
       'audit.list': (c, p) => c.audit.list(p, {}),
+      'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
+      'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };
     const auditBefore = (await f.core.audit.list(OPERATOR, { limit: 100 })).items.length;
     let refused = 0;
