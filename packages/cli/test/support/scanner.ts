@@ -111,7 +111,8 @@ export async function startReceiver(secret: () => string, port = 0): Promise<Rec
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const actual = (server.address() as AddressInfo).port;
-  return Object.assign(receiver, {
+  // defineProperties, not Object.assign: `received` must stay a getter.
+  return Object.defineProperties(receiver, Object.getOwnPropertyDescriptors({
     url: `http://127.0.0.1:${actual}/hooks/cos`,
     port: actual,
     delivered,
@@ -130,5 +131,5 @@ export async function startReceiver(secret: () => string, port = 0): Promise<Rec
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
-  });
+  })) as Receiver;
 }
