@@ -13,3 +13,4 @@ export { describeRateCounter } from './rate-counter.js';
 export { describeStoreContract } from './store.js';
 export { describeUnitOfWork } from './unit-of-work.js';
 export { describeWebhookStore, expectWebhookEndpoint } from './webhook-store.js';
+export { describeWebhookSender } from './webhook-sender.js';
