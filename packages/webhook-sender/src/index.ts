@@ -15,13 +15,17 @@ export interface WebhookSenderOptions {
   readonly userAgent?: string;
 }
 
+/** Any URL quoted in an error text (fetch quotes the whole URL, credentials and query included, for one with a user). */
+const URL_IN_TEXT = /[a-z][a-z0-9+.-]*:\/\/\S*/gi;
+
 /** The reason of a failed fetch, short and without a URL's query or credentials. */
 function describeFailure(error: unknown, timeoutMs: number): string {
   const e = error as { name?: string; cause?: { code?: string; message?: string }; message?: string };
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `no answer within ${timeoutMs} ms`;
   const code = e?.cause?.code;
   if (typeof code === 'string') return `connection failed (${code})`;
-  return `request failed (${e?.cause?.message ?? e?.message ?? String(error)})`.slice(0, 200);
+  const reason = String(e?.cause?.message ?? e?.message ?? String(error)).replace(URL_IN_TEXT, '<url>');
+  return `request failed (${reason})`.slice(0, 200);
 }
 
 /** Signs one request's headers (exported for tests and for receivers written against this service). */
