@@ -15,10 +15,10 @@ import {
   type Logger,
   type Random,
   type RateCounter,
+  type ScannerKeySet,
 } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
-import type { ScannerKeyFile } from './scanner-keys.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
 export type LimiterKind = 'in-process' | 'redis';
@@ -91,7 +91,7 @@ export async function createHttpApp(
   logger: Logger,
   config: AppConfig,
   serviceVersion: string,
-  scannerKeys: ScannerKeyFile | null = null,
+  scannerKeys: { keys(): ScannerKeySet } | null = null,
 ): Promise<HttpApp> {
   const { createKoaApp, createClientErrorResponder } = await import('@cos/adapter-koa');
   const app = createKoaApp(

@@ -49,10 +49,9 @@ export {
   ISSUE_TOKEN_TYPE,
   ISSUE_ALERT_URL,
   ISSUE_ALERT_SOURCE,
-  checkAlert,
   type AlertMatch,
 } from './validation/secret-scanning.js';
-export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL, checkWebhookUrl } from './validation/webhook.js';
+export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL } from './validation/webhook.js';
 export { encodeCursor, decodeCursor } from './validation/cursor.js';
 // Validation helpers (C-5, C-6, C-8, C-11..C-14, C-23), for adapters that validate on their own.
 export {

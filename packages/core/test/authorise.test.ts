@@ -36,6 +36,8 @@ const OPERATOR_OPERATIONS: readonly Operation[] = [
   'members.add',
   'members.remove',
   'audit.list',
+  'webhooks.manage',
+  'notifications.manage',
 ];
 
 /** The 403 message `authorise` answers with, or null when it allows the operation. */
