@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { AUDIT_KINDS, auditEntryView, listView, OPERATOR } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { jsonWanted, withJson } from './shared.js';
+import { jsonWanted, nextPageCommand, withJson } from './shared.js';
 
 interface AuditOptions {
   org?: string;
@@ -11,14 +11,6 @@ interface AuditOptions {
   cursor?: string;
 }
 
-function nextCommand(opts: AuditOptions, cursor: string): string {
-  const parts = ['cos-admin audit list'];
-  if (opts.org !== undefined) parts.push(`--org ${opts.org}`);
-  if (opts.kind !== undefined) parts.push(`--kind ${opts.kind}`);
-  if (opts.limit !== undefined) parts.push(`--limit ${opts.limit}`);
-  parts.push(`--cursor ${cursor}`);
-  return parts.join(' ');
-}
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('the append-only audit log');
@@ -53,7 +45,7 @@ export function registerAudit(program: Command): void {
                 ]),
                 'No audit entries.',
               ),
-              ...(view.meta.next_cursor !== null ? [`More entries: ${nextCommand(opts, view.meta.next_cursor)}`] : []),
+              ...(view.meta.next_cursor !== null ? [`More entries: ${nextPageCommand('audit list', { org: opts.org, kind: opts.kind, limit: opts.limit }, view.meta.next_cursor)}`] : []),
             ].join('\n'),
           );
         });

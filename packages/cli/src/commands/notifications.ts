@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { listView, notificationView, NOTIFICATION_STATUSES, OPERATOR } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { jsonWanted, withJson } from './shared.js';
+import { jsonWanted, nextPageCommand, withJson } from './shared.js';
 
 interface ListOptions {
   org?: string;
@@ -12,14 +12,6 @@ interface ListOptions {
   cursor?: string;
 }
 
-function nextCommand(opts: ListOptions, cursor: string): string {
-  const parts = ['cos-admin notifications list'];
-  if (opts.org !== undefined) parts.push(`--org ${opts.org}`);
-  if (opts.status !== undefined) parts.push(`--status ${opts.status}`);
-  if (opts.limit !== undefined) parts.push(`--limit ${opts.limit}`);
-  parts.push(`--cursor ${cursor}`);
-  return parts.join(' ');
-}
 
 export function registerNotifications(program: Command): void {
   const notifications = program.command('notifications').description('the webhook outbox: list, retry');
@@ -57,7 +49,7 @@ export function registerNotifications(program: Command): void {
                 ]),
                 'No notifications.',
               ),
-              ...(view.meta.next_cursor !== null ? [`More notifications: ${nextCommand(opts, view.meta.next_cursor)}`] : []),
+              ...(view.meta.next_cursor !== null ? [`More notifications: ${nextPageCommand('notifications list', { org: opts.org, status: opts.status, limit: opts.limit }, view.meta.next_cursor)}`] : []),
             ].join('\n'),
           );
         });

@@ -29,3 +29,14 @@ export async function collectAll<T>(fetchPage: (cursor: string | undefined) => P
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
+
+/**
+ * The command that prints the next page of a paged list (`--cursor` last), for the human output:
+ * `options` are the list's own options as given (flag name -> value), in order.
+ */
+export function nextPageCommand(command: string, options: Readonly<Record<string, string | undefined>>, cursor: string): string {
+  const parts = [`cos-admin ${command}`];
+  for (const [flag, value] of Object.entries(options)) if (value !== undefined) parts.push(`--${flag} ${value}`);
+  parts.push(`--cursor ${cursor}`);
+  return parts.join(' ');
+}
