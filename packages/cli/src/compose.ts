@@ -36,6 +36,11 @@ export interface HttpApp {
    * event): adapter-koa's createClientErrorResponder. Absent: Node's bare answer.
    */
   clientError?(err: Error & { code?: string }, socket: Duplex): void;
+  /**
+   * Answers a CONNECT request (the server's `connect` event): adapter-koa's createConnectResponder.
+   * Absent: Node closes the connection without a word.
+   */
+  connect?(req: IncomingMessage, socket: Duplex): void;
 }
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
@@ -82,10 +87,10 @@ export function composeCore(ports: CorePorts): Core {
 
 /** The Koa application over the core (Koa is imported here, on first use). */
 export async function createHttpApp(core: Core, logger: Logger, config: AppConfig, serviceVersion: string): Promise<HttpApp> {
-  const { createKoaApp, createClientErrorResponder } = await import('@cos/adapter-koa');
+  const { createKoaApp, createClientErrorResponder, createConnectResponder } = await import('@cos/adapter-koa');
   const app = createKoaApp({ core, logger }, { serviceVersion, errorsUrl: config.errorsUrl, trustProxy: config.trustProxy });
   // The Koa application itself (its settings stay inspectable), with the parser-error answer attached.
-  return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }) });
+  return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }), connect: createConnectResponder({ core, logger }) });
 }
 
 export { coreConfigOf };
