@@ -113,6 +113,16 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     return { decision: decision!, attempts };
   }
 
+  /** `total` checks from `workers` callers while the server is frozen (SIGSTOP), thawed afterwards whatever happens. */
+  async function trafficWhileFrozen(s: RedisServer, rl: RateLimiter, total: number, workers: number): Promise<Timed[]> {
+    s.freeze();
+    try {
+      return await traffic(rl, total, workers);
+    } finally {
+      s.thaw();
+    }
+  }
+
   beforeEach(() => {
     logger = new CapturingLogger();
   });
@@ -220,13 +230,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const before = await counted(rl);
 
     const warnsBefore = coreLines(logger, 'warn').length;
-    s.freeze();
-    let results: Timed[];
-    try {
-      results = await traffic(rl, 200, 20);
-    } finally {
-      s.thaw();
-    }
+    const results = await trafficWhileFrozen(s, rl, 200, 20);
     expect(results).to.have.length(200);
     for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true });
     expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
@@ -247,13 +251,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     await ready(c);
     const rl = limiter(c, TIMEOUT_MS, { rateLimitPerMinute: 60 });
     const before = await counted(rl);
-    s.freeze();
-    let results: Timed[];
-    try {
-      results = await traffic(rl, 80, 10);
-    } finally {
-      s.thaw();
-    }
+    const results = await trafficWhileFrozen(s, rl, 80, 10);
     for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true, remaining: 60 });
     const after = await counted(rl);
     // Counted late, the 80 would have filled the window: 429 for the rest of the minute.
