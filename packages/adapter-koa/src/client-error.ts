@@ -66,8 +66,17 @@ export function createConnectResponder(deps: HttpDeps): (req: IncomingMessage, s
   };
 }
 
+/** Parser errors that mean the client closed its side: ECONNRESET, or EOF in the middle of a request. */
+const CLIENT_GONE: ReadonlySet<string> = new Set(['ECONNRESET', 'HPE_INVALID_EOF_STATE']);
+
 export function createClientErrorResponder(deps: HttpDeps): ClientErrorResponder {
   return (err, socket) => {
+    // The client hung up (mid-body, or between requests): nobody is left to answer. A request in
+    // flight sees its connection close and is logged as aborted by the pipeline.
+    if (CLIENT_GONE.has(err.code ?? '')) {
+      socket.destroy();
+      return;
+    }
     const inFlight = (socket as { _httpMessage?: ServerResponse & { req?: IncomingMessage } })._httpMessage;
     if (inFlight !== undefined && inFlight !== null && !inFlight.writableFinished && err.code !== 'ECONNRESET' && socket.writable) {
       // A request of this connection is being handled: its answer is the connection's last one

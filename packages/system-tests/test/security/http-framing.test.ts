@@ -156,6 +156,30 @@ describe('system: requests Node would answer bare are answered in the standard e
     expect(served.map((a) => a.status)).to.deep.equal([100, 200]);
   });
 
+  it('C-15: a client that hangs up mid-body got no answer: logged at info as "request aborted by the client" (status null), never as a 500 with a stack', async () => {
+    const platform = await createTenant(stack.core, 'abort', { system: true });
+    const before = stack.logger.entries.length;
+    const url = new URL(stack.baseUrl);
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect({ host: url.hostname, port: Number(url.port) }, () => {
+        socket.write(`${head('POST', '/v1/organisations', { Host: 'localhost', Authorization: `Bearer ${platform.key}`, 'Content-Type': 'application/json', 'Content-Length': '100' })}\r\n{"name":"half`);
+        setTimeout(() => socket.destroy(), 150);
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve());
+    });
+    let lines = stack.logger.entries.slice(before);
+    for (let i = 0; i < 40 && !lines.some((e) => e.message === 'request aborted by the client'); i += 1) {
+      await sleep(50);
+      lines = stack.logger.entries.slice(before);
+    }
+    const aborted = lines.filter((e) => e.message === 'request aborted by the client');
+    expect(aborted, JSON.stringify(lines)).to.have.length(1);
+    expect(aborted[0]).to.deep.include({ level: 'info' });
+    expect(aborted[0]!.fields).to.include({ status: null, aborted: true, method: 'POST', route: '/v1/organisations' });
+    expect(lines.filter((e) => e.level === 'error' || e.fields.status === 500)).to.deep.equal([]);
+  });
+
   it('C-15, C-52: CONNECT is 400 VALIDATION_ERROR {field "method"} with X-Request-Id and X-RateLimit-*, not a closed connection', async () => {
     const before = stack.logger.entries.length;
     const answers = parseRawAnswers(await rawSocket(stack.baseUrl, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'));
