@@ -12,7 +12,7 @@
  */
 import Koa from 'koa';
 import type { Core, Logger } from '@cos/core';
-import { DEFAULT_BODY_LIMIT_BYTES } from './body.js';
+import { ClientAbortedError, DEFAULT_BODY_LIMIT_BYTES } from './body.js';
 import { redact } from './redact.js';
 import { createRequestLogger } from './middleware/access-log.js';
 import { authenticateStep } from './middleware/authenticate.js';
@@ -96,7 +96,9 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
       try {
         await dispatch(ctx, state);
       } catch (err) {
-        respondWithError(ctx, state, err);
+        // A client that hung up mid-request gets no answer; its line says so (no 5xx, no stack).
+        if (err instanceof ClientAbortedError) state.aborted = true;
+        else respondWithError(ctx, state, err);
       }
       writeRateHeaders(ctx, state);
     } finally {

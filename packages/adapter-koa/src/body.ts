@@ -12,10 +12,18 @@
  *     past the limit while streaming is 413 as well;
  *  4. bytes that are not UTF-8 JSON are 400 `{field:"body", issue:"malformed JSON"}`;
  *  5. JSON that is not an object (array, string, number, null) is 400 "must be a JSON object".
+ * A body the HTTP parser fails on (a bad chunk, a `Transfer-Encoding` it refuses) is the parser's
+ * 400 (RefusedRequestError); a client that hangs up before its body is complete gets no answer
+ * (ClientAbortedError: the pipeline logs it as an abort, not as a failure).
+ *
+ * awaitBodyEnd is the same wait for routes that take no body (GET, DELETE): a body sent anyway is
+ * received and discarded before the route runs, so a framing error in it is answered before the
+ * route acts, never after (issue 18: a DELETE answered 400 must not revoke).
  */
 import type { IncomingMessage } from 'node:http';
 import { ValidationError } from '@cos/core';
-import { payloadTooLarge, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
+import { clientErrorAnswer, onParserError, parserErrorOf } from './http-refusals.js';
+import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
 export const MALFORMED_JSON = 'malformed JSON';
@@ -39,18 +47,31 @@ export function isJsonContentType(header: string): boolean {
   return true;
 }
 
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  if (length !== undefined) return length !== '0';
-  return req.headers['transfer-encoding'] !== undefined;
+/** The client closed the connection before its request was complete: nobody is left to answer. */
+export class ClientAbortedError extends Error {
+  constructor() {
+    super('request aborted by the client before its body was complete');
+    this.name = 'ClientAbortedError';
+  }
 }
 
-function invalidBody(issue: string): ValidationError {
-  return new ValidationError([{ field: 'body', issue }]);
+/** What ends the wait for a body when the stream can no longer complete. */
+function endedEarly(req: IncomingMessage): Error | undefined {
+  const parserError = parserErrorOf(req);
+  if (parserError !== undefined) return new RefusedRequestError(clientErrorAnswer(parserError.code));
+  if (req.destroyed && !req.readableEnded) return new ClientAbortedError();
+  return undefined;
 }
 
-function readRaw(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+/**
+ * Waits until the body has arrived (discarding it) or the request can no longer complete. `limitBytes`
+ * bounds what is collected; undefined: nothing is kept.
+ */
+function receive(req: IncomingMessage, limitBytes: number | undefined): Promise<Buffer> {
+  const early = endedEarly(req);
+  if (early !== undefined) return Promise.reject(early);
   if (req.readableEnded) {
+    if (limitBytes === undefined) return Promise.resolve(Buffer.alloc(0));
     // Something in front of this adapter (a host's body parser) already consumed the stream.
     return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
   }
@@ -60,10 +81,13 @@ function readRaw(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
     const cleanup = (): void => {
       req.off('data', onData);
       req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
+      req.off('error', onFailure);
+      req.off('aborted', onFailure);
+      req.off('close', onFailure);
+      unsubscribe();
     };
     const onData = (chunk: Buffer): void => {
+      if (limitBytes === undefined) return;
       size += chunk.length;
       if (size > limitBytes) {
         // Stop collecting; Node discards the rest of the body after the response.
@@ -77,19 +101,41 @@ function readRaw(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
       cleanup();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
-    const onError = (err: Error): void => {
+    const onFailure = (): void => {
+      if (req.readableEnded) return;
       cleanup();
-      reject(err);
+      reject(endedEarly(req) ?? new ClientAbortedError());
     };
-    const onAborted = (): void => {
+    const unsubscribe = onParserError(req, (err) => {
       cleanup();
-      reject(new Error('request aborted by the client while its body was read'));
-    };
+      reject(new RefusedRequestError(clientErrorAnswer(err.code)));
+    });
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+    req.on('error', onFailure);
+    req.on('aborted', onFailure);
+    req.on('close', onFailure);
   });
+}
+
+/**
+ * For routes that take no body: resolves once any body sent anyway has arrived (and is dropped);
+ * rejects with the parser's 400 or ClientAbortedError when it cannot arrive. A request without a
+ * body resolves at once.
+ */
+export function awaitBodyEnd(req: IncomingMessage): Promise<void> | undefined {
+  if (!hasBody(req) && parserErrorOf(req) === undefined) return undefined;
+  return receive(req, undefined).then(() => undefined);
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+function invalidBody(issue: string): ValidationError {
+  return new ValidationError([{ field: 'body', issue }]);
 }
 
 /**
@@ -112,7 +158,7 @@ export async function readJsonBytes(req: IncomingMessage, limitBytes: number): P
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limitBytes) throw payloadTooLarge(limitBytes);
 
-  return bodyPresent ? readRaw(req, limitBytes) : Buffer.alloc(0);
+  return bodyPresent ? receive(req, limitBytes) : Buffer.alloc(0);
 }
 
 /** UTF-8 JSON of any shape from the bytes of a body; 400 "malformed JSON" otherwise. */

@@ -11,62 +11,85 @@
  *
  * The refused bytes (Node hands them over as `err.rawPacket`) are never logged or echoed: they may
  * hold a key.
+ *
+ * The answers themselves, and how a parse error reaches a request in flight, are in http-refusals.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { ErrorDetail } from '@cos/core';
 import type { HttpDeps } from './app.js';
 import { JSON_CONTENT_TYPE, standardBody } from './errors.js';
 import { setRateLimitHeaders } from './middleware/rate-limit-headers.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
+import { CONNECT_ANSWER, clientErrorAnswer, notifyParserError, type ClientErrorAnswer } from './http-refusals.js';
+
+export { clientErrorAnswer, refusedRequestAnswer, type ClientErrorAnswer } from './http-refusals.js';
 
 export type ClientErrorResponder = (err: Error & { code?: string }, socket: Duplex) => void;
 
-/** What a parser-level failure is answered with. */
-export interface ClientErrorAnswer {
-  readonly status: number;
-  readonly message: string;
-  readonly details: ErrorDetail[];
+/** The standard-shape answer as raw bytes, for a socket no ServerResponse writes on any more. */
+export function writeRawAnswer(deps: HttpDeps, socket: Duplex, answer: ClientErrorAnswer, why: Record<string, unknown>, message: string): void {
+  const { core, logger } = deps;
+  const requestId = randomUUID();
+  const address = (socket as Partial<Socket>).remoteAddress ?? 'unknown';
+  const text = standardBody('VALIDATION_ERROR', answer.message, answer.details);
+  let head =
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}\r\n` +
+    `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +
+    `Content-Length: ${Buffer.byteLength(text)}\r\n` +
+    `${REQUEST_ID_HEADER}: ${requestId}\r\n`;
+  setRateLimitHeaders(core.rateLimiter.peek({ kind: 'source', address }), {
+    setHeader: (name, value) => (head += `${name}: ${value}\r\n`),
+  });
+  socket.write(`${head}Connection: close\r\n\r\n${text}`);
+  if (logger.isLevelEnabled?.('info') ?? true) {
+    logger.info(
+      { request_id: requestId, method: null, route: null, path: null, status: answer.status, latency_ms: 0, error_code: 'VALIDATION_ERROR', ...why },
+      message,
+    );
+  }
 }
 
-/** The answer to a parser-level failure, by Node's error code. */
-export function clientErrorAnswer(code: string | undefined): ClientErrorAnswer {
-  if (code === 'HPE_HEADER_OVERFLOW') {
-    return { status: 431, message: 'Request header section is larger than the server accepts', details: [{ field: 'headers', issue: 'too large' }] };
-  }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return { status: 408, message: 'The request did not arrive in time', details: [] };
-  }
-  return { status: 400, message: 'Malformed HTTP request', details: [{ field: 'request', issue: 'malformed HTTP request' }] };
+/**
+ * The server's `connect` event: CONNECT (a proxy tunnel request) gets a 400 in the standard error
+ * shape with the C-15/C-52 headers instead of a silently closed connection.
+ *
+ *   server.on('connect', createConnectResponder({ core, logger }));
+ */
+export function createConnectResponder(deps: HttpDeps): (req: IncomingMessage, socket: Duplex) => void {
+  return (_req, socket) => {
+    if (socket.writable) writeRawAnswer(deps, socket, CONNECT_ANSWER, { method: 'CONNECT' }, 'request refused: CONNECT');
+    socket.end();
+    socket.once('finish', () => socket.destroy());
+  };
 }
+
+/** Parser errors that mean the client closed its side: ECONNRESET, or EOF in the middle of a request. */
+const CLIENT_GONE: ReadonlySet<string> = new Set(['ECONNRESET', 'HPE_INVALID_EOF_STATE']);
 
 export function createClientErrorResponder(deps: HttpDeps): ClientErrorResponder {
-  const { core, logger } = deps;
   return (err, socket) => {
+    // The client hung up (mid-body, or between requests): nobody is left to answer. A request in
+    // flight sees its connection close and is logged as aborted by the pipeline.
+    if (CLIENT_GONE.has(err.code ?? '')) {
+      socket.destroy();
+      return;
+    }
+    const inFlight = (socket as { _httpMessage?: ServerResponse & { req?: IncomingMessage } })._httpMessage;
+    if (inFlight !== undefined && inFlight !== null && !inFlight.writableFinished && err.code !== 'ECONNRESET' && socket.writable) {
+      // A request of this connection is being handled: its answer is the connection's last one
+      // (see the file comment). Nothing more is read from this connection.
+      inFlight.shouldKeepAlive = false;
+      const req = inFlight.req;
+      if (req !== undefined && !inFlight.headersSent) notifyParserError(req, err);
+      inFlight.once('close', () => socket.destroy());
+      return;
+    }
     // As Node's default: answer only when nothing of a response has gone out on this connection.
-    const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (socket.writable && inFlight?.headersSent !== true && err.code !== 'ECONNRESET') {
-      const answer = clientErrorAnswer(err.code);
-      const requestId = randomUUID();
-      const address = (socket as Partial<Socket>).remoteAddress ?? 'unknown';
-      const text = standardBody('VALIDATION_ERROR', answer.message, answer.details);
-      let head =
-        `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? 'Error'}\r\n` +
-        `Content-Type: ${JSON_CONTENT_TYPE}\r\n` +
-        `Content-Length: ${Buffer.byteLength(text)}\r\n` +
-        `${REQUEST_ID_HEADER}: ${requestId}\r\n`;
-      setRateLimitHeaders(core.rateLimiter.peek({ kind: 'source', address }), {
-        setHeader: (name, value) => (head += `${name}: ${value}\r\n`),
-      });
-      socket.write(`${head}Connection: close\r\n\r\n${text}`);
-      if (logger.isLevelEnabled?.('info') ?? true) {
-        logger.info(
-          { request_id: requestId, method: null, route: null, path: null, status: answer.status, latency_ms: 0, error_code: 'VALIDATION_ERROR', parser_error: err.code ?? null },
-          'request refused by the HTTP parser',
-        );
-      }
+      writeRawAnswer(deps, socket, clientErrorAnswer(err.code), { parser_error: err.code ?? null }, 'request refused by the HTTP parser');
     }
     socket.destroy();
   };

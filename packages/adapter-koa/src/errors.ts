@@ -62,6 +62,18 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * A request refused at the HTTP layer (its framing, `Host`, `Expect`, or a parse error of its
+ * connection): answered like client-error.ts answers what Node's parser refuses, a VALIDATION_ERROR
+ * in the standard shape with the status that table gives (400, 417, ...). The connection is closed.
+ */
+export class RefusedRequestError extends Error {
+  constructor(readonly answer: { readonly status: number; readonly message: string; readonly details: readonly ErrorDetail[] }) {
+    super(answer.message);
+    this.name = 'RefusedRequestError';
+  }
+}
+
 // ---- the HTTP surface's own errors, with their wording ----
 
 /** C-9: no route has this path. */
@@ -127,6 +139,7 @@ export interface RenderContext {
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const CLOSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({ Connection: 'close' });
 
 /** The serialised standard error body (§7); details only for codes whose ERROR_TABLE row carries them. */
 export function standardBody(code: HttpErrorCode, message: string, details: readonly ErrorDetail[]): string {
@@ -177,6 +190,17 @@ export function renderError(err: unknown, rc: RenderContext): RenderedError {
       body: standardBody(err.code, err.message, err.details),
       headers: NO_HEADERS,
       code: err.code,
+      unexpected: false,
+      decision: undefined,
+    };
+  }
+  if (err instanceof RefusedRequestError) {
+    return {
+      status: err.answer.status,
+      contentType: JSON_CONTENT_TYPE,
+      body: standardBody('VALIDATION_ERROR', err.answer.message, err.answer.details),
+      headers: CLOSE_HEADERS,
+      code: 'VALIDATION_ERROR',
       unexpected: false,
       decision: undefined,
     };

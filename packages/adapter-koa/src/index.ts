@@ -16,7 +16,14 @@ export {
 } from './errors.js';
 export { DEFAULT_BODY_LIMIT_BYTES } from './body.js';
 export { mountAt } from './mount.js';
-export { clientErrorAnswer, createClientErrorResponder, type ClientErrorAnswer, type ClientErrorResponder } from './client-error.js';
+export {
+  clientErrorAnswer,
+  createClientErrorResponder,
+  createConnectResponder,
+  refusedRequestAnswer,
+  type ClientErrorAnswer,
+  type ClientErrorResponder,
+} from './client-error.js';
 export type { CosRequestState } from './state.js';
 export {
   SECRET_SCANNING_PATH,

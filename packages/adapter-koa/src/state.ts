@@ -19,4 +19,6 @@ export interface CosRequestState {
   errorCode: HttpErrorCode | undefined;
   /** The thrown value behind a 5xx, for the log line (never sent to the client). */
   failure: unknown;
+  /** The client hung up before its request was complete: nobody got an answer. */
+  aborted: boolean;
 }

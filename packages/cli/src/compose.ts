@@ -38,6 +38,11 @@ export interface HttpApp {
    * event): adapter-koa's createClientErrorResponder. Absent: Node's bare answer.
    */
   clientError?(err: Error & { code?: string }, socket: Duplex): void;
+  /**
+   * Answers a CONNECT request (the server's `connect` event): adapter-koa's createConnectResponder.
+   * Absent: Node closes the connection without a word.
+   */
+  connect?(req: IncomingMessage, socket: Duplex): void;
 }
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
@@ -93,7 +98,7 @@ export async function createHttpApp(
   serviceVersion: string,
   scannerKeys: { keys(): ScannerKeySet } | null = null,
 ): Promise<HttpApp> {
-  const { createKoaApp, createClientErrorResponder } = await import('@cos/adapter-koa');
+  const { createKoaApp, createClientErrorResponder, createConnectResponder } = await import('@cos/adapter-koa');
   const app = createKoaApp(
     { core, logger },
     {
@@ -104,7 +109,7 @@ export async function createHttpApp(
     },
   );
   // The Koa application itself (its settings stay inspectable), with the parser-error answer attached.
-  return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }) });
+  return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }), connect: createConnectResponder({ core, logger }) });
 }
 
 export { coreConfigOf };

@@ -9,8 +9,18 @@ import type { LogLevel } from './config.js';
 export interface CosLogger extends Logger {
   /** The underlying pino instance (child loggers, level changes). */
   readonly pino: PinoLogger;
-  /** Writes out anything buffered; call before exiting. */
+  /**
+   * Writes out anything buffered, synchronously: for synchronous loggers (operator commands), where
+   * nothing is ever buffered. Never call it on the server's asynchronous logger before exiting: a
+   * synchronous flush into a pipe whose reader is gone (EPIPE) or full retries forever; use close().
+   */
   flush(): void;
+  /**
+   * Writes out what is buffered and stops logging, within `timeoutMs` whatever stdout does (EPIPE,
+   * a closed or full pipe, a write that never completes): resolves when done or when the time is up,
+   * never rejects. After it nothing is written, and nothing is flushed at process exit either.
+   */
+  close(timeoutMs: number): Promise<void>;
 }
 
 export interface CreateLoggerOptions {
@@ -24,6 +34,13 @@ export interface CreateLoggerOptions {
 
 export function createLogger(options: CreateLoggerOptions): CosLogger {
   const destination = pino.destination({ dest: options.fd ?? 1, sync: options.sync ?? false, minLength: 0 });
+  // A write error (EPIPE: the reader of stdout is gone) ends logging instead of crashing the process
+  // or looping: the service keeps serving and shuts down on time without its log.
+  let broken = false;
+  let closed = false;
+  destination.on('error', () => {
+    broken = true;
+  });
   const p = pino(
     {
       level: options.level,
@@ -42,12 +59,45 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
     // pino's own check: follows later level changes on `pino` too.
     isLevelEnabled: (level) => p.isLevelEnabled(level),
     flush: () => {
+      if (broken) return;
       try {
         destination.flushSync();
       } catch {
         // not ready yet or already closed: nothing buffered that can still be written
       }
     },
+    close: (timeoutMs) =>
+      new Promise<void>((resolve) => {
+        let timer: NodeJS.Timeout | undefined;
+        const done = (): void => {
+          clearTimeout(timer);
+          destination.off('close', done);
+          destination.off('error', done);
+          // Stopped for good: pino's exit hook then has nothing to flush synchronously (it would
+          // retry forever on a broken or full pipe).
+          p.level = 'silent';
+          if (closed) return resolve();
+          closed = true;
+          try {
+            destination.destroy();
+          } catch {
+            // already closed
+          }
+          resolve();
+        };
+        if (broken || closed) {
+          done();
+          return;
+        }
+        timer = setTimeout(done, timeoutMs);
+        destination.once('close', done);
+        destination.once('error', done);
+        try {
+          destination.end();
+        } catch {
+          done();
+        }
+      }),
   };
 }
 

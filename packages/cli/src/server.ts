@@ -26,6 +26,7 @@ export interface ListenOptions {
 
 /** An app with its own answer to requests Node's parser refuses (HttpApp.clientError). */
 type ClientErrorHandler = NonNullable<HttpApp['clientError']>;
+type ConnectHandler = NonNullable<HttpApp['connect']>;
 const SWEEP_INTERVAL_MS = 20;
 
 export interface StopResult {
@@ -72,7 +73,9 @@ export async function listen(
   let inFlight = 0;
   let stopping = false;
 
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  // No Host and an unmet Expect reach the app, which answers them in the contract's shape (Node's
+  // own answers are a bare 400 and a bare 417).
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const state = connections.get(req.socket);
     if (state !== undefined) state.active += 1;
     inFlight += 1;
@@ -85,11 +88,16 @@ export async function listen(
       }
     });
     handle(req, res);
-  });
+  };
+  const server = createServer({ requireHostHeader: app.clientError === undefined }, onRequest);
+  if (app.clientError !== undefined) server.on('checkExpectation', onRequest);
   // Requests the HTTP parser refuses get the app's answer (the standard error shape) instead of
   // Node's bare status line, when the app has one.
   const clientError: ClientErrorHandler | undefined = app.clientError?.bind(app);
   if (clientError !== undefined) server.on('clientError', clientError);
+  // CONNECT (a tunnel request) gets the app's answer instead of a silently closed connection.
+  const connect: ConnectHandler | undefined = app.connect?.bind(app);
+  if (connect !== undefined) server.on('connect', connect);
   server.on('connection', (socket: Socket) => {
     connections.set(socket, { active: 0, idleSince: Date.now() });
     socket.once('close', () => connections.delete(socket));

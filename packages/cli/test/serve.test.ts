@@ -7,6 +7,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cliJson, ensureBuilt, printedKeys, ROOT, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
 
@@ -285,5 +286,69 @@ describe('cos-admin serve with REDIS_URL (C-55)', function () {
       s.child.kill('SIGTERM');
       expect((await s.exited()).code).to.equal(0);
     }
+  });
+});
+
+describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operator interface: SIGTERM stops, exit 0; issue 18)', function () {
+  this.timeout(60_000);
+  const servers: ServeProcess[] = [];
+  let tmp: TestDatabase | undefined;
+  before(async () => {
+    tmp = await databaseTargets()[0]!.create();
+  });
+  afterEach(() => {
+    for (const s of servers.splice(0)) s.kill();
+  });
+  after(async () => {
+    await tmp?.drop();
+  });
+  const start = async (): Promise<{ s: ServeProcess; url: string }> => {
+    const s = startServe([], { DATABASE_URL: tmp!.databaseUrl, PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' }, tmp!.cwd);
+    servers.push(s);
+    const { url } = await s.listening();
+    return { s, url };
+  };
+  /** SIGTERM, then how long the process took to exit and how. */
+  const terminate = async (s: ServeProcess): Promise<{ ms: number; code: number | null; signal: NodeJS.Signals | null }> => {
+    const t0 = performance.now();
+    s.child.kill('SIGTERM');
+    const exit = await Promise.race([s.exited(), new Promise<{ code: null; signal: null }>((resolve) => setTimeout(() => resolve({ code: null, signal: null }), 15_000))]);
+    return { ms: performance.now() - t0, ...exit };
+  };
+
+  it('the reader of stdout is gone (EPIPE): exit 0 within 3 s of SIGTERM, also when the shutdown line is the first write into the broken pipe', async () => {
+    // `serve | cat`, then the cat is killed: nothing is written until SIGTERM's own log line.
+    const first = await start();
+    first.s.child.stdout!.destroy();
+    await sleep(100);
+    const quiet = await terminate(first.s);
+    expect(quiet, 'still running 15 s after SIGTERM').to.include({ code: 0, signal: null });
+    expect(quiet.ms).to.be.below(3_000);
+    // Lines written into the broken pipe while serving: the write error ends logging, not serving.
+    const { s, url } = await start();
+    s.child.stdout!.destroy();
+    for (let i = 0; i < 20; i += 1) expect((await fetch(`${url}/v1/health`)).status).to.equal(200);
+    const exit = await terminate(s);
+    expect(exit, 'still running 15 s after SIGTERM').to.include({ code: 0, signal: null });
+    expect(exit.ms).to.be.below(3_000);
+  });
+
+  it('the reader of stdout stalls (pipe full, a flush that never completes): exit within 3 s of SIGTERM', async () => {
+    const { s, url } = await start();
+    s.child.stdout!.pause();
+    // Far more log than a pipe buffers (64 KiB): the server's writes to stdout stop completing.
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    try {
+      for (let round = 0; round < 40; round += 1) {
+        const answers = await Promise.all(Array.from({ length: 50 }, () => request(agent, url, 'GET', '/v1/health')));
+        expect(answers.every((a) => a.status === 200)).to.equal(true);
+      }
+    } finally {
+      agent.destroy();
+    }
+    const exit = await terminate(s);
+    s.child.stdout!.resume();
+    expect(exit.code, 'still running 15 s after SIGTERM').to.not.equal(null);
+    expect(exit.ms).to.be.below(3_000);
   });
 });

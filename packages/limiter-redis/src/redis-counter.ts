@@ -27,7 +27,7 @@ const MAX_PENDING_COMMANDS = 10_000;
 /** close() waits this long for in-flight replies before dropping the socket. */
 const CLOSE_GRACE_MS = 1_000;
 
-export type RedisCounterFailure = 'not-connected' | 'timeout' | 'closed' | 'command-failed';
+export type RedisCounterFailure = 'not-connected' | 'timeout' | 'closed' | 'command-failed' | 'expired';
 
 /** Why a hit() was rejected. The core's RateLimiter turns any rejection into its fail-open decision. */
 export class RedisCounterError extends Error {
@@ -46,17 +46,26 @@ export class RedisCounterError extends Error {
  * window (count == 1), give it a TTL in milliseconds. One atomic script, so a key never lives
  * without its TTL. Defined with `defineScript`, the client sends EVALSHA and falls back to EVAL
  * when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH), which also re-caches it.
+ *
+ * The caller's deadline (ARGV[2], absolute epoch ms on Redis's clock) travels with the call: a hit
+ * that reaches Redis after its caller stopped waiting (a frozen Redis wakes up to a queue of them)
+ * counts nothing and returns -1. Fail-open requests are thereby "allowed without being counted"
+ * (operations.md), instead of filling the window once Redis answers again (issue 18).
  */
+const EXPIRED = -1;
 const HIT_SCRIPT = defineScript({
   SCRIPT: [
+    "local now = redis.call('TIME')",
+    'if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[2]) then return -1 end',
     "local count = redis.call('INCR', KEYS[1])",
     "if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
     'return count',
   ].join('\n'),
   NUMBER_OF_KEYS: 1,
-  parseCommand(parser: CommandParser, key: RedisArgument, ttlMs: number) {
+  parseCommand(parser: CommandParser, key: RedisArgument, ttlMs: number, deadlineMs: number) {
     parser.pushKey(key);
     parser.push(String(ttlMs));
+    parser.push(String(deadlineMs));
   },
   // The script returns a Redis integer; the client maps it to a JavaScript number.
   transformReply: (reply: unknown): number => Number(reply),
@@ -133,6 +142,8 @@ export class RedisRateCounter implements RateCounter {
   /** Outages (connection lost, then ready again) since the last recovery line, and how long the last one lasted. */
   #outagesSinceRecoveryLine = 0;
   #lastOutageMs = 0;
+  /** Redis's clock minus this process's (ms), measured at each connect: deadlines are sent on Redis's clock. */
+  #clockOffsetMs = 0;
 
   constructor(config: RedisCounterConfig) {
     const timeoutMs = config.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
@@ -172,7 +183,8 @@ export class RedisRateCounter implements RateCounter {
     const ttl = Math.max(1, Math.ceil(ttlMs));
     // One timer per call bounds it, written or not (the client's own per-command timeout is off:
     // see makeClient; unwritten commands are bounded by the queue limit).
-    const reply = this.#client.hit(this.keyFor(scope, windowStartMs), ttl);
+    const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
+    const reply = this.#client.hit(this.keyFor(scope, windowStartMs), ttl, deadlineMs);
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${this.#target} within ${this.#timeoutMs} ms`));
@@ -180,7 +192,8 @@ export class RedisRateCounter implements RateCounter {
       reply.then(
         (count) => {
           clearTimeout(timer);
-          resolve(count);
+          if (count === EXPIRED) reject(new RedisCounterError('expired', `redis rate counter: the hit reached ${this.#target} after its deadline; not counted`));
+          else resolve(count);
         },
         (err: unknown) => {
           clearTimeout(timer);
@@ -229,6 +242,7 @@ export class RedisRateCounter implements RateCounter {
       this.#client.destroy();
       return;
     }
+    void this.#measureClockOffset();
     if (this.#downSinceMs !== undefined) {
       this.#lastOutageMs = Date.now() - this.#downSinceMs;
       this.#downSinceMs = undefined;
@@ -238,6 +252,19 @@ export class RedisRateCounter implements RateCounter {
       this.#logger.info({ component: 'limiter-redis', redis: this.#target }, 'redis rate counter: connected');
     }
     this.#everReady = true;
+  }
+
+  /** Redis TIME against this process's clock, the round trip halved: hosts' clocks may differ. */
+  async #measureClockOffset(): Promise<void> {
+    try {
+      const before = Date.now();
+      const reply = (await this.#client.sendCommand(['TIME'])) as unknown as [string, string];
+      const after = Date.now();
+      const redisMs = Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000);
+      if (Number.isFinite(redisMs)) this.#clockOffsetMs = redisMs - Math.round((before + after) / 2);
+    } catch {
+      // keep the last offset; the next connect measures again
+    }
   }
 
   /**

@@ -65,15 +65,32 @@ const NEVER_MS = 2 ** 31 - 1;
 
 type SqliteConnection = { pragma(source: string): unknown };
 
+/** A knex message of one kind is logged at most this often (e.g. one per failed acquire while the database is down). */
+export const KNEX_LOG_INTERVAL_MS = 10_000;
+
 /**
  * knex's own messages (e.g. "migration failed") go to the Logger port, never to stdout: the CLI's
- * --json output must stay clean. Without a logger they are dropped.
+ * --json output must stay clean. Without a logger they are dropped. Only a message's first line is
+ * kept (knex appends stacks), and each kind (the text before its first ':') at most once per 10 s:
+ * during a database outage knex warns "Acquire connection error" for every request, which the
+ * store's own throttled "SQL store unavailable" already reports (issue 18).
  */
 function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  const lastLogged = new Map<string, number>();
   const to =
     (level: 'debug' | 'warn' | 'error') =>
-    (message: unknown): void =>
-      logger?.[level]({ component: 'knex' }, typeof message === 'string' ? message : String((message as Error)?.message ?? message));
+    (message: unknown): void => {
+      if (logger === undefined) return;
+      const text = typeof message === 'string' ? message : String((message as Error)?.message ?? message);
+      const firstLine = text.split('\n', 1)[0] ?? '';
+      if (level !== 'debug') {
+        const kind = `${level}:${firstLine.split(':', 1)[0]}`;
+        const now = Date.now();
+        if (now - (lastLogged.get(kind) ?? Number.NEGATIVE_INFINITY) < KNEX_LOG_INTERVAL_MS) return;
+        lastLogged.set(kind, now);
+      }
+      logger[level]({ component: 'knex' }, firstLine);
+    };
   return { debug: to('debug'), warn: to('warn'), error: to('error'), deprecate: to('warn') };
 }
 

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UnavailableError } from '@cos/core';
+import { CapturingLogger } from '@cos/core/testing';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import knexFactory from 'knex';
@@ -52,6 +53,20 @@ describe('C-17: store unavailable', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('C-17: during an outage knex\'s "Acquire connection error" goes through the service\'s logger, one line per 10 s without a stack, beside the store\'s one throttled warning (issue 18)', async () => {
+    const logger = new CapturingLogger();
+    const store = createSqlStore({ databaseUrl: 'postgres://postgres@127.0.0.1:1/test', logger });
+    try {
+      for (let i = 0; i < 30; i += 1) await rejectsUnavailableWithin(`findById #${i}`, () => store.stores.organisations.findById(organisation().id), 2000);
+    } finally {
+      await store.close();
+    }
+    const knexLines = logger.entries.filter((e) => e.fields.component === 'knex');
+    expect(knexLines.map((e) => e.message.split(':')[0]), 'knex lines for 30 failed acquires').to.deep.equal(['Acquire connection error']);
+    expect(knexLines[0]!.message, 'no stack').to.not.include('\n');
+    expect(logger.entries.filter((e) => e.message === 'SQL store unavailable')).to.have.length(1);
   });
 
   it('C-17: an unresolvable Postgres host gives UnavailableError within 2 s', async () => {

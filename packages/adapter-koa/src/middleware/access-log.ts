@@ -4,6 +4,8 @@
  * authenticated. Never the Authorization header, a key or a query string (C-31); the path is
  * redacted in case a caller put a key into it. 500s carry the error's name, message and stack
  * (redacted), other 5xx its name and message; 500 is logged at error level, other 5xx at warn.
+ * A request the client abandoned before it was complete got no answer: it is logged at info as
+ * `request aborted by the client`, with `status: null` and `aborted: true`.
  */
 import type Koa from 'koa';
 import { performance } from 'node:perf_hooks';
@@ -30,6 +32,22 @@ export function createRequestLogger(logger: Logger): RequestLogger {
   // Port method optional: absent means every level is logged.
   const enabled = (level: 'info' | 'warn' | 'error'): boolean => logger.isLevelEnabled?.(level) ?? true;
   return (ctx, state) => {
+    if (state.aborted) {
+      if (!enabled('info')) return;
+      logger.info(
+        {
+          request_id: redact(state.requestId),
+          method: ctx.method,
+          route: state.route ?? null,
+          path: redact(ctx.path),
+          status: null,
+          aborted: true,
+          latency_ms: Math.round((performance.now() - state.startedAt) * 1000) / 1000,
+        },
+        'request aborted by the client',
+      );
+      return;
+    }
     const status = ctx.status;
     // Nothing to build (no redaction, no field object) for a line the logger would drop.
     if (!enabled(status === 500 ? 'error' : status >= 500 ? 'warn' : 'info')) return;

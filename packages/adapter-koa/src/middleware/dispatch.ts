@@ -5,13 +5,23 @@
  * unauthenticated rate limit; signed routes (secret-scanning alerts) verify and count on their own.
  * A refusal by the rate limit is answered (429) and ends the dispatch;
  * anything else that fails is thrown, and the pipeline renders it.
+ *
+ * Before all of that, requests the service refuses whatever their route (client-error.ts's
+ * refusedRequestAnswer: a Transfer-Encoding other than chunked, no Host, an unmet Expect) are
+ * answered; and a route that takes no body runs only once a body sent anyway has fully arrived, so
+ * a framing error in that body is the answer and the route never acts (issue 18).
  */
 import type Koa from 'koa';
-import { methodNotAllowed, unknownPath } from '../errors.js';
+import { awaitBodyEnd } from '../body.js';
+import { refusedRequestAnswer } from '../http-refusals.js';
+import { methodNotAllowed, RefusedRequestError, unknownPath } from '../errors.js';
 import type { RouteMatch } from '../routes/route.js';
 import type { CosRequestState } from '../state.js';
 import type { AuthenticateStep } from './authenticate.js';
 import type { RateLimitSteps } from './rate-limit.js';
+
+/** Methods whose routes read a body (through the route kit, after authorisation). */
+const TAKES_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
 export type Dispatch = (ctx: Koa.Context, state: CosRequestState) => Promise<void>;
 
@@ -21,6 +31,8 @@ export function createDispatch(
   rateLimit: RateLimitSteps,
 ): Dispatch {
   return async (ctx, state) => {
+    const refused = refusedRequestAnswer(ctx.req);
+    if (refused !== undefined) throw new RefusedRequestError(refused);
     const found = match(ctx.method, ctx.path);
     if (found.kind === 'unknown-path') throw unknownPath();
     if (found.kind === 'method-not-allowed') {
@@ -29,6 +41,10 @@ export function createDispatch(
     }
     const route = found.route;
     state.route = route.template;
+    if (!TAKES_BODY.has(route.method)) {
+      const arrived = awaitBodyEnd(ctx.req);
+      if (arrived !== undefined) await arrived;
+    }
     if (route.access === 'public') {
       if (await rateLimit.unauthenticated(ctx, state)) await route.handle(ctx);
       return;

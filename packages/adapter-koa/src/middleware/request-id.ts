@@ -14,6 +14,7 @@ export function beginRequest(ctx: Koa.Context): CosRequestState {
     decision: undefined,
     errorCode: undefined,
     failure: undefined,
+    aborted: false,
   };
   (ctx.state as { cos?: CosRequestState }).cos = state;
   // Straight to Node's response (Koa's ctx.set adds two calls and checks a fresh response never needs).

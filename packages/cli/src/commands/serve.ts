@@ -9,6 +9,11 @@ import { SHUTDOWN_GRACE_MS } from '../server.js';
 import { bootstrapText, bootstrapView } from './bootstrap.js';
 import { jsonWanted, withJson } from './shared.js';
 
+/** How long the last log lines may take to reach stdout before the process exits without them. */
+const LOG_CLOSE_MS = 1_000;
+/** Beyond the grace period: closing the pools and the log (each bounded on its own). */
+const SHUTDOWN_CLOSE_MS = 3_000;
+
 interface ServeOptions {
   port?: string;
   bootstrap?: boolean;
@@ -57,7 +62,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     });
   } catch (e) {
     await closeContainer(container).catch(() => undefined);
-    logger.flush();
+    await logger.close(LOG_CLOSE_MS);
     throw e;
   }
 
@@ -74,6 +79,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       return;
     }
     logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
+    // Whatever hangs (a pool that does not close, stdout that takes nothing), the process ends.
+    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS + SHUTDOWN_CLOSE_MS).unref();
     void (async () => {
       let exitCode = 0;
       try {
@@ -84,7 +91,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
         logger.error({ err: describeError(e) }, 'error while shutting down');
         exitCode = 1;
       }
-      logger.flush();
+      // Bounded: stdout may be a pipe whose reader is gone or stalled (issue 18).
+      await logger.close(LOG_CLOSE_MS);
       process.exit(exitCode);
     })();
   };

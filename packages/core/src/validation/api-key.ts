@@ -1,7 +1,7 @@
 /** Issuance body (C-23): {label, expires_at?, environment?}. */
 import { z } from 'zod';
 import { LABEL_MAX, type KeyEnvironment } from '../domain/api-key.js';
-import { checkBody, type Checked } from './issues.js';
+import { checkBody, hasNoControlCharacters, ISSUE_CONTROL_CHARACTERS, type Checked } from './issues.js';
 
 export const ISSUE_LABEL = `must be a string of 1 to ${LABEL_MAX} characters`;
 export const ISSUE_EXPIRES_AT = 'must be an ISO 8601 timestamp in the future';
@@ -21,7 +21,8 @@ export function issueKeySchema(now: Date) {
         .string({ error: ISSUE_LABEL })
         .trim()
         .min(1, { error: ISSUE_LABEL })
-        .max(LABEL_MAX, { error: ISSUE_LABEL }),
+        .max(LABEL_MAX, { error: ISSUE_LABEL })
+        .refine(hasNoControlCharacters, { error: ISSUE_CONTROL_CHARACTERS }),
       expires_at: z
         .iso.datetime({ offset: true, error: ISSUE_EXPIRES_AT })
         .transform((s) => new Date(s))

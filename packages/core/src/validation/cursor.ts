@@ -1,12 +1,16 @@
 /**
  * Opaque keyset cursors (C-6): base64url of the JSON pair [createdAt ISO, id], never an offset.
- * A cursor that does not decode is ValidationError with field "cursor".
+ * A cursor that does not decode to a valid position (an ISO timestamp and a UUID: every record id
+ * is one) is ValidationError with field "cursor". Nothing else reaches a store's keyset query: a
+ * cursor id holding U+0000 was a 500 on Postgres, whose text cannot hold it (issue 18).
  */
 import { ValidationError } from '../domain/errors.js';
 import type { KeysetPosition } from '../ports/pagination.js';
 
 const MAX_CURSOR_LENGTH = 512;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** A record id as the service makes them (lower-case hex, as encodeCursor writes it). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function encodeCursor(position: KeysetPosition): string {
   return Buffer.from(JSON.stringify([position.createdAt.toISOString(), position.id]), 'utf8').toString('base64url');
@@ -26,7 +30,7 @@ export function decodeCursor(cursor: string): KeysetPosition {
   }
   if (!Array.isArray(parsed) || parsed.length !== 2) throw invalid();
   const [at, id] = parsed as unknown[];
-  if (typeof at !== 'string' || typeof id !== 'string' || id.length === 0 || id.length > 64) throw invalid();
+  if (typeof at !== 'string' || typeof id !== 'string' || !UUID.test(id)) throw invalid();
   const createdAt = new Date(at);
   if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) throw invalid();
   return { createdAt, id };

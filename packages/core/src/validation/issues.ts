@@ -8,6 +8,18 @@ import { isDomainErrorWithCode, ValidationError, type ErrorDetail } from '../dom
 export const ISSUE_EXTRA_FIELD = 'extra fields not permitted';
 export const ISSUE_FIELD_REQUIRED = 'field required';
 export const ISSUE_NOT_AN_OBJECT = 'must be a JSON object';
+export const ISSUE_CONTROL_CHARACTERS = 'must not contain control characters';
+
+/**
+ * Control characters (C0, DEL, C1; U+0000 included): never part of a name or label. Postgres text
+ * cannot hold U+0000 at all, so one rule for every store refuses them all (issue 18).
+ */
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** True when `text` holds no control character. */
+export function hasNoControlCharacters(text: string): boolean {
+  return !CONTROL_CHARACTERS.test(text);
+}
 
 /** The outcome of one validation step; failures carry their details so several steps can be merged. */
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly details: readonly ErrorDetail[] };

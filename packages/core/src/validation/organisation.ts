@@ -1,7 +1,7 @@
 /** Organisation bodies (C-11..C-14) and the classification argument (C-24). */
 import { z } from 'zod';
 import { NAME_MAX, SLUG_MAX, SLUG_PATTERN, isNaceSection, type NaceSection } from '../domain/organisation.js';
-import { checkBody, invalid, valid, type Checked } from './issues.js';
+import { checkBody, hasNoControlCharacters, invalid, ISSUE_CONTROL_CHARACTERS, valid, type Checked } from './issues.js';
 
 export const ISSUE_NAME = `must be a string of 1 to ${NAME_MAX} characters`;
 export const ISSUE_SLUG = `must be 1 to ${SLUG_MAX} characters of a-z, 0-9 and '-', not starting or ending with '-'`;
@@ -11,7 +11,8 @@ const name = z
   .string({ error: ISSUE_NAME })
   .trim()
   .min(1, { error: ISSUE_NAME })
-  .max(NAME_MAX, { error: ISSUE_NAME });
+  .max(NAME_MAX, { error: ISSUE_NAME })
+  .refine(hasNoControlCharacters, { error: ISSUE_CONTROL_CHARACTERS });
 const slug = z.string({ error: ISSUE_SLUG }).regex(SLUG_PATTERN, { error: ISSUE_SLUG });
 
 /** POST /organisations: {name, slug}; industry_section, is_system, id... are extra fields (C-12). */

@@ -5,16 +5,15 @@
  * MAX_ACTIVE_KEYS_PER_ORG -> 409 with a clear message, also under concurrent issuance on Postgres).
  */
 import { expect } from 'chai';
-import { request as httpRequest, maxHeaderSize } from 'node:http';
-import { connect } from 'node:net';
+import { maxHeaderSize } from 'node:http';
 import { OPERATOR } from '@cos/core';
 import { startStack, createTenant, type Stack, type Tenant } from '../support/stack.js';
 import { snapshot, diffSnapshots } from '../support/snapshot.js';
 import { checkResponse } from '../support/shapes.js';
 import { openApiProblems } from '../support/openapi.js';
-import { postgresUrl } from '../support/env.js';
-import { createSchema, freshSchemaName } from '../support/postgres.js';
+import { STORE_TARGETS, startStackOn } from '../support/targets.js';
 import type { Incoming } from '../support/http.js';
+import { rawRequest, rawSocket, refusedByParser } from '../support/raw-http.js';
 
 function conforms(r: Incoming): void {
   expect([...checkResponse(r), ...openApiProblems(r)], `${r.method} ${r.path.slice(0, 100)} -> ${r.status} ${r.text.slice(0, 200)}`).to.deep.equal([]);
@@ -24,35 +23,6 @@ function validation(r: Incoming, field: string): void {
   expect(r.status, r.text).to.equal(400);
   conforms(r);
   expect(r.json<{ details: { field: string }[] }>().details.map((d) => d.field)).to.include(field);
-}
-
-/** A raw request on its own connection: chunked body parts, or a declared length never sent. */
-function rawRequest(baseUrl: string, o: { method: string; path: string; headers: Record<string, string>; chunks?: Buffer[]; end?: boolean }): Promise<{ status: number; headers: Record<string, unknown>; body: string; ms: number }> {
-  const url = new URL(baseUrl);
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method: o.method, path: o.path, headers: o.headers, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString('utf8')));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, ms: performance.now() - started }));
-    });
-    req.on('error', reject);
-    for (const c of o.chunks ?? []) req.write(c);
-    if (o.end !== false) req.end();
-  });
-}
-
-/** Writes bytes on a fresh socket and returns everything the server sends until it closes. */
-function rawSocket(baseUrl: string, bytes: string): Promise<string> {
-  const url = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port) }, () => socket.write(Buffer.from(bytes, 'latin1')));
-    let answer = '';
-    socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
-    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(answer));
-  });
 }
 
 describe('system: bounded request sizes, pages and strings (C-5, C-6, C-10, C-13, C-15, C-23)', function () {
@@ -92,18 +62,6 @@ describe('system: bounded request sizes, pages and strings (C-5, C-6, C-10, C-13
     expect(r.status).to.equal(413);
     expect(r.ms).to.be.lessThan(2000);
   });
-
-  /** What Node's parser refused, answered in the standard error shape with the C-15/C-52 headers. */
-  function refusedByParser(r: { status: number; headers: Record<string, unknown>; body: string }, status: number, details: unknown[], what: string): void {
-    expect(r.status, what).to.equal(status);
-    expect(String(r.headers['content-type']), what).to.equal('application/json; charset=utf-8');
-    expect(JSON.parse(r.body), what).to.deep.equal({ error: 'VALIDATION_ERROR', message: JSON.parse(r.body).message, details });
-    expect(JSON.parse(r.body).message, what).to.be.a('string').and.not.equal('');
-    expect(String(r.headers['x-request-id']), what).to.match(/^[0-9a-f-]{36}$/);
-    for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(String(r.headers[h]), `${what}: ${h}`).to.match(/^\d+$/);
-    expect(String(r.headers.connection).toLowerCase(), what).to.equal('close');
-    expect(r.body, `${what}: the refused bytes are not echoed`).to.not.include('svc_live_');
-  }
 
   it(`C-15, C-52, HTTP layer: a header section over Node's limit (${maxHeaderSize} bytes) is 431 in the standard error shape (field "headers"), nothing of it is echoed or logged, and the server keeps serving`, async () => {
     const logged = stack.logger.entries.length;
@@ -197,34 +155,23 @@ describe('system: bounded request sizes, pages and strings (C-5, C-6, C-10, C-13
 });
 
 /** C-25 on each store: SQLite always, Postgres when the run has one (always under CI). */
-const keyCapTargets: { name: string; url: () => string | undefined }[] = [
-  { name: 'SQLite', url: () => 'sqlite::memory:' },
-  { name: 'Postgres', url: () => postgresUrl() },
-];
-
-for (const target of keyCapTargets) {
+for (const target of STORE_TARGETS) {
   describe(`system: at most MAX_ACTIVE_KEYS_PER_ORG active keys per organisation on ${target.name} (C-25)`, function () {
     this.timeout(60_000);
     const MAX = 3;
     let stack: Stack;
-    let dropSchema: (() => Promise<void>) | undefined;
+    let running: Awaited<ReturnType<typeof startStackOn>>;
 
     before(async function () {
-      const url = target.url();
-      if (url === undefined) {
+      running = await startStackOn(target, 'keycap', { config: { maxActiveKeysPerOrg: MAX, rateLimitPerMinute: 1_000_000 } });
+      if (running === undefined) {
         this.skip();
         return;
       }
-      let schema: string | undefined;
-      if (url.startsWith('postgres')) {
-        schema = freshSchemaName('keycap');
-        dropSchema = await createSchema(url, schema);
-      }
-      stack = await startStack({ databaseUrl: url, ...(schema !== undefined ? { schema } : {}), config: { maxActiveKeysPerOrg: MAX, rateLimitPerMinute: 1_000_000 } });
+      stack = running.stack;
     });
     after(async () => {
-      await stack?.close();
-      await dropSchema?.();
+      await running?.close();
     });
 
     it(`C-25: with MAX_ACTIVE_KEYS_PER_ORG=${MAX}, once ${MAX} keys are active the next issuance is 409 CONFLICT saying so, changing nothing; revoked and expired keys free a place`, async () => {

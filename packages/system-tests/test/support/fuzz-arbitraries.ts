@@ -57,12 +57,21 @@ const sqlish = fc.constantFrom(
   'constructor',
 );
 
+/** Control characters (C0, DEL, C1; NUL first): a name or label holding one is 400 (issue 18). */
+export const CONTROL_CHARACTERS = ['\u0000', '\u0001', '\u0008', '\u000b', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f', '\t', '\n', '\r'];
+
+/** A short string with control characters somewhere inside (also at its ends). */
+export const withControlCharacters = fc
+  .tuple(fc.string({ maxLength: 10 }), fc.array(fc.constantFrom(...CONTROL_CHARACTERS), { minLength: 1, maxLength: 3 }), fc.string({ maxLength: 10 }))
+  .map(([a, cs, b]) => `${a}${cs.join('x')}${b}`);
+
 /** Strings that stress parsers: unicode (incl. astral and RTL), control chars, SQL-ish, long. */
 export const nastyString = fc.oneof(
   { arbitrary: fc.string({ maxLength: 40 }), weight: 3 },
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 30 }), weight: 3 },
   { arbitrary: fc.string({ unit: 'binary', maxLength: 20 }), weight: 2 },
   { arbitrary: sqlish, weight: 3 },
+  { arbitrary: withControlCharacters, weight: 2 },
   { arbitrary: fc.constantFrom('\u202Eevil', 'ﬀ', 'İ', '\uFEFF', '\uD83D\uDE00', '\uD800', 'a\u0301', ' '.repeat(10), '\t\n'), weight: 2 },
   { arbitrary: fc.integer({ min: 150, max: 70_000 }).map((n) => 'x'.repeat(n)), weight: 1 },
 );
@@ -280,6 +289,10 @@ const queryValue = fc.oneof(
     .tuple(fc.string({ maxLength: 30 }), fc.uuid())
     .map(([a, b]) => Buffer.from(JSON.stringify([a, b])).toString('base64url')),
   fc.constant(Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000Z', '00000000-0000-4000-8000-000000000000'])).toString('base64url')),
+  // A well-formed position whose id part holds NUL or other control characters (issue 18, C-6).
+  fc
+    .tuple(fc.uuid(), withControlCharacters, fc.boolean())
+    .map(([u, c, append]) => Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000Z', append ? `${u}${c}` : c])).toString('base64url')),
   fc.constant(Buffer.from(JSON.stringify({ __proto__: { polluted: true } })).toString('base64url')),
   nastyString.filter((s) => s.length < 3000),
 );
@@ -507,8 +520,8 @@ const nearValidBody: fc.Arbitrary<(which: 'org' | 'key' | 'rename') => BodyShape
   .record({
     // A small pool of slugs makes duplicates (409, C-13) as likely as fresh ones.
     slug: fc.oneof(fc.stringMatching(/^[a-z0-9][a-z0-9-]{2,20}[a-z0-9]$/), fc.constantFrom('dup-a', 'dup-b', 'dup-c')),
-    name: fc.oneof({ arbitrary: fc.string({ minLength: 1, maxLength: 30 }).filter((x) => x.trim() !== ''), weight: 3 }, { arbitrary: nastyString, weight: 1 }),
-    label: fc.oneof({ arbitrary: fc.string({ minLength: 1, maxLength: 30 }).filter((x) => x.trim() !== ''), weight: 3 }, { arbitrary: nastyString, weight: 1 }),
+    name: fc.oneof({ arbitrary: fc.string({ minLength: 1, maxLength: 30 }).filter((x) => x.trim() !== ''), weight: 3 }, { arbitrary: nastyString, weight: 1 }, { arbitrary: withControlCharacters, weight: 1 }),
+    label: fc.oneof({ arbitrary: fc.string({ minLength: 1, maxLength: 30 }).filter((x) => x.trim() !== ''), weight: 3 }, { arbitrary: nastyString, weight: 1 }, { arbitrary: withControlCharacters, weight: 1 }),
     env: fc.option(fc.constantFrom('live', 'test', 'prod'), { nil: undefined }),
     expires: fc.option(fc.constantFrom('2099-01-01T00:00:00Z', '2000-01-01T00:00:00Z', 'soon'), { nil: undefined }),
     twist: fc.oneof(
@@ -547,3 +560,43 @@ export const requestShape: fc.Arbitrary<RequestShape> = fc.record({
   const which = path.kind === 'orgs' ? 'org' : path.kind === 'keys' ? 'key' : 'rename';
   return { ...rest, path, method: m, body: writes && nearValid ? validBody(which) : body };
 });
+
+/**
+ * HTTP framing no well-behaved client sends (issue 18): a Transfer-Encoding other than chunked,
+ * malformed chunks, an Expect other than 100-continue, no or an empty Host. Sent as raw bytes.
+ */
+export interface FramingShape {
+  readonly transferEncoding: string | undefined;
+  /** With chunked: the body as one good chunk, or followed by a malformed one. */
+  readonly badChunk: boolean;
+  readonly expect: string | undefined;
+  readonly host: 'present' | 'absent' | 'empty';
+}
+
+export const framingShape: fc.Arbitrary<FramingShape> = fc.record({
+  transferEncoding: fc.constantFrom(undefined, 'chunked', 'identity', 'gzip', 'foo', 'gzip, chunked', 'chunked, identity', 'CHUNKED'),
+  badChunk: fc.boolean(),
+  expect: fc.constantFrom(undefined, undefined, '100-continue', 'foo', '200-ok'),
+  host: fc.constantFrom<'present' | 'absent' | 'empty'>('present', 'present', 'absent', 'empty'),
+});
+
+/** The request as raw bytes: request line, headers (the framing's, then the rest), body. */
+export function renderRaw(o: { method: string; path: string; headers?: Readonly<Record<string, string>>; body?: string | Buffer }, f: FramingShape): string {
+  const lines = [`${o.method} ${o.path} HTTP/1.1`];
+  if (f.host === 'present') lines.push('Host: localhost');
+  if (f.host === 'empty') lines.push('Host: ');
+  if (f.expect !== undefined) lines.push(`Expect: ${f.expect}`);
+  for (const [k, v] of Object.entries(o.headers ?? {})) lines.push(`${k}: ${v}`);
+  const body = o.body === undefined ? '' : Buffer.from(o.body).toString('latin1');
+  let payload = '';
+  if (f.transferEncoding !== undefined) {
+    lines.push(`Transfer-Encoding: ${f.transferEncoding}`);
+    const chunk = body.length > 0 ? `${body.length.toString(16)}\r\n${body}\r\n` : '';
+    payload = f.badChunk ? `${chunk}zz\r\n` : `${chunk}0\r\n\r\n`;
+  } else if (body.length > 0) {
+    lines.push(`Content-Length: ${body.length}`);
+    payload = body;
+  }
+  lines.push('Connection: close');
+  return `${lines.join('\r\n')}\r\n\r\n${payload}`;
+}

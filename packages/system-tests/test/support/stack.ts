@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { createCore, InProcessRateCounter, OPERATOR, type Core, type CoreConfig, type RateCounter } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { createSqlStore } from '@cos/store-sql';
-import { createClientErrorResponder, createKoaApp } from '@cos/adapter-koa';
+import { createClientErrorResponder, createConnectResponder, createKoaApp } from '@cos/adapter-koa';
 import { listen as cliListen } from '@cos/cli';
 import { Client } from './http.js';
 
@@ -59,6 +59,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   // The app as `cos-admin serve` builds it (compose.ts): the Koa app with the parser-error answer.
   const app = Object.assign(createKoaApp({ core, logger }, { serviceVersion: SERVICE_VERSION }), {
     clientError: createClientErrorResponder({ core, logger }),
+    connect: createConnectResponder({ core, logger }),
   });
   // The cli's listener, as `cos-admin serve` runs it (its clientError handling included).
   const running = await cliListen(app, '127.0.0.1', 0, logger);
