@@ -282,7 +282,11 @@ describe('webhook-sender: WebhookDelivery over real HTTP (C-59)', () => {
   });
 
   it('C-59: a failure never records or logs the endpoint URL\'s credentials or query (fetch quotes the URL of one with a user)', async () => {
-    const s = await setup(`http://hook-user:s3cret-pw@127.0.0.1:${receiver.port}/hook?token=q-s3cret`);
+    // The use case refuses such a URL now; an endpoint stored before that rule (or by an embedder
+    // writing the store directly) must still not leak through the sender's error text.
+    const s = await setup(receiver.url);
+    const endpoint = (await s.tc.store.stores.webhooks.get(s.orgId))!;
+    await s.tc.store.stores.webhooks.put({ ...endpoint, url: `http://hook-user:s3cret-pw@127.0.0.1:${receiver.port}/hook?token=q-s3cret` });
     const { notification } = await issue(s);
     await s.delivery.deliverDue();
     const n = await find(s, notification.id);
