@@ -14,7 +14,7 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { notifyKeyEvent } from './key-events.js';
+import { notifyKeyEvents } from './key-events.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
@@ -63,7 +63,7 @@ export async function issueKeyIn(
   };
   await stores.apiKeys.insert(key);
   await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
-  await notifyKeyEvent(stores, deps.random, 'api_key.issued', now, key);
+  await notifyKeyEvents(stores, deps.random, ['api_key.issued'], now, key);
   return { key, rawKey };
 }
 
@@ -115,7 +115,7 @@ export class ApiKeys {
       const now = this.deps.clock.now();
       if (await stores.apiKeys.revoke(org, kid, now)) {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
-        await notifyKeyEvent(stores, this.deps.random, 'api_key.revoked', now, key);
+        await notifyKeyEvents(stores, this.deps.random, ['api_key.revoked'], now, key);
       }
     });
   }

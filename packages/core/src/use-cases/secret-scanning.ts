@@ -16,7 +16,7 @@ import { checkAlert, type AlertMatch } from '../validation/secret-scanning.js';
 import { unwrap } from '../validation/issues.js';
 import { auditEntry } from './audit-entry.js';
 import type { CoreDeps } from './deps.js';
-import { notifyKeyEvent } from './key-events.js';
+import { notifyKeyEvents } from './key-events.js';
 
 /** One entry of the programme's feedback format (never the raw token). */
 export interface AlertFeedback {
@@ -71,11 +71,11 @@ export class SecretScanning {
       const now = this.deps.clock.now();
       if (!(await stores.apiKeys.recordExposure(key.id, match.url, now))) return 'repeat';
       await stores.audit.append({ ...auditEntry(this.deps.random, 'api_key_exposed', now, SECRET_SCANNING, organisationId, key), exposure });
-      await notifyKeyEvent(stores, this.deps.random, 'api_key.exposed', now, key, exposure);
-      if (keyStatus(key, now) !== 'active' || !(await stores.apiKeys.revoke(organisationId, key.id, now))) return 'recorded';
-      await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
-      await notifyKeyEvent(stores, this.deps.random, 'api_key.revoked', now, key);
-      return 'revoked';
+      const revoked = keyStatus(key, now) === 'active' && (await stores.apiKeys.revoke(organisationId, key.id, now));
+      if (revoked) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
+      const events = revoked ? (['api_key.exposed', 'api_key.revoked'] as const) : (['api_key.exposed'] as const);
+      await notifyKeyEvents(stores, this.deps.random, events, now, key, exposure);
+      return revoked ? 'revoked' : 'recorded';
     });
   }
 }
