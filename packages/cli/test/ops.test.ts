@@ -30,6 +30,16 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<A
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
+/** GETs `url` until it answers `status` or `ms` have passed; the last answer. */
+async function poll(url: string, status: number, ms: number): Promise<Answer> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await get(url);
+    if (r.status === status || Date.now() > deadline) return r;
+    await sleep(20);
+  }
+}
+
 /** The ops listener's address from the start-up line (`ops`: its URL, or "off"). */
 async function started(s: ServeProcess): Promise<{ api: string; ops: string }> {
   const { url, line } = await s.listening();
@@ -92,6 +102,20 @@ class Proxy {
 
 const NOT_FOUND = { error: 'NOT_FOUND', message: 'No such resource path', details: [] };
 
+/** C-9: the ops routes are unknown paths on the public port, answered in the contract's shape. */
+async function expectNotOnPublicPort(api: string): Promise<void> {
+  for (const path of ['/livez', '/readyz', '/metrics']) {
+    const r = await get(`${api}${path}`);
+    expect(r.status, path).to.equal(404);
+    expect(JSON.parse(r.text)).to.deep.equal(NOT_FOUND);
+  }
+}
+
+async function stopCleanly(s: ServeProcess): Promise<void> {
+  s.child.kill('SIGTERM');
+  expect((await s.exited()).code).to.equal(0);
+}
+
 for (const target of databaseTargets()) {
   describe(`cos-admin serve: the operations listener on ${target.name} (issue 15)`, function () {
     this.timeout(90_000);
@@ -124,13 +148,8 @@ for (const target of databaseTargets()) {
       const s = serve([]);
       const { api, ops } = await started(s);
       expect(ops).to.equal('off');
-      for (const path of ['/livez', '/readyz', '/metrics']) {
-        const r = await get(`${api}${path}`);
-        expect(r.status, path).to.equal(404);
-        expect(JSON.parse(r.text)).to.deep.equal(NOT_FOUND);
-      }
-      s.child.kill('SIGTERM');
-      expect((await s.exited()).code).to.equal(0);
+      await expectNotOnPublicPort(api);
+      await stopCleanly(s);
     });
 
     it('OPS_PORT set: livez and readyz answer 200 without a key, bound to OPS_HOST; never on the public port (404 in the contract shape there)', async () => {
@@ -148,13 +167,8 @@ for (const target of databaseTargets()) {
       expect((await get(`${ops}/metrics`)).status).to.equal(200);
       expect((await get(`${ops}/v1/health`)).status, 'the API is not on the ops listener').to.equal(404);
       expect((await fetch(`${ops}/livez`, { method: 'POST' })).status).to.equal(405);
-      for (const path of ['/livez', '/readyz', '/metrics']) {
-        const r = await get(`${api}${path}`);
-        expect(r.status, path).to.equal(404);
-        expect(JSON.parse(r.text)).to.deep.equal(NOT_FOUND);
-      }
-      s.child.kill('SIGTERM');
-      expect((await s.exited()).code).to.equal(0);
+      await expectNotOnPublicPort(api);
+      await stopCleanly(s);
     });
 
     it('/metrics: the named metrics with their labels after some traffic, route templates instead of raw paths, no key material (C-31)', async () => {
@@ -242,8 +256,7 @@ for (const target of databaseTargets()) {
       } finally {
         receiver.close();
       }
-      s.child.kill('SIGTERM');
-      expect((await s.exited()).code).to.equal(0);
+      await stopCleanly(s);
     });
 
     it('C-50: probes keep answering 200 while the API port answers 429 to everyone (the global unauthenticated counter exhausted); probes count nothing', async () => {
@@ -270,8 +283,7 @@ for (const target of databaseTargets()) {
       expect(allowed + refused, 'decisions: the API requests only, no probe').to.equal(health);
       expect(refused).to.equal(limited);
       expect(sample(text, 'cos_http_requests_total', { method: 'GET', route: '/v1/health', status: '429' })).to.be.at.least(1);
-      s.child.kill('SIGTERM');
-      expect((await s.exited()).code).to.equal(0);
+      await stopCleanly(s);
     });
 
     it('SIGTERM: readyz answers 503 while in-flight requests drain, livez stays 200; the process then exits 0', async () => {
@@ -286,14 +298,9 @@ for (const target of databaseTargets()) {
       await sleep(200);
       expect((await get(`${ops}/readyz`)).status).to.equal(200);
       s.child.kill('SIGTERM');
-      let ready: Answer | undefined;
-      for (let i = 0; i < 50; i++) {
-        ready = await get(`${ops}/readyz`);
-        if (ready.status === 503) break;
-        await sleep(20);
-      }
-      expect(ready?.status).to.equal(503);
-      expect(ready?.text).to.equal('draining\n');
+      const ready = await poll(`${ops}/readyz`, 503, 1_000);
+      expect(ready.status).to.equal(503);
+      expect(ready.text).to.equal('draining\n');
       expect((await get(`${ops}/livez`)).status).to.equal(200);
       await sleep(300);
       expect((await get(`${ops}/readyz`)).status, 'still draining').to.equal(503);
@@ -352,15 +359,8 @@ for (const target of databaseTargets()) {
           expect(sample(text, 'cos_store_errors_total')).to.be.at.least(1);
           expect(sample(text, 'cos_http_requests_total', { method: 'GET', route: '/v1/organisations', status: '503' })).to.equal(1);
           proxy.restore();
-          let up: Answer | undefined;
-          for (let i = 0; i < 50; i++) {
-            up = await get(`${ops}/readyz`);
-            if (up.status === 200) break;
-            await sleep(100);
-          }
-          expect(up?.status).to.equal(200);
-          s.child.kill('SIGTERM');
-          expect((await s.exited()).code).to.equal(0);
+          expect((await poll(`${ops}/readyz`, 200, 5_000)).status).to.equal(200);
+          await stopCleanly(s);
         } finally {
           proxy.close();
         }

@@ -68,7 +68,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     if (config.opsPort !== null && prometheus !== null) {
       const { createOpsApp } = await import('../ops-server.js');
       const opsApp = createOpsApp({ health: core.health, metrics: prometheus });
-      const opsServer = await listen(opsApp, config.opsHost, config.opsPort, logger).catch(cannotListen(config.opsHost, config.opsPort, ' (OPS_HOST, OPS_PORT)'));
+      // Idle probe connections need no grace at shutdown: probes are short and retried.
+      const opsServer = await listen(opsApp, config.opsHost, config.opsPort, logger, { idleGraceMs: 0 }).catch(cannotListen(config.opsHost, config.opsPort, ' (OPS_HOST, OPS_PORT)'));
       ops = { app: opsApp, server: opsServer };
     }
     running = await listen(app, config.host, port, logger).catch(cannotListen(config.host, port, ''));
