@@ -16,7 +16,7 @@ export interface Metrics {
   rateLimitDecision(scope: RateLimitScopeKind, decision: RateLimitOutcome): void;
   /** The counter failed or timed out and the request was allowed anyway (C-54). */
   rateCounterFailOpen(): void;
-  /** A store call failed for a reason other than a domain outcome (unreachable, timed out, driver error). */
+  /** A store call failed because the store was unreachable, too slow or refused it (what the API answers with 503, C-17). */
   storeError(): void;
   /** A request refused with 401 (C-32, C-36), and why. */
   authFailure(reason: AuthFailureReason): void;
