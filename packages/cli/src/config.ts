@@ -42,6 +42,9 @@ export interface AppConfig {
   readonly webhookMaxAttempts: number;
   readonly webhookRetryBaseMs: number;
   readonly webhookPollIntervalMs: number;
+  /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
+  readonly opsPort: number | null;
+  readonly opsHost: string;
 }
 
 /** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
@@ -64,6 +67,8 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
   { variable: 'WEBHOOK_MAX_ATTEMPTS', default: '10', meaning: 'delivery attempts before a notification is failed (about 24 h with the default backoff)' },
   { variable: 'WEBHOOK_RETRY_BASE_MS', default: '5000', meaning: 'delay after the first failed attempt; each later one is 4 times longer, at most 8 h' },
   { variable: 'WEBHOOK_POLL_INTERVAL_MS', default: '1000', meaning: 'how often serve looks for due webhook notifications' },
+  { variable: 'OPS_PORT', default: 'unset', meaning: 'unset: no operations listener; set: serve also answers GET /livez, /readyz and /metrics (Prometheus) on this port (0: any free port), without key or rate limit' },
+  { variable: 'OPS_HOST', default: '127.0.0.1', meaning: 'listen address of the operations listener' },
 ];
 
 export class ConfigError extends Error {
@@ -112,6 +117,27 @@ function url(name: string, protocols: readonly string[], what: string) {
   );
 }
 
+function host(name: string) {
+  return z
+    .string()
+    .default('127.0.0.1')
+    .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: `${name} must be a host name or an IP address` });
+}
+
+/** Unset stays null (off); a value is validated by `inner` (whose default then never applies). */
+function optional<T>(inner: z.ZodType<T, string | undefined>) {
+  return z
+    .string()
+    .optional()
+    .transform((s, ctx): T | null => {
+      if (s === undefined) return null;
+      const parsed = inner.safeParse(s);
+      if (parsed.success) return parsed.data;
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message });
+      return z.NEVER;
+    });
+}
+
 const schema = z.object({
   DATABASE_URL: z
     .string()
@@ -125,10 +151,7 @@ const schema = z.object({
     }),
   REDIS_URL: url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)')
     .optional(),
-  HOST: z
-    .string()
-    .default('127.0.0.1')
-    .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: 'HOST must be a host name or an IP address' }),
+  HOST: host('HOST'),
   PORT: int('PORT', 3000, 0, 65535),
   RATE_LIMIT_PER_MINUTE: int('RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
   UNAUTH_RATE_LIMIT_PER_MINUTE: int('UNAUTH_RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
@@ -150,6 +173,8 @@ const schema = z.object({
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
   WEBHOOK_RETRY_BASE_MS: int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 86_400_000),
   WEBHOOK_POLL_INTERVAL_MS: int('WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 3_600_000),
+  OPS_PORT: optional(int('OPS_PORT', 0, 0, 65535)),
+  OPS_HOST: host('OPS_HOST'),
 });
 
 export interface LoadConfigOptions {
@@ -204,6 +229,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
+    opsPort: v.OPS_PORT,
+    opsHost: v.OPS_HOST,
   });
 }
 

@@ -2,10 +2,11 @@ import { DEFAULT_CORE_CONFIG, type CoreConfig } from './config.js';
 import type { Clock } from './ports/clock.js';
 import type { HealthProbe } from './ports/health-probe.js';
 import type { Logger } from './ports/logger.js';
+import type { Metrics } from './ports/metrics.js';
 import type { Random } from './ports/random.js';
 import type { RateCounter } from './ports/rate-counter.js';
 import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
-import { systemClock, cryptoRandom, silentLogger } from './defaults.js';
+import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
 import { Authenticator } from './use-cases/authenticate.js';
@@ -36,6 +37,8 @@ export interface Core {
   /** The webhook outbox (operator). */
   readonly notifications: Notifications;
   readonly clock: Clock;
+  /** Where the HTTP adapter reports its requests (the port the use cases report to). */
+  readonly metrics: Metrics;
   readonly config: CoreConfig;
 }
 
@@ -47,10 +50,11 @@ export interface CreateCoreOptions {
   readonly clock?: Clock;
   readonly random?: Random;
   readonly logger?: Logger;
+  readonly metrics?: Metrics;
   readonly config?: Partial<CoreConfig>;
 }
 
-/** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger. */
+/** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger, no metrics. */
 export function createCore(options: CreateCoreOptions): Core {
   const deps: CoreDeps = {
     stores: options.stores,
@@ -60,6 +64,7 @@ export function createCore(options: CreateCoreOptions): Core {
     clock: options.clock ?? systemClock,
     random: options.random ?? cryptoRandom,
     logger: options.logger ?? silentLogger,
+    metrics: options.metrics ?? noopMetrics,
     config: { ...DEFAULT_CORE_CONFIG, ...options.config },
   };
   return {
@@ -75,6 +80,7 @@ export function createCore(options: CreateCoreOptions): Core {
     webhooks: new Webhooks(deps),
     notifications: new Notifications(deps),
     clock: deps.clock,
+    metrics: deps.metrics,
     config: deps.config,
   };
 }

@@ -50,6 +50,8 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_ATTEMPTS',
   'WEBHOOK_RETRY_BASE_MS',
   'WEBHOOK_POLL_INTERVAL_MS',
+  'OPS_PORT',
+  'OPS_HOST',
 ] as const;
 
 export type Env = Partial<Record<(typeof CONFIG_VARIABLES)[number], string>> & Record<string, string>;

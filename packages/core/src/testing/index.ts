@@ -9,4 +9,5 @@ export { InMemoryRateCounter } from './in-memory-rate-counter.js';
 export { FakeClock, FAKE_CLOCK_START } from './fake-clock.js';
 export { seededRandom } from './seeded-random.js';
 export { CapturingLogger, type LogEntry } from './capturing-logger.js';
+export { RecordingMetrics, type MetricEvent } from './recording-metrics.js';
 export { createTestCore, type TestCore, type TestCoreOptions } from './test-core.js';

@@ -1,6 +1,8 @@
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
+import { noopMetrics } from '../defaults.js';
+import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
 import type { CoreDeps } from './deps.js';
 
@@ -26,18 +28,24 @@ export function parseAuthorization(authorization: unknown): string | null {
  * case-insensitive, one space, key matching KEY_PATTERN); anything else is UnauthorizedError
  * without touching the store. A well-formed key is digested and looked up in one query; unknown,
  * revoked or expired keys are UnauthorizedError. No cache: a revoked key fails on the next request.
+ * Each refusal is counted by its reason (Metrics.authFailure), which never carries key material.
  */
 export class Authenticator {
-  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>) {}
+  private readonly metrics: Metrics;
+
+  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>) {
+    this.metrics = deps.metrics ?? noopMetrics;
+  }
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
     const raw = parseAuthorization(authorization);
-    if (raw === null) throw new UnauthorizedError();
+    if (raw === null) throw this.refused(authorization === undefined || authorization === '' ? 'missing' : 'malformed');
     const digest = digestKey(raw);
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
-    if (credential === null || !digestsEqual(credential.key.digest, digest)) throw new UnauthorizedError();
+    if (credential === null || !digestsEqual(credential.key.digest, digest)) throw this.refused('unknown_key');
     const { key, organisation } = credential;
-    if (keyStatus(key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
+    const status = keyStatus(key, this.deps.clock.now());
+    if (status !== 'active') throw this.refused(status);
     const principal: KeyPrincipal = {
       kind: 'api_key',
       keyId: key.id,
@@ -48,5 +56,10 @@ export class Authenticator {
     // The same request's GET of its own organisation reuses this read (authenticated-organisation.ts).
     if (organisation.id === key.organisationId) rememberAuthenticatedOrganisation(principal, organisation);
     return principal;
+  }
+
+  private refused(reason: AuthFailureReason): UnauthorizedError {
+    this.metrics.authFailure(reason);
+    return new UnauthorizedError();
   }
 }
