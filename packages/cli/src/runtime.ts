@@ -3,8 +3,10 @@
  * same factories `buildContainer` binds, without the container: these commands are one-shot and
  * benchmarked for start-up), the store made ready, the work, and a clean close.
  */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { cryptoRandom, InProcessRateCounter, silentLogger, systemClock, type Core, type Logger } from '@cos/core';
-import type { SqlStore } from '@cos/store-sql';
+import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { composeCore, coreConfigOf, createStore } from './compose.js';
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
@@ -21,6 +23,25 @@ export interface CommandContext {
 export interface RunOptions {
   /** 'ready' (default): SQLite is migrated, Postgres must have no pending migration; 'none': as is. */
   readonly prepare?: 'ready' | 'none';
+  /**
+   * May the command create a SQLite database that does not exist yet? Only `migrate`, `bootstrap`
+   * and `serve` do (issue 15): any other command on a missing file names the path and creates
+   * nothing, so a mistyped DATABASE_URL is not answered from a new, empty database.
+   */
+  readonly mayCreateDatabase?: boolean;
+}
+
+/** Fails with one line naming the file when DATABASE_URL is a SQLite file that does not exist. */
+export function requireExistingDatabase(config: AppConfig): void {
+  const parsed = parseDatabaseUrl(config.databaseUrl);
+  if (parsed.dialect !== 'sqlite' || parsed.memory) return;
+  const path = resolve(parsed.filename);
+  if (!existsSync(path)) {
+    throw new CliError(
+      `no SQLite database at ${path} (DATABASE_URL); check the path, or create it with \`cos-admin migrate\` or \`cos-admin bootstrap\``,
+      { code: 'DATABASE_NOT_FOUND' },
+    );
+  }
 }
 
 /**
@@ -43,7 +64,7 @@ export async function makeStoreReady(store: SqlStore): Promise<string[]> {
   const pending = await store.pendingMigrations();
   if (pending.length === 0) return [];
   if (store.dialect === 'sqlite') return store.migrate();
-  throw new CliError(pendingMigrationsMessage(pending));
+  throw new CliError(pendingMigrationsMessage(pending), { code: 'PENDING_MIGRATIONS' });
 }
 
 export async function runCommand(
@@ -52,6 +73,7 @@ export async function runCommand(
   options: RunOptions = {},
 ): Promise<void> {
   const config = loadConfig();
+  if (options.mayCreateDatabase !== true) requireExistingDatabase(config);
   const level = commandLogLevel(config);
   // pino is loaded only when something is to be logged: most commands log nothing.
   const logger =

@@ -47,7 +47,7 @@ export function registerBootstrap(program: Command): void {
             ...(opts.slug !== undefined ? { slug: opts.slug } : {}),
           });
           emit(json, bootstrapView(result, core), () => bootstrapText(result));
-        });
+        }, { mayCreateDatabase: true });
       }),
   );
 }
