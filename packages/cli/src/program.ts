@@ -19,7 +19,9 @@ function configHelp(): string {
     'Configuration (environment variables; a .env file in the working directory is read when present):',
     ...CONFIG_TABLE.map((r) => `  ${r.variable.padEnd(width)}  ${r.default.padEnd(dflt)}  ${r.meaning}`),
     '',
-    'Exit status: 0 on success; 1 on failure, with one line on stderr.',
+    'Exit status: 0 on success; 2 when the command line is wrong (unknown command or option, missing',
+    'argument, malformed option value); 1 on any other failure. A failure prints one line on stderr:',
+    '"cos-admin: <message>", or with --json {"error": "<CODE>", "message": "<message>"} (stdout stays empty).',
   ].join('\n');
 }
 
@@ -29,9 +31,10 @@ export function buildProgram(): Command {
     .version(serviceVersion(), '-V, --version', 'print the service version')
     .option('--json', 'print machine-readable JSON on stdout (and nothing else there)')
     .showSuggestionAfterError(true)
-    .configureOutput({
-      outputError: (text, write) => write(`cos-admin: ${text.replace(/^error: /, '')}`),
-    })
+    // commander's errors are thrown (not printed, no process.exit) and reported by main.ts, in
+    // the --json form when asked, with exit status 2. Subcommands inherit both settings.
+    .exitOverride()
+    .configureOutput({ outputError: () => undefined })
     .addHelpText('after', configHelp());
   registerMigrate(program);
   registerBootstrap(program);

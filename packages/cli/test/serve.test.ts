@@ -239,7 +239,7 @@ for (const target of databaseTargets()) {
         blocker.close();
       }
       const bad = await runCli(['serve', '--port', '99999'], env, db.cwd);
-      expect(bad.code).to.equal(1);
+      expect(bad.code, 'a malformed option value is a usage error').to.equal(2);
       expect(bad.stderr.trim()).to.equal('cos-admin: --port must be an integer from 0 to 65535');
     });
   });

@@ -4,7 +4,7 @@ import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
-import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 const UNIT_MS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000 };
 
@@ -13,7 +13,7 @@ export function parseDuration(text: string): number {
   const match = /^(\d{1,6})([dhm])$/.exec(text.trim());
   const amount = match ? Number(match[1]) : 0;
   if (!match || amount < 1) {
-    throw new CliError(`invalid --expires-in "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`);
+    throw new CliError(`invalid --expires-in "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`, { usage: true });
   }
   return amount * (UNIT_MS[match[2] as string] as number);
 }
@@ -69,29 +69,32 @@ export function registerKey(program: Command): void {
   );
 
   withJson(
-    key
-      .command('list')
-      .description('list the API keys of an organisation (prefixes only: raw keys are never shown again)')
-      .argument('<org_id>', 'organisation id (UUID)')
-      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const all = await collectAll((cursor) =>
-            core.apiKeys.list(OPERATOR, orgId, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
-          );
-          const now = core.clock.now();
-          const views = all.map((k) => apiKeyView(k, now));
-          emit(json, listView({ items: all, nextCursor: null }, (k) => apiKeyView(k, now)), () =>
-            [
-              table(
-                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED'],
-                views.map((v) => [v.id, v.key_prefix, v.label, v.status, orNone(v.expires_at, 'never'), v.created_at]),
-                'No API keys.',
-              ),
-              ...(all.length > 0 ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
-            ].join('\n'),
-          );
-        });
-      }),
+    withPaging(
+      key
+        .command('list')
+        .description('list the API keys of an organisation, a page at a time (--all: every one); prefixes only: raw keys are never shown again')
+        .argument('<org_id>', 'organisation id (UUID)'),
+      'keys',
+      'key',
+    ).action(async (orgId: string, opts: PagingOptions, cmd: Command) => {
+      await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        const page = await fetchPaged(opts, (query) => core.apiKeys.list(OPERATOR, orgId, query));
+        const all = page.items;
+        const now = core.clock.now();
+        const views = all.map((k) => apiKeyView(k, now));
+        emit(json, listView(page, (k) => apiKeyView(k, now)), () =>
+          [
+            table(
+              ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED'],
+              views.map((v) => [v.id, v.key_prefix, v.label, v.status, orNone(v.expires_at, 'never'), v.created_at]),
+              'No API keys.',
+            ),
+            ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
+            ...(page.nextCursor !== null ? [`More keys: ${nextPageCommand(`key list ${orgId}`, { limit: opts.limit }, page.nextCursor)}`] : []),
+          ].join('\n'),
+        );
+      });
+    }),
   );
 
   withJson(
