@@ -9,6 +9,7 @@ import { registerNotifications } from './commands/notifications.js';
 import { registerOrg } from './commands/org.js';
 import { registerServe } from './commands/serve.js';
 import { CONFIG_TABLE } from './config.js';
+import { invocation } from './runtime.js';
 import { serviceVersion } from './version.js';
 
 function configHelp(): string {
@@ -30,12 +31,16 @@ export function buildProgram(): Command {
     .description('Compliance Organisation Service administration: run the server and manage organisations, members and API keys.')
     .version(serviceVersion(), '-V, --version', 'print the service version')
     .option('--json', 'print machine-readable JSON on stdout (and nothing else there)')
+    .option('--actor <name>', 'who is acting, recorded as the operator in the audit log (default: the OS user name)')
     .showSuggestionAfterError(true)
     // commander's errors are thrown (not printed, no process.exit) and reported by main.ts, in
     // the --json form when asked, with exit status 2. Subcommands inherit both settings.
     .exitOverride()
     .configureOutput({ outputError: () => undefined })
-    .addHelpText('after', configHelp());
+    .addHelpText('after', configHelp())
+    .hook('preAction', (_program, action) => {
+      invocation.actor = action.optsWithGlobals<{ actor?: string }>().actor;
+    });
   registerMigrate(program);
   registerBootstrap(program);
   registerServe(program);

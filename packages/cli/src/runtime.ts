@@ -5,7 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { cryptoRandom, InProcessRateCounter, silentLogger, systemClock, type Core, type Logger } from '@cos/core';
+import { userInfo } from 'node:os';
+import { cryptoRandom, InProcessRateCounter, namedOperator, silentLogger, systemClock, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { composeCore, coreConfigOf, createStore } from './compose.js';
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
@@ -18,6 +19,34 @@ export interface CommandContext {
   readonly store: SqlStore;
   readonly logger: Logger;
   readonly json: boolean;
+  /** The operator under its name (`--actor`, default the OS user name): the actor of the audit entries it writes. */
+  readonly operator: OperatorPrincipal;
+}
+
+/** What the command line said beyond the command's own arguments (set by the program's preAction hook). */
+export const invocation: { actor?: string } = {};
+
+/** The OS user name, or USER/LOGNAME/USERNAME when the OS has none for this uid (containers), else "unknown". */
+export function defaultActorName(): string {
+  try {
+    const name = userInfo().username;
+    if (name !== '') return name;
+  } catch {
+    // no passwd entry for the uid
+  }
+  const env = process.env;
+  return env['USER'] || env['LOGNAME'] || env['USERNAME'] || 'unknown';
+}
+
+/** The actor name of this run: `--actor` (1 to 100 characters, no control characters) or the OS user name. */
+export function actorName(given: string | undefined = invocation.actor): string {
+  if (given === undefined) return defaultActorName();
+  const name = given.trim();
+  // eslint-disable-next-line no-control-regex
+  if (name.length < 1 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new CliError('--actor must be 1 to 100 characters without control characters', { usage: true });
+  }
+  return name;
 }
 
 export interface RunOptions {
@@ -72,6 +101,7 @@ export async function runCommand(
   work: (ctx: CommandContext) => Promise<void>,
   options: RunOptions = {},
 ): Promise<void> {
+  const operator = namedOperator(actorName());
   const config = loadConfig();
   if (options.mayCreateDatabase !== true) requireExistingDatabase(config);
   const level = commandLogLevel(config);
@@ -93,7 +123,7 @@ export async function runCommand(
       logger,
       config: coreConfigOf(config),
     });
-    await work({ config, core, store, logger, json });
+    await work({ config, core, store, logger, json, operator });
   } finally {
     await store.close();
     logger.flush();

@@ -237,6 +237,24 @@ for (const target of databaseTargets()) {
       expect((await json('member', 'list', acme.id)).data).to.have.length(2);
     });
 
+    it('issue 15, C-58: member add/remove write member_added/member_removed; the actor is --actor, else the OS user name', async () => {
+      const { userInfo } = await import('node:os');
+      const added = await json('member', 'add', acme.id, '--email', 'audited@example.com', '--actor', 'alice');
+      const removed = await cli('--actor', 'bob', 'member', 'remove', acme.id, added.id);
+      expect(removed.code, removed.stderr).to.equal(0);
+      const created = await json('org', 'create', '--name', 'Actor Default', '--slug', 'actor-default');
+      const log = await json('audit', 'list', '--all');
+      const mine = log.data.filter((e: any) => e.member?.id === added.id);
+      expect(mine.map((e: any) => ({ kind: e.kind, actor: e.actor, member: e.member, key_id: e.key_id }))).to.deep.equal([
+        { kind: 'member_added', actor: { type: 'operator', name: 'alice' }, member: { id: added.id, email: 'audited@example.com' }, key_id: null },
+        { kind: 'member_removed', actor: { type: 'operator', name: 'bob' }, member: { id: added.id, email: 'audited@example.com' }, key_id: null },
+      ]);
+      expect(log.data.find((e: any) => e.organisation_id === created.id).actor).to.deep.equal({ type: 'operator', name: userInfo().username });
+      const human = await cli('audit', 'list', '--org', acme.id, '--kind', 'member_removed', '--all');
+      expect(human.stdout).to.match(new RegExp(`member_removed .* operator bob +audited@example.com \\(${added.id}\\)`));
+      expectFailure(await cli('member', 'add', acme.id, '--email', 'x@example.com', '--actor', ' '), /--actor must be 1 to 100 characters/, 2);
+    });
+
     it('C-21: member remove removes once; a second time it is not found', async () => {
       const removed = await json('member', 'remove', acme.id, member.id);
       expect(removed).to.deep.equal({ id: member.id, organisation_id: acme.id, removed: true });
@@ -318,7 +336,7 @@ for (const target of databaseTargets()) {
       expect(again.stdout).to.match(/status:\s+revoked/);
       const events = await json('audit', 'list', '--org', acme.id, '--kind', 'api_key_revoked');
       expect(events.data).to.have.length(1);
-      expect(events.data[0]).to.deep.include({ key_id: issued.id, key_prefix: issued.key_prefix, actor: { type: 'operator' } });
+      expect(events.data[0]).to.deep.include({ key_id: issued.id, key_prefix: issued.key_prefix, actor: { type: 'operator', name: (await import('node:os')).userInfo().username } });
     });
 
     it('C-34: key revoke of an unknown key id or organisation fails with one line', async () => {
@@ -339,7 +357,7 @@ for (const target of databaseTargets()) {
       const second = await json('audit', 'list', '--org', acme.id, '--limit', '1', '--cursor', first.meta.next_cursor);
       expect(second.data).to.deep.equal([all.data[1]]);
       const human = await cli('audit', 'list', '--org', acme.id, '--limit', '2');
-      expect(human.stdout).to.match(/^OCCURRED\s+KIND\s+ORGANISATION\s+KEY PREFIX\s+ACTOR\n/);
+      expect(human.stdout).to.match(/^OCCURRED\s+KIND\s+ORGANISATION\s+KEY PREFIX\s+ACTOR\s+MEMBER\n/);
       expect(human.stdout).to.match(/More entries: cos-admin audit list --org \S+ --limit 2 --cursor \S+/);
     });
 

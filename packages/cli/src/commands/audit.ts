@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { AUDIT_KINDS, auditEntryView, listView, OPERATOR } from '@cos/core';
+import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { fetchPaged, jsonWanted, nextPageCommand, withJson, withPaging, type PagingOptions } from './shared.js';
@@ -9,6 +9,12 @@ interface AuditOptions extends PagingOptions {
   kind?: string;
 }
 
+
+function actorText(a: AuditActorView): string {
+  if (a.type === 'api_key') return `api_key ${a.key_id}`;
+  if (a.type === 'operator' && a.name !== undefined) return `operator ${a.name}`;
+  return a.type;
+}
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('the append-only audit log');
@@ -32,13 +38,14 @@ export function registerAudit(program: Command): void {
           emit(json, view, () =>
             [
               table(
-                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR'],
+                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR', 'MEMBER'],
                 view.data.map((e) => [
                   e.occurred_at,
                   e.kind,
                   e.organisation_id,
                   orNone(e.key_prefix),
-                  e.actor.type === 'api_key' ? `api_key ${e.actor.key_id}` : e.actor.type,
+                  actorText(e.actor),
+                  e.member !== undefined ? `${e.member.email} (${e.member.id})` : '-',
                 ]),
                 'No audit entries.',
               ),

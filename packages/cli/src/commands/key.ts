@@ -53,10 +53,10 @@ export function registerKey(program: Command): void {
       .addOption(new Option('--expires-in <duration>', 'expiry from now: 90d, 12h or 30m').conflicts('expiresAt'))
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
         const expiresInMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn) : undefined;
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             expiresInMs !== undefined ? new Date(core.clock.now().getTime() + expiresInMs).toISOString() : opts.expiresAt;
-          const issued = await core.apiKeys.issue(OPERATOR, orgId, {
+          const issued = await core.apiKeys.issue(operator, orgId, {
             label: opts.label,
             environment: opts.test === true ? 'test' : 'live',
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
@@ -104,8 +104,8 @@ export function registerKey(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<key_id>', 'key id (UUID)')
       .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.apiKeys.revoke(OPERATOR, orgId, keyId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.apiKeys.revoke(operator, orgId, keyId);
           const revoked = await core.apiKeys.get(OPERATOR, orgId, keyId);
           emit(json, apiKeyView(revoked, core.clock.now()), () => `Revoked API key:\n${fields(keyRows(revoked, core))}`);
         });

@@ -14,8 +14,8 @@ export function registerMember(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .requiredOption('--email <email>', 'e-mail address of the member')
       .action(async (orgId: string, opts: { email: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const m = await core.members.add(OPERATOR, orgId, { email: opts.email });
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const m = await core.members.add(operator, orgId, { email: opts.email });
           emit(json, memberView(m), () =>
             `Added member:\n${fields([
               ['id', m.id],
@@ -35,8 +35,8 @@ export function registerMember(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<member_id>', 'member id')
       .action(async (orgId: string, memberId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.members.remove(OPERATOR, orgId, memberId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.members.remove(operator, orgId, memberId);
           emit(json, { id: memberId, organisation_id: orgId, removed: true }, () =>
             `Removed member ${memberId} from organisation ${orgId}.`,
           );

@@ -34,9 +34,9 @@ export function registerOrg(program: Command): void {
       .requiredOption('--slug <slug>', 'immutable slug: 1 to 63 of a-z, 0-9 and -, not starting or ending with -')
       .option('--system', 'a system (platform) organisation: its keys are platform keys')
       .action(async (opts: { name: string; slug: string; system?: boolean }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const created = await core.organisations.create(
-            OPERATOR,
+            operator,
             { name: opts.name, slug: opts.slug },
             { isSystem: opts.system === true },
           );
@@ -74,8 +74,8 @@ export function registerOrg(program: Command): void {
       .requiredOption('--section <section>', 'a NACE Rev. 2 section letter A..U, or none')
       .addHelpText('after', naceHelp())
       .action(async (orgId: string, opts: { section: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const updated = await core.organisations.classify(OPERATOR, orgId, opts.section);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const updated = await core.organisations.classify(operator, orgId, opts.section);
           emit(json, organisationView(updated), () => `Classified organisation:\n${organisationText(updated)}`);
         });
       }),
