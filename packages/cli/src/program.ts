@@ -8,17 +8,15 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerNotifications } from './commands/notifications.js';
 import { registerOrg } from './commands/org.js';
 import { registerServe } from './commands/serve.js';
-import { CONFIG_TABLE } from './config.js';
+import { configHelpTable } from './config-docs.js';
 import { invocation } from './runtime.js';
 import { serviceVersion } from './version.js';
 
 function configHelp(): string {
-  const width = Math.max(...CONFIG_TABLE.map((r) => r.variable.length));
-  const dflt = Math.max(...CONFIG_TABLE.map((r) => r.default.length));
   return [
     '',
     'Configuration (environment variables; a .env file in the working directory is read when present):',
-    ...CONFIG_TABLE.map((r) => `  ${r.variable.padEnd(width)}  ${r.default.padEnd(dflt)}  ${r.meaning}`),
+    ...configHelpTable(),
     '',
     'Exit status: 0 on success; 2 when the command line is wrong (unknown command or option, missing',
     'argument, malformed option value); 1 on any other failure. A failure prints one line on stderr:',
