@@ -335,7 +335,13 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
   });
 
   it('issue 15: `cos-admin serve | head -2` in a real shell: head exits after two lines, serving goes on, SIGTERM then exits 0 within 3 s', async () => {
-    const env = childEnv({ DATABASE_URL: tmp!.databaseUrl, PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' });
+    // A free port chosen here: head prints nothing before its second line (its stdout is a pipe, so
+    // it is buffered), so the start-up line cannot tell the port.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const env = childEnv({ DATABASE_URL: tmp!.databaseUrl, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' });
     const serveCommand = [process.execPath, ...nodeArgs(['serve'])].map((a) => `'${a}'`).join(' ');
     // `> >(head -2)`: a pipe into head, with serve's own pid in $! for the signal and its exit status.
     const script = `${serveCommand} > >(head -2) & pid=$!; echo "pid $pid" >&2; wait $pid; echo "status $?" >&2`;
@@ -354,15 +360,21 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
           await sleep(50);
         }
       };
-      await until(() => jsonLines(out).some((l) => typeof l['port'] === 'number'), 15_000, 'serve did not start');
-      const port = jsonLines(out).find((l) => typeof l['port'] === 'number')!['port'] as number;
+      await until(() => /pid \d+/.test(err), 5_000, 'bash did not start serve');
       pid = Number(/pid (\d+)/.exec(err)![1]);
-      // The start-up line and a request's line (or the migrations line first) fill head's two lines;
-      // once head has gone, every request's log line meets a closed pipe (EPIPE): serving goes on.
-      expect((await fetch(`http://127.0.0.1:${port}/v1/health`)).status).to.equal(200);
+      const health = async (): Promise<number> => (await fetch(`http://127.0.0.1:${port}/v1/health`)).status;
+      const listening = async (): Promise<boolean> => health().then((status) => status === 200, () => false);
+      const deadline = Date.now() + 30_000;
+      while (!(await listening())) {
+        if (Date.now() > deadline) throw new Error(`serve did not start; stderr: ${err}`);
+        await sleep(100);
+      }
+      // The start-up line and a request's line fill head's two lines; once head has gone, every
+      // request's log line meets a closed pipe (EPIPE): serving goes on.
       await until(() => out.split('\n').filter((l) => l !== '').length === 2, 5_000, 'head did not print two lines');
+      expect(jsonLines(out).some((l) => l['port'] === port), 'the start-up line went through head').to.equal(true);
       await sleep(200);
-      for (let i = 0; i < 20; i += 1) expect((await fetch(`http://127.0.0.1:${port}/v1/health`)).status).to.equal(200);
+      for (let i = 0; i < 20; i += 1) expect(await health()).to.equal(200);
       const t0 = performance.now();
       process.kill(pid, 'SIGTERM');
       await until(() => /status \d+/.test(err), 10_000, 'serve still running 10 s after SIGTERM');
