@@ -16,7 +16,7 @@ type CoreResult = Awaited<ReturnType<typeof coreWithSqlStore>>;
 
 function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): void {
   expect(r.dialect).to.equal(dialect);
-  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys']);
+  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys', '0004_operator_audit']);
   expect(r.organisation).to.include({ name: 'Acme Ltd', slug: 'acme', industry_section: 'C', is_system: false });
   expect(r.organisation.id).to.match(UUID);
   expect(r.members.data.map((m) => m.email)).to.deep.equal(['ada@acme.example']);
@@ -34,8 +34,8 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
   expect(r.listAsStandardKey).to.equal('FORBIDDEN');
   expect(r.afterRevoke).to.equal('UNAUTHORIZED');
   // Entries of the same millisecond list by their (random) id (C-7), so only the set is fixed here.
-  expect(r.audit).to.have.members(['organisation_created', 'organisation_updated', 'api_key_issued', 'api_key_revoked']);
-  expect(r.audit).to.have.length(4);
+  expect(r.audit).to.have.members(['organisation_created', 'organisation_updated', 'member_added', 'api_key_issued', 'api_key_revoked']);
+  expect(r.audit).to.have.length(5);
   expect(JSON.stringify(r)).not.to.match(RAW_KEY);
 }
 

@@ -4,7 +4,7 @@
  */
 import type { ApiKey, KeyStatus } from './domain/api-key.js';
 import { keyStatus } from './domain/api-key.js';
-import type { AuditEntry } from './domain/audit.js';
+import type { AuditActor, AuditEntry } from './domain/audit.js';
 import type { Member } from './domain/member.js';
 import type { Notification, WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
@@ -45,7 +45,8 @@ export interface IssuedKeyView extends ApiKeyView {
   key: string;
 }
 
-export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator' } | { type: 'secret_scanning' };
+/** The operator's `name` is there when one was recorded (issue 15; additive, C-56). */
+export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator'; name?: string } | { type: 'secret_scanning' };
 
 /** Where an exposed key was found (`api_key_exposed` entries only). */
 export interface KeyExposureView {
@@ -64,6 +65,8 @@ export interface AuditEntryView {
   actor: AuditActorView;
   /** Present on `api_key_exposed` entries only. */
   exposure?: KeyExposureView;
+  /** Present on `member_added` / `member_removed` entries only. */
+  member?: { id: string; email: string };
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -152,9 +155,16 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     organisation_id: e.organisationId,
     key_id: e.keyId,
     key_prefix: e.keyPrefix,
-    actor: e.actor.type === 'api_key' ? { type: 'api_key', key_id: e.actor.keyId } : { type: e.actor.type },
+    actor: auditActorView(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
   };
+}
+
+function auditActorView(a: AuditActor): AuditActorView {
+  if (a.type === 'api_key') return { type: 'api_key', key_id: a.keyId };
+  if (a.type === 'operator') return a.name !== undefined ? { type: 'operator', name: a.name } : { type: 'operator' };
+  return { type: a.type };
 }
 
 export function webhookView(w: WebhookEndpoint, newSecret: string | null = null): WebhookView {

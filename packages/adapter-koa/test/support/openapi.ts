@@ -156,7 +156,8 @@ export class OpenApiDocument {
       if (String(x.status) !== expected) {
         throw new Error(`${where}: a request matching no operation must answer ${expected} (x-unmatched-responses)`);
       }
-      responsePointer = (unmatched[expected] as Json)['$ref'] as string;
+      const entry = unmatched[expected] as Json;
+      responsePointer = typeof entry['$ref'] === 'string' ? entry['$ref'] : `#/x-unmatched-responses/${expected}`;
       this.seen.add(`unmatched ${expected}`);
     } else {
       const op = this.paths()[template]![method] as Json;

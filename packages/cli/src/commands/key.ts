@@ -4,7 +4,7 @@ import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
-import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 const UNIT_MS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000 };
 
@@ -13,7 +13,7 @@ export function parseDuration(text: string): number {
   const match = /^(\d{1,6})([dhm])$/.exec(text.trim());
   const amount = match ? Number(match[1]) : 0;
   if (!match || amount < 1) {
-    throw new CliError(`invalid --expires-in "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`);
+    throw new CliError(`invalid --expires-in "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`, { usage: true });
   }
   return amount * (UNIT_MS[match[2] as string] as number);
 }
@@ -53,10 +53,10 @@ export function registerKey(program: Command): void {
       .addOption(new Option('--expires-in <duration>', 'expiry from now: 90d, 12h or 30m').conflicts('expiresAt'))
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
         const expiresInMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn) : undefined;
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             expiresInMs !== undefined ? new Date(core.clock.now().getTime() + expiresInMs).toISOString() : opts.expiresAt;
-          const issued = await core.apiKeys.issue(OPERATOR, orgId, {
+          const issued = await core.apiKeys.issue(operator, orgId, {
             label: opts.label,
             environment: opts.test === true ? 'test' : 'live',
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
@@ -69,29 +69,32 @@ export function registerKey(program: Command): void {
   );
 
   withJson(
-    key
-      .command('list')
-      .description('list the API keys of an organisation (prefixes only: raw keys are never shown again)')
-      .argument('<org_id>', 'organisation id (UUID)')
-      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const all = await collectAll((cursor) =>
-            core.apiKeys.list(OPERATOR, orgId, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
-          );
-          const now = core.clock.now();
-          const views = all.map((k) => apiKeyView(k, now));
-          emit(json, listView({ items: all, nextCursor: null }, (k) => apiKeyView(k, now)), () =>
-            [
-              table(
-                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED'],
-                views.map((v) => [v.id, v.key_prefix, v.label, v.status, orNone(v.expires_at, 'never'), v.created_at]),
-                'No API keys.',
-              ),
-              ...(all.length > 0 ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
-            ].join('\n'),
-          );
-        });
-      }),
+    withPaging(
+      key
+        .command('list')
+        .description('list the API keys of an organisation, a page at a time (--all: every one); prefixes only: raw keys are never shown again')
+        .argument('<org_id>', 'organisation id (UUID)'),
+      'keys',
+      'key',
+    ).action(async (orgId: string, opts: PagingOptions, cmd: Command) => {
+      await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        const page = await fetchPaged(opts, (query) => core.apiKeys.list(OPERATOR, orgId, query));
+        const all = page.items;
+        const now = core.clock.now();
+        const views = all.map((k) => apiKeyView(k, now));
+        emit(json, listView(page, (k) => apiKeyView(k, now)), () =>
+          [
+            table(
+              ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED'],
+              views.map((v) => [v.id, v.key_prefix, v.label, v.status, orNone(v.expires_at, 'never'), v.created_at]),
+              'No API keys.',
+            ),
+            ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
+            ...(page.nextCursor !== null ? [`More keys: ${nextPageCommand(`key list ${orgId}`, { limit: opts.limit }, page.nextCursor)}`] : []),
+          ].join('\n'),
+        );
+      });
+    }),
   );
 
   withJson(
@@ -101,8 +104,8 @@ export function registerKey(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<key_id>', 'key id (UUID)')
       .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.apiKeys.revoke(OPERATOR, orgId, keyId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.apiKeys.revoke(operator, orgId, keyId);
           const revoked = await core.apiKeys.get(OPERATOR, orgId, keyId);
           emit(json, apiKeyView(revoked, core.clock.now()), () => `Revoked API key:\n${fields(keyRows(revoked, core))}`);
         });

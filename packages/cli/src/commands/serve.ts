@@ -24,7 +24,7 @@ interface ServeOptions {
 function portOption(text: string | undefined, config: AppConfig): number {
   if (text === undefined) return config.port;
   const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
-  if (!(port >= 0 && port <= 65535)) throw new CliError('--port must be an integer from 0 to 65535');
+  if (!(port >= 0 && port <= 65535)) throw new CliError('--port must be an integer from 0 to 65535', { usage: true });
   return port;
 }
 

@@ -100,7 +100,9 @@ function copyApiKey(k: ApiKey): ApiKey {
 }
 
 function copyActor(a: AuditActor): AuditActor {
-  return a.type === 'api_key' ? { type: 'api_key', keyId: a.keyId } : { type: a.type };
+  if (a.type === 'api_key') return { type: 'api_key', keyId: a.keyId };
+  if (a.type === 'operator') return a.name !== undefined ? { type: 'operator', name: a.name } : { type: 'operator' };
+  return { type: a.type };
 }
 
 function copyWebhook(w: WebhookEndpoint): WebhookEndpoint {
@@ -138,6 +140,7 @@ function copyAudit(e: AuditEntry): AuditEntry {
     keyPrefix: e.keyPrefix,
     actor: copyActor(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
   };
 }
 
@@ -323,6 +326,13 @@ class InMemoryMemberStore implements MemberStore {
         }
       }
       t.members.set(record.id, record);
+    });
+  }
+
+  async find(organisationId: string, memberId: string): Promise<Member | null> {
+    return this.session.read((t) => {
+      const m = t.members.get(memberId);
+      return m === undefined || m.organisationId !== organisationId ? null : copyMember(m);
     });
   }
 
