@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { AUDIT_KINDS, auditEntryView, listView, OPERATOR } from '@cos/core';
+import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditEntryView } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { jsonWanted, nextPageCommand, withJson } from './shared.js';
@@ -35,13 +35,14 @@ export function registerAudit(program: Command): void {
           emit(json, view, () =>
             [
               table(
-                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR'],
+                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR', 'DETAIL'],
                 view.data.map((e) => [
                   e.occurred_at,
                   e.kind,
                   e.organisation_id,
                   orNone(e.key_prefix),
                   e.actor.type === 'api_key' ? `api_key ${e.actor.key_id}` : e.actor.type,
+                  detailOf(e),
                 ]),
                 'No audit entries.',
               ),
@@ -51,4 +52,11 @@ export function registerAudit(program: Command): void {
         });
       }),
   );
+}
+
+/** What some kinds add: where an exposed key was found, what a roll replaced the key with. */
+function detailOf(e: AuditEntryView): string {
+  if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
+  if (e.exposure !== undefined) return `exposed at ${e.exposure.url ?? '(no url)'}`;
+  return '-';
 }

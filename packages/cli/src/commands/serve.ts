@@ -41,6 +41,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
   let delivery: import('@cos/core').WebhookDelivery | undefined;
+  let keyUsage: import('@cos/core').KeyUsage | undefined;
   let storeKind = 'unknown';
   try {
     const store = storeOf(container);
@@ -48,6 +49,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     const applied = await makeStoreReady(store);
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
     const core = coreOf(container);
+    keyUsage = core.keyUsage;
     if (opts.bootstrap === true) {
       const result = await core.bootstrap.run();
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
@@ -68,7 +70,9 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
 
   const server = running;
   const sender = delivery!;
+  const usage = keyUsage!;
   sender.start();
+  usage.start();
   lifecycle.daemon = true;
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
@@ -85,6 +89,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       let exitCode = 0;
       try {
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
+        // last_used_at of the requests just finished: written before the pools close (never throws).
+        await usage.stop();
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
       } catch (e) {

@@ -4,12 +4,14 @@ export type AuditKind =
   | 'api_key_revoked'
   | 'api_key_issued'
   | 'api_key_exposed'
+  | 'api_key_rolled'
   | 'organisation_created'
   | 'organisation_updated';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
   'api_key_exposed',
+  'api_key_rolled',
   'organisation_created',
   'organisation_updated',
 ];
@@ -35,6 +37,12 @@ export interface KeyExposure {
   readonly source: string | null;
 }
 
+/** What a roll did (`api_key_rolled` only): the replacement key and the old key's grace period. */
+export interface KeyRoll {
+  readonly toKeyId: string;
+  readonly gracePeriodSeconds: number;
+}
+
 export interface AuditEntry {
   readonly id: string;
   readonly kind: AuditKind;
@@ -46,4 +54,6 @@ export interface AuditEntry {
   readonly actor: AuditActor;
   /** `api_key_exposed` entries only: where the key was found. */
   readonly exposure?: KeyExposure;
+  /** `api_key_rolled` entries only: the new key and the grace period (C-58). */
+  readonly roll?: KeyRoll;
 }

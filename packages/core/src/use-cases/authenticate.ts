@@ -3,6 +3,7 @@ import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
 import type { CoreDeps } from './deps.js';
+import type { KeyUsage } from './key-usage.js';
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -28,7 +29,11 @@ export function parseAuthorization(authorization: unknown): string | null {
  * revoked or expired keys are UnauthorizedError. No cache: a revoked key fails on the next request.
  */
 export class Authenticator {
-  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>) {}
+  constructor(
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>,
+    /** Told of every successful authentication (last_used_at, written in batches); never of a failed one. */
+    private readonly usage: Pick<KeyUsage, 'record'> | null = null,
+  ) {}
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
     const raw = parseAuthorization(authorization);
@@ -37,7 +42,9 @@ export class Authenticator {
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
     if (credential === null || !digestsEqual(credential.key.digest, digest)) throw new UnauthorizedError();
     const { key, organisation } = credential;
-    if (keyStatus(key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
+    const now = this.deps.clock.now();
+    if (keyStatus(key, now) !== 'active') throw new UnauthorizedError();
+    this.usage?.record(key.id, now);
     const principal: KeyPrincipal = {
       kind: 'api_key',
       keyId: key.id,

@@ -3,7 +3,7 @@ import { execute, query, stringOrNull, toDate, type StoreContext } from '../cont
 import { KeysetListSql } from '../keyset-list.js';
 
 const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, rolled_to_key_id, grace_period_seconds';
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
   if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
@@ -20,15 +20,20 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     keyPrefix: stringOrNull(row.key_prefix),
     actor: actorFromRow(row),
   };
-  // Only entries that have one carry the property (C-58: api_key_exposed).
-  if (row.exposure_type === null || row.exposure_type === undefined) return entry;
+  // Only entries that have one carry the property (C-58: api_key_exposed, api_key_rolled).
+  const hasExposure = row.exposure_type !== null && row.exposure_type !== undefined;
+  const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
+  if (!hasExposure && !hasRoll) return entry;
   return {
     ...entry,
-    exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) },
+    ...(hasExposure
+      ? { exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) } }
+      : {}),
+    ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
@@ -49,6 +54,8 @@ export class SqlAuditLog implements AuditLog {
         e.exposure?.type ?? null,
         e.exposure?.url ?? null,
         e.exposure?.source ?? null,
+        e.roll?.toKeyId ?? null,
+        e.roll?.gracePeriodSeconds ?? null,
       ]);
     } catch (err) {
       throw this.ctx.errors.translate(err);
