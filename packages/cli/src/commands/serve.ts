@@ -89,8 +89,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       let exitCode = 0;
       try {
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
-        // last_used_at of the requests just finished: written before the pools close (never throws).
-        await usage.stop();
+        // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
       } catch (e) {
