@@ -24,7 +24,7 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
   expect(r.keys.data).to.have.length(1);
   const [key] = r.keys.data;
   expect(Object.keys(key!).sort()).to.deep.equal(
-    ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'organisation_id', 'revoked_at', 'status'].sort(),
+    ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status'].sort(),
   );
   expect(key).to.include({ label: 'billing service', is_active: true, status: 'active', organisation_id: r.organisation.id });
   expect(key!.key_prefix).to.match(/^svc_test_[A-Za-z0-9]{3}$/);
