@@ -38,6 +38,10 @@ export interface ApiKeyView {
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;
+  /** Last successful authentication, accurate to 60 s; null when never used (issue 16). */
+  last_used_at: string | null;
+  /** The key this one replaced through a roll, or null (issue 16). */
+  rolled_from: string | null;
 }
 
 export interface IssuedKeyView extends ApiKeyView {
@@ -55,6 +59,12 @@ export interface KeyExposureView {
   source: string | null;
 }
 
+/** What a roll did (`api_key_rolled` entries only). */
+export interface KeyRollView {
+  to_key_id: string;
+  grace_period_seconds: number;
+}
+
 export interface AuditEntryView {
   id: string;
   kind: AuditEntry['kind'];
@@ -67,6 +77,8 @@ export interface AuditEntryView {
   exposure?: KeyExposureView;
   /** Present on `member_added` / `member_removed` entries only. */
   member?: { id: string; email: string };
+  /** Present on `api_key_rolled` entries only. */
+  roll?: KeyRollView;
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -140,6 +152,8 @@ export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
     expires_at: isoOrNull(k.expiresAt),
     created_at: isoTimestamp(k.createdAt),
     revoked_at: isoOrNull(k.revokedAt),
+    last_used_at: isoOrNull(k.lastUsedAt ?? null),
+    rolled_from: k.rolledFromKeyId ?? null,
   };
 }
 
@@ -158,6 +172,7 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     actor: auditActorView(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
     ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
+    ...(e.roll !== undefined ? { roll: { to_key_id: e.roll.toKeyId, grace_period_seconds: e.roll.gracePeriodSeconds } } : {}),
   };
 }
 

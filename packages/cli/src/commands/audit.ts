@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView } from '@cos/core';
+import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView, type AuditEntryView } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { fetchPaged, jsonWanted, nextPageCommand, withJson, withPaging, type PagingOptions } from './shared.js';
@@ -38,14 +38,14 @@ export function registerAudit(program: Command): void {
           emit(json, view, () =>
             [
               table(
-                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR', 'MEMBER'],
+                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR', 'DETAIL'],
                 view.data.map((e) => [
                   e.occurred_at,
                   e.kind,
                   e.organisation_id,
                   orNone(e.key_prefix),
                   actorText(e.actor),
-                  e.member !== undefined ? `${e.member.email} (${e.member.id})` : '-',
+                  detailOf(e),
                 ]),
                 'No audit entries.',
               ),
@@ -55,4 +55,12 @@ export function registerAudit(program: Command): void {
         });
       }),
   );
+}
+
+/** What some kinds add: where an exposed key was found, what a roll replaced the key with. */
+function detailOf(e: AuditEntryView): string {
+  if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
+  if (e.exposure !== undefined) return `exposed at ${e.exposure.url ?? '(no url)'}`;
+  if (e.member !== undefined) return `member ${e.member.email} (${e.member.id})`;
+  return '-';
 }

@@ -4,6 +4,7 @@ export type AuditKind =
   | 'api_key_revoked'
   | 'api_key_issued'
   | 'api_key_exposed'
+  | 'api_key_rolled'
   | 'organisation_created'
   | 'organisation_updated'
   | 'member_added'
@@ -12,6 +13,7 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
   'api_key_exposed',
+  'api_key_rolled',
   'organisation_created',
   'organisation_updated',
   'member_added',
@@ -55,6 +57,12 @@ export interface AuditMember {
   readonly email: string;
 }
 
+/** What a roll did (`api_key_rolled` only): the replacement key and the old key's grace period. */
+export interface KeyRoll {
+  readonly toKeyId: string;
+  readonly gracePeriodSeconds: number;
+}
+
 export interface AuditEntry {
   readonly id: string;
   readonly kind: AuditKind;
@@ -68,4 +76,6 @@ export interface AuditEntry {
   readonly exposure?: KeyExposure;
   /** `member_added` / `member_removed` entries only: which member. */
   readonly member?: AuditMember;
+  /** `api_key_rolled` entries only: the new key and the grace period (C-58). */
+  readonly roll?: KeyRoll;
 }

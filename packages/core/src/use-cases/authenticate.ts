@@ -5,6 +5,7 @@ import { noopMetrics } from '../defaults.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
 import type { CoreDeps } from './deps.js';
+import type { KeyUsage } from './key-usage.js';
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -33,7 +34,11 @@ export function parseAuthorization(authorization: unknown): string | null {
 export class Authenticator {
   private readonly metrics: Metrics;
 
-  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>) {
+  constructor(
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
+    /** Told of every successful authentication (last_used_at, written in batches); never of a failed one. */
+    private readonly usage: Pick<KeyUsage, 'record'> | null = null,
+  ) {
     this.metrics = deps.metrics ?? noopMetrics;
   }
 
@@ -44,8 +49,10 @@ export class Authenticator {
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
     if (credential === null || !digestsEqual(credential.key.digest, digest)) throw this.refused('unknown_key');
     const { key, organisation } = credential;
-    const status = keyStatus(key, this.deps.clock.now());
+    const now = this.deps.clock.now();
+    const status = keyStatus(key, now);
     if (status !== 'active') throw this.refused(status);
+    this.usage?.record(key.id, now);
     const principal: KeyPrincipal = {
       kind: 'api_key',
       keyId: key.id,

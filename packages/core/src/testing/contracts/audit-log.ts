@@ -22,6 +22,8 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   else expect(e.exposure).to.deep.equal(expected.exposure);
   if (expected.member === undefined) expect(e, 'no member property').to.not.have.property('member');
   else expect(e.member).to.deep.equal(expected.member);
+  if (expected.roll === undefined) expect(e, 'no roll property').to.not.have.property('roll');
+  else expect(e.roll).to.deep.equal(expected.roll);
   expect(Object.keys(e).sort()).to.deep.equal(
     [
       'actor',
@@ -33,6 +35,7 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
       'organisationId',
       ...(expected.exposure !== undefined ? ['exposure'] : []),
       ...(expected.member !== undefined ? ['member'] : []),
+      ...(expected.roll !== undefined ? ['roll'] : []),
     ].sort(),
     'no other fields',
   );
@@ -142,6 +145,26 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expect(listed).to.have.length(1);
       expectAuditEntry(listed[0], e);
       expect(listed[0]!.actor).to.deep.equal({ type: 'secret_scanning' });
+    });
+
+    it('C-58: round-trips an api_key_rolled entry with its roll (new key id, grace); other entries have no roll property', async () => {
+      const rolled = newAuditEntry(orgA, {
+        kind: 'api_key_rolled',
+        occurredAt: at(655),
+        keyId: keyA.id,
+        keyPrefix: keyA.keyPrefix,
+        actor: { type: 'api_key', keyId: keyA.id },
+        roll: { toKeyId: '5d8f3a2e-1b4c-4d6e-9f0a-1b2c3d4e5f60', gracePeriodSeconds: 604_800 },
+      });
+      const immediate = newAuditEntry(orgA, { ...rolled, id: randomUUID(), occurredAt: at(656), roll: { toKeyId: keyA.id, gracePeriodSeconds: 0 } });
+      const revoked = newAuditEntry(orgA, { kind: 'api_key_revoked', keyId: keyA.id, keyPrefix: keyA.keyPrefix, occurredAt: at(657) });
+      for (const e of [rolled, immediate, revoked]) await audit().append(e);
+      const listed = await audit().list({}, ALL);
+      expect(listed).to.have.length(3);
+      expectAuditEntry(listed[0], rolled);
+      expectAuditEntry(listed[1], immediate);
+      expectAuditEntry(listed[2], revoked);
+      expect((await audit().list({ kind: 'api_key_rolled' }, ALL)).map((e) => e.id)).to.deep.equal([rolled.id, immediate.id]);
     });
 
     it('C-58: an exposure without url and source keeps both as null', async () => {
