@@ -22,6 +22,8 @@ export const REDIS_WARN_INTERVAL_MS = 10_000;
 /** Reconnect attempts back off exponentially up to this delay and never give up. */
 export const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
 const CONNECT_TIMEOUT_MS = 1_000;
+/** TIME round trips measured on each connect; the shortest one gives the clock offset. */
+const CLOCK_SAMPLES = 5;
 /** Bounds the commands waiting on one socket (a frozen Redis answers none of them). */
 const MAX_PENDING_COMMANDS = 10_000;
 /** close() waits this long for in-flight replies before dropping the socket. */
@@ -56,7 +58,9 @@ const EXPIRED = -1;
 const HIT_SCRIPT = defineScript({
   SCRIPT: [
     "local now = redis.call('TIME')",
-    'if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) > tonumber(ARGV[2]) then return -1 end',
+    // At the deadline's own millisecond the caller's timer may already have fired (a thaw right after
+    // it was served in that millisecond and counted a failed-open hit): that is late too.
+    'if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) >= tonumber(ARGV[2]) then return -1 end',
     "local count = redis.call('INCR', KEYS[1])",
     "if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
     'return count',
@@ -254,17 +258,32 @@ export class RedisRateCounter implements RateCounter {
     this.#everReady = true;
   }
 
-  /** Redis TIME against this process's clock, the round trip halved: hosts' clocks may differ. */
+  /**
+   * Redis TIME against this process's clock (hosts' clocks may differ), as the lower bound of what
+   * one sample can prove: Redis read its clock somewhere between sending and receiving, so its
+   * offset is at least `redis - after`. A deadline computed with that bound is never later on Redis's
+   * clock than the caller's own, so a hit that waited past its timeout is never counted (issue 18).
+   * The midpoint of one sample was off by half its round trip: on a busy host a 60 ms round trip
+   * let hits that had already failed open count up to 30 ms later. Of a few samples the one with the
+   * shortest round trip is kept, so an in-time hit is refused (answered as failed open, uncounted)
+   * only within that round trip of its deadline.
+   */
   async #measureClockOffset(): Promise<void> {
-    try {
-      const before = Date.now();
-      const reply = (await this.#client.sendCommand(['TIME'])) as unknown as [string, string];
-      const after = Date.now();
-      const redisMs = Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000);
-      if (Number.isFinite(redisMs)) this.#clockOffsetMs = redisMs - Math.round((before + after) / 2);
-    } catch {
-      // keep the last offset; the next connect measures again
+    let best: { rtt: number; offset: number } | undefined;
+    for (let i = 0; i < CLOCK_SAMPLES; i++) {
+      try {
+        const before = Date.now(); // the clock hit() computes its deadlines with
+        const reply = (await this.#client.sendCommand(['TIME'])) as unknown as [string, string];
+        const after = Date.now();
+        const redisMs = Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000);
+        if (!Number.isFinite(redisMs)) continue;
+        const rtt = after - before;
+        if (best === undefined || rtt < best.rtt) best = { rtt, offset: redisMs - after };
+      } catch {
+        break; // keep the last offset; the next connect measures again
+      }
     }
+    if (best !== undefined) this.#clockOffsetMs = best.offset;
   }
 
   /**

@@ -75,6 +75,15 @@ function counterLines(logger: CapturingLogger, level: 'info' | 'warn') {
   return logger.entries.filter((e) => e.level === level && e.fields.component === 'limiter-redis');
 }
 
+/**
+ * A clock fixed in the middle of a UTC minute, for tests that compare a count before and after a
+ * freeze: on the system clock a run that straddled a minute boundary (the 80 frozen checks take
+ * about 0.4 s) read the second count in a new window and failed by chance.
+ */
+function midMinute(): Clock {
+  return new FakeClock('2026-06-10T12:00:30.000Z');
+}
+
 describeWithRedisServer('limiter-redis faults, through the core RateLimiter', function () {
   const servers: RedisServer[] = [];
   const counters: RedisRateCounter[] = [];
@@ -226,7 +235,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const s = await server();
     const c = counter(s.url, TIMEOUT_MS);
     await ready(c);
-    const rl = limiter(c, TIMEOUT_MS, { rateLimitPerMinute: 1_000_000 });
+    const rl = limiter(c, TIMEOUT_MS, { rateLimitPerMinute: 1_000_000 }, midMinute());
     const before = await counted(rl);
 
     const warnsBefore = coreLines(logger, 'warn').length;
@@ -249,7 +258,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const s = await server();
     const c = counter(s.url, TIMEOUT_MS);
     await ready(c);
-    const rl = limiter(c, TIMEOUT_MS, { rateLimitPerMinute: 60 });
+    const rl = limiter(c, TIMEOUT_MS, { rateLimitPerMinute: 60 }, midMinute());
     const before = await counted(rl);
     const results = await trafficWhileFrozen(s, rl, 80, 10);
     for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true, remaining: 60 });

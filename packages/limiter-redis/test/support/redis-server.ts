@@ -3,6 +3,7 @@
  * restarted by the tests themselves. No mocks: every failure is the real thing the client sees.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -130,6 +131,9 @@ export class RedisServer {
   freeze(): void {
     if (!this.#proc || this.#stopped) throw new Error('redis-server is not running');
     this.#proc.kill('SIGSTOP');
+    // kill() returns once the signal is queued, not once the process has stopped: wait for the
+    // kernel to show it stopped, so no command sent after freeze() can still be served.
+    waitForState(this.#proc.pid, (state) => state === 'T' || state === 't');
   }
 
   /** SIGCONT after freeze(). */
@@ -197,4 +201,21 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, ms: n
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await sleep(10);
   }
+}
+
+/** Spins (at most 2 s) until /proc/<pid>/stat shows a state that `ok` accepts; a test-only helper. */
+function waitForState(pid: number | undefined, ok: (state: string) => boolean): void {
+  if (pid === undefined) return;
+  const until = Date.now() + 2_000;
+  while (Date.now() < until) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return; // no /proc (not Linux): nothing to wait for
+    }
+    // "pid (comm) S ...": the state follows the last ')' (comm may hold spaces and parentheses).
+    if (ok(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3))) return;
+  }
+  throw new Error(`process ${pid} did not reach the expected state within 2 s`);
 }
