@@ -1,8 +1,18 @@
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
+import type { RateDecision } from '../domain/rate-window.js';
+import type { Credential } from '../ports/api-key-store.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
+import type { CredentialCache } from './credential-cache.js';
 import type { CoreDeps } from './deps.js';
+
+/** admit()'s answer: the principal, and the organisation's rate decision when admit() counted it. */
+export interface Admitted {
+  readonly principal: KeyPrincipal;
+  /** Set when the request was already counted against its organisation (the credential cache). */
+  readonly decision?: RateDecision;
+}
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -25,10 +35,16 @@ export function parseAuthorization(authorization: unknown): string | null {
  * Authentication (spec §5, C-32, C-36). `Authorization` must be exactly `Bearer <key>` (scheme
  * case-insensitive, one space, key matching KEY_PATTERN); anything else is UnauthorizedError
  * without touching the store. A well-formed key is digested and looked up in one query; unknown,
- * revoked or expired keys are UnauthorizedError. No cache: a revoked key fails on the next request.
+ * revoked or expired keys are UnauthorizedError. authenticate() always reads the store; admit()
+ * goes through the credential cache when the core has one (credential-cache.ts: an entry is used
+ * only when Redis confirms it fresh in the call that counts the request), so a revoked key fails on
+ * the next request either way (C-36, C-57).
  */
 export class Authenticator {
-  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>) {}
+  constructor(
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>,
+    private readonly cache: CredentialCache | null = null,
+  ) {}
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
     const raw = parseAuthorization(authorization);
@@ -36,17 +52,37 @@ export class Authenticator {
     const digest = digestKey(raw);
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
     if (credential === null || !digestsEqual(credential.key.digest, digest)) throw new UnauthorizedError();
-    const { key, organisation } = credential;
-    if (keyStatus(key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
-    const principal: KeyPrincipal = {
-      kind: 'api_key',
-      keyId: key.id,
-      keyPrefix: key.keyPrefix,
-      organisationId: key.organisationId,
-      isPlatform: organisation.isSystem,
-    };
-    // The same request's GET of its own organisation reuses this read (authenticated-organisation.ts).
-    if (organisation.id === key.organisationId) rememberAuthenticatedOrganisation(principal, organisation);
-    return principal;
+    if (keyStatus(credential.key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
+    return principalOf(credential);
   }
+
+  /**
+   * Authentication for the HTTP hot path (C-33: 401 before 429). With the credential cache the
+   * request is also counted against its organisation in the same Redis call, and `decision` is
+   * that count's decision (the caller must not count it again); without it, the same as
+   * authenticate() and no decision. A key that does not authenticate is UnauthorizedError and
+   * was counted nowhere (the caller counts it in the source scope, C-50).
+   */
+  async admit(authorization: string | undefined): Promise<Admitted> {
+    if (this.cache === null) return { principal: await this.authenticate(authorization) };
+    const raw = parseAuthorization(authorization);
+    if (raw === null) throw new UnauthorizedError();
+    const admission = await this.cache.admit(digestKey(raw));
+    if (admission === null) throw new UnauthorizedError();
+    return { principal: principalOf(admission.credential), decision: admission.decision };
+  }
+}
+
+function principalOf(credential: Credential): KeyPrincipal {
+  const { key, organisation } = credential;
+  const principal: KeyPrincipal = {
+    kind: 'api_key',
+    keyId: key.id,
+    keyPrefix: key.keyPrefix,
+    organisationId: key.organisationId,
+    isPlatform: organisation.isSystem,
+  };
+  // The same request's GET of its own organisation reuses this read (authenticated-organisation.ts).
+  if (organisation.id === key.organisationId) rememberAuthenticatedOrganisation(principal, organisation);
+  return principal;
 }
