@@ -42,6 +42,13 @@ export interface AppConfig {
   readonly webhookMaxAttempts: number;
   readonly webhookRetryBaseMs: number;
   readonly webhookPollIntervalMs: number;
+  /**
+   * CREDENTIAL_CACHE (default on): with Postgres and REDIS_URL, keys and organisations are kept in
+   * memory and confirmed fresh in the Redis call that counts each request (issue 14), and every
+   * credential write is fenced in Redis (503 when Redis cannot be reached). Off: every request reads
+   * the store. Without REDIS_URL or on SQLite it has no effect.
+   */
+  readonly credentialCache: boolean;
 }
 
 /** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
@@ -64,6 +71,11 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
   { variable: 'WEBHOOK_MAX_ATTEMPTS', default: '10', meaning: 'delivery attempts before a notification is failed (about 24 h with the default backoff)' },
   { variable: 'WEBHOOK_RETRY_BASE_MS', default: '5000', meaning: 'delay after the first failed attempt; each later one is 4 times longer, at most 8 h' },
   { variable: 'WEBHOOK_POLL_INTERVAL_MS', default: '1000', meaning: 'how often serve looks for due webhook notifications' },
+  {
+    variable: 'CREDENTIAL_CACHE',
+    default: 'on',
+    meaning: 'Postgres + REDIS_URL: keys cached in memory, confirmed fresh in the Redis call that counts each request; credential writes answer 503 while Redis is unreachable; off: every request reads Postgres',
+  },
 ];
 
 export class ConfigError extends Error {
@@ -150,6 +162,11 @@ const schema = z.object({
   WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
   WEBHOOK_RETRY_BASE_MS: int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 86_400_000),
   WEBHOOK_POLL_INTERVAL_MS: int('WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 3_600_000),
+  CREDENTIAL_CACHE: z
+    .string()
+    .default('on')
+    .transform((s) => s.trim().toLowerCase())
+    .refine((s) => s === 'on' || s === 'off', { message: 'CREDENTIAL_CACHE must be on or off' }),
 });
 
 export interface LoadConfigOptions {
@@ -204,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
+    credentialCache: v.CREDENTIAL_CACHE === 'on',
   });
 }
 

@@ -13,6 +13,7 @@ import {
   type Clock,
   type Core,
   type CoreConfig,
+  type CredentialFreshness,
   type HealthProbe,
   type Logger,
   type Random,
@@ -61,6 +62,8 @@ export interface ContainerOverrides {
   readonly counter?: RateCounter;
   /** Postgres pool size (default: the store's). */
   readonly poolMax?: number;
+  /** With `counter`: the credential freshness to use with it (default none). */
+  readonly freshness?: CredentialFreshness;
 }
 
 /**
@@ -77,7 +80,12 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   try {
     limiter =
       overrides.counter !== undefined
-        ? { kind: config.redisUrl === null ? 'in-process' : 'redis', counter: overrides.counter, close: () => Promise.resolve() }
+        ? {
+            kind: config.redisUrl === null ? 'in-process' : 'redis',
+            counter: overrides.counter,
+            freshness: overrides.freshness ?? null,
+            close: () => Promise.resolve(),
+          }
         : await createLimiter(config, logger, clock);
   } catch (e) {
     await store.close();
@@ -112,7 +120,20 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         random: Random,
         log: Logger,
         cfg: Partial<CoreConfig>,
-      ) => createCore({ stores, unitOfWork, health, counter, clock: clk, random, logger: log, config: cfg }),
+        limiter: LimiterHandle,
+        app: AppConfig,
+      ) =>
+        createCore({
+          stores,
+          unitOfWork,
+          health,
+          counter,
+          clock: clk,
+          random,
+          logger: log,
+          config: cfg,
+          ...(limiter.freshness !== null ? { freshness: limiter.freshness, credentialCache: app.credentialCache } : {}),
+        }),
       [
         TOKENS.Stores,
         TOKENS.UnitOfWork,
@@ -122,6 +143,8 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         TOKENS.Random,
         TOKENS.Logger,
         TOKENS.Config,
+        CLI_TOKENS.Limiter,
+        CLI_TOKENS.AppConfig,
       ],
     );
 

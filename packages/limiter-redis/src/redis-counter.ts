@@ -264,6 +264,21 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     return !this.#closed && this.#client.isReady;
   }
 
+  /** Resolves true once connected, or false after `timeoutMs` (a one-shot command's wait; never rejects). */
+  whenReady(timeoutMs: number): Promise<boolean> {
+    if (this.isReady) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.#client.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(this.isReady), timeoutMs);
+      this.#client.on('ready', onReady);
+    });
+  }
+
   /** The Redis key of one scope's window (hash tag on the scope, so a cluster keeps it on one slot). */
   keyFor(scope: string, windowStartMs: number): string {
     return `${this.#keyPrefix}:{${scope}}:${windowStartMs}`;

@@ -50,6 +50,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_ATTEMPTS',
   'WEBHOOK_RETRY_BASE_MS',
   'WEBHOOK_POLL_INTERVAL_MS',
+  'CREDENTIAL_CACHE',
 ] as const;
 
 export type Env = Partial<Record<(typeof CONFIG_VARIABLES)[number], string>> & Record<string, string>;
