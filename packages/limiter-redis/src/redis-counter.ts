@@ -160,6 +160,9 @@ const END_SCRIPT = defineScript({
 });
 const MODE = { always: 'a', 'if-fresh': 'f', never: 'n' } as const;
 
+/** SHA1 of each credential-freshness script (EVALSHA; what Redis's INFO commandstats and SLOWLOG show). */
+export const FRESHNESS_SCRIPT_SHA1 = Object.freeze({ check: CHECK_SCRIPT.SHA1, beginChange: BEGIN_SCRIPT.SHA1, endChange: END_SCRIPT.SHA1 });
+
 /** Capped exponential backoff with a little jitter; a number means "retry", so it never gives up. */
 export function reconnectDelayMs(retries: number): number {
   const backoff = Math.min(50 * 2 ** Math.min(retries, 10), REDIS_MAX_RECONNECT_DELAY_MS);
