@@ -78,7 +78,7 @@ export function createCore(options: CreateCoreOptions): Core {
   const fence =
     freshness === undefined
       ? undefined
-      : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs) };
+      : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), lastWarned: new Map<string, number>() };
   const deps: CoreDeps = {
     stores: fence === undefined ? options.stores : fenceOuterStores(options.stores, fence),
     unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),

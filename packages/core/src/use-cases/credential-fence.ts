@@ -45,6 +45,17 @@ export interface FenceOptions {
   readonly strict: boolean;
   readonly random: Random;
   readonly logger: Logger;
+  /** Each warning at most once per FENCE_WARN_INTERVAL_MS (C-54's rule for log lines): message -> last logged (ms). */
+  readonly lastWarned: Map<string, number>;
+}
+
+export const FENCE_WARN_INTERVAL_MS = 10_000;
+
+function warn(options: FenceOptions, reason: string, message: string): void {
+  const now = Date.now();
+  if (now - (options.lastWarned.get(message) ?? Number.NEGATIVE_INFINITY) < FENCE_WARN_INTERVAL_MS) return;
+  options.lastWarned.set(message, now);
+  options.logger.warn({ component: 'credential-fence', reason }, message);
 }
 
 export const FENCE_UNAVAILABLE_MESSAGE =
@@ -62,16 +73,19 @@ class Change {
   /** Before the first credential write of `organisationId` in this change. */
   async begin(organisationId: string): Promise<void> {
     if (this.begun.has(organisationId)) return;
-    // Marked before the call: a begin whose answer was lost may still have registered the marker.
-    this.begun.add(organisationId);
     const outcome = await withTimeout(() => this.options.freshness.beginChange(organisationId, this.id), this.options.timeoutMs);
-    if (outcome.kind === 'value') return;
-    const reason = outcome.kind === 'error' ? describe(outcome.error) : `no answer within ${this.options.timeoutMs} ms`;
-    if (!this.options.strict) {
-      this.options.logger.warn({ component: 'credential-fence', reason }, 'credential change not announced to the shared counter store (cache off here)');
+    if (outcome.kind === 'value') {
+      this.begun.add(organisationId);
       return;
     }
-    this.options.logger.warn({ component: 'credential-fence', reason }, 'credential change refused: the shared counter store is unreachable');
+    // Not ended either: a begin that failed wrote nothing, and one that still lands later (a frozen
+    // Redis waking up) only holds the organisation's caches off until its marker expires: the safe side.
+    const reason = outcome.kind === 'error' ? describe(outcome.error) : `no answer within ${this.options.timeoutMs} ms`;
+    if (!this.options.strict) {
+      warn(this.options, reason, 'credential change not announced to the shared counter store (cache off here)');
+      return;
+    }
+    warn(this.options, reason, 'credential changes refused: the shared counter store is unreachable');
     throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE, { cause: outcome.kind === 'error' ? outcome.error : undefined });
   }
 
@@ -89,10 +103,7 @@ class Change {
       }
       if (!ended) {
         ok = false;
-        this.options.logger.warn(
-          { component: 'credential-fence', reason },
-          'credential change committed but its end could not be announced; caches bypass the organisation until its marker expires',
-        );
+        warn(this.options, reason, 'credential change committed but its end could not be announced; caches bypass the organisation until its marker expires');
       }
     }
     return ok;
