@@ -211,6 +211,25 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(two.keys.reads - afterOutage, 'the first request after the outage reads the store').to.equal(1);
   });
 
+  it('C-54: a freshness call that never answers is given up after REDIS_TIMEOUT_MS: the store decides, counting fails open, the cache is dropped', async () => {
+    await warm(two);
+    const check = shared.check.bind(shared);
+    shared.check = () => new Promise(() => undefined); // a frozen Redis
+    try {
+      const reads = two.keys.reads;
+      const started = performance.now();
+      const { decision } = await two.core.authenticator.admit(auth());
+      expect(performance.now() - started, 'bounded (50 ms + the sweep)').to.be.lessThan(200);
+      expect(decision!.remaining).to.equal(decision!.limit);
+      expect(two.keys.reads - reads).to.equal(1);
+    } finally {
+      shared.check = check;
+    }
+    const reads = two.keys.reads;
+    expect(await admit(two)).to.equal('ok');
+    expect(two.keys.reads - reads, 'the cache was dropped: the next request reads the store').to.equal(1);
+  });
+
   it('FLUSHALL: no entry is trusted again (new tokens), nothing fills for the change bound, then the cache refills', async () => {
     await warm(two);
     shared.flush();

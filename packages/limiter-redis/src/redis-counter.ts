@@ -159,6 +159,8 @@ const END_SCRIPT = defineScript({
   transformReply: (reply: unknown): number => Number(reply),
 });
 const MODE = { always: 'a', 'if-fresh': 'f', never: 'n' } as const;
+/** Organisations whose freshness key names are kept (then the map starts over). */
+const KEYS_CACHE_MAX = 10_000;
 
 /** SHA1 of each credential-freshness script (EVALSHA; what Redis's INFO commandstats and SLOWLOG show). */
 export const FRESHNESS_SCRIPT_SHA1 = Object.freeze({ check: CHECK_SCRIPT.SHA1, beginChange: BEGIN_SCRIPT.SHA1, endChange: END_SCRIPT.SHA1 });
@@ -220,6 +222,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   readonly #changeBoundMs: number;
   /** Tokens are `<this process's random nonce>.<sequence>`: never reused, by any process. */
   readonly #tokenNonce = randomBytes(12).toString('base64url');
+  readonly #keysByScope = new Map<string, readonly [string, string, string, string]>();
   #tokenSeq = 0;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
@@ -328,7 +331,8 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     if (ready !== null) return Promise.reject(ready);
     const scope = `org:${request.organisationId}`;
     const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
-    const keys = [this.keyFor(scope, request.windowStartMs), ...this.#freshnessKeys(scope)];
+    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
+    const keys = [this.keyFor(scope, request.windowStartMs), token, changes, alive, unsettled];
     const args = [
       String(Math.max(1, Math.ceil(request.ttlMs))),
       String(deadlineMs),
@@ -374,9 +378,15 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     }
   }
 
-  /** token, changes, alive, unsettled. */
-  #freshnessKeys(scope: string): [string, string, string, string] {
-    return [`${this.#keyPrefix}:{${scope}}:cc:token`, `${this.#keyPrefix}:{${scope}}:cc:changes`, `${this.#keyPrefix}:cc:alive`, `${this.#keyPrefix}:cc:unsettled`];
+  /** token, changes, alive, unsettled (kept per organisation: the hot path builds no key strings). */
+  #freshnessKeys(scope: string): readonly [string, string, string, string] {
+    let keys = this.#keysByScope.get(scope);
+    if (keys === undefined) {
+      keys = [`${this.#keyPrefix}:{${scope}}:cc:token`, `${this.#keyPrefix}:{${scope}}:cc:changes`, `${this.#keyPrefix}:cc:alive`, `${this.#keyPrefix}:cc:unsettled`];
+      if (this.#keysByScope.size >= KEYS_CACHE_MAX) this.#keysByScope.clear();
+      this.#keysByScope.set(scope, keys);
+    }
+    return keys;
   }
 
   #newToken(): string {

@@ -30,7 +30,7 @@ import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from './deps.js';
 import { COUNTER_TTL_MS, type RateLimiter, type RateScope } from './rate-limit.js';
-import { withTimeout, type Bounded } from './timeout.js';
+import { BoundedCalls, type Bounded } from './timeout.js';
 
 /** Entries kept at most (oldest filled goes first), as the SQLite reader's READ_CACHE_MAX_ENTRIES. */
 export const CREDENTIAL_CACHE_MAX_ENTRIES = 5_000;
@@ -69,6 +69,7 @@ export class CredentialCache {
   private readonly freshness: CredentialFreshness;
   private readonly limiter: RateLimiter;
   private readonly maxEntries: number;
+  private readonly bounded: BoundedCalls;
 
   constructor(
     private readonly deps: Pick<CoreDeps, 'stores' | 'clock' | 'config'>,
@@ -77,6 +78,7 @@ export class CredentialCache {
     this.freshness = options.freshness;
     this.limiter = options.limiter;
     this.maxEntries = options.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES;
+    this.bounded = new BoundedCalls(deps.config.rateCounterTimeoutMs);
   }
 
   /** Entries held now (tests, metrics). */
@@ -158,9 +160,8 @@ export class CredentialCache {
   /** One bounded freshness call; records what it observed, or drops the cache when it failed. */
   private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
-    const outcome = await withTimeout(
-      () => this.freshness.check({ organisationId, tag, count, windowStartMs: window.startMs, ttlMs: COUNTER_TTL_MS }),
-      this.deps.config.rateCounterTimeoutMs,
+    const outcome = await this.bounded.run(() =>
+      this.freshness.check({ organisationId, tag, count, windowStartMs: window.startMs, ttlMs: COUNTER_TTL_MS }),
     );
     if (outcome.kind !== 'value') {
       this.clear();
