@@ -104,11 +104,23 @@ const ALIVE_CHECK = [
   'end',
 ];
 type CheckReply = readonly [number, string, number, number] | number;
-const CHECK_SCRIPT = defineScript({
+const REDIS_NOW = ["local now = redis.call('TIME')", 'now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)'];
+/** A freshness script: five keys and six arguments, as the caller lists them. */
+function freshnessScript<R>(lines: readonly string[], transformReply: (reply: unknown) => R) {
+  return defineScript({
+    SCRIPT: lines.join('\n'),
+    NUMBER_OF_KEYS: 5,
+    parseCommand(parser: CommandParser, keys: readonly RedisArgument[], args: readonly RedisArgument[]) {
+      for (const k of keys) parser.pushKey(k);
+      for (const a of args) parser.push(a);
+    },
+    transformReply,
+  });
+}
+const CHECK_SCRIPT = freshnessScript(
   // KEYS: counter, token, changes, alive, unsettled. ARGV: ttlMs, deadlineMs, tag, mode (a|f|n), new token, bound.
-  SCRIPT: [
-    "local now = redis.call('TIME')",
-    'now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)',
+  [
+    ...REDIS_NOW,
     'if now > tonumber(ARGV[2]) then return -1 end',
     ...ALIVE_CHECK,
     "local token = redis.call('GET', KEYS[2])",
@@ -121,43 +133,24 @@ const CHECK_SCRIPT = defineScript({
     "  if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
     'end',
     'return {count, token, settled and 1 or 0, fresh and 1 or 0}',
-  ].join('\n'),
-  NUMBER_OF_KEYS: 5,
-  parseCommand(parser: CommandParser, keys: readonly RedisArgument[], args: readonly RedisArgument[]) {
-    for (const k of keys) parser.pushKey(k);
-    for (const a of args) parser.push(a);
-  },
-  transformReply: (reply: unknown): CheckReply => reply as CheckReply,
-});
-const BEGIN_SCRIPT = defineScript({
+  ],
+  (reply: unknown): CheckReply => reply as CheckReply,
+);
+const BEGIN_SCRIPT = freshnessScript(
   // KEYS: token, changes, (unused), alive, unsettled. ARGV: change id, new token, (unused), (unused), (unused), bound.
-  SCRIPT: [
-    "local now = redis.call('TIME')",
-    'now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)',
+  [
+    ...REDIS_NOW,
     ...ALIVE_CHECK,
     "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)",
     "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[6]), ARGV[1])",
     "redis.call('PEXPIRE', KEYS[2], ARGV[6])",
     "redis.call('SET', KEYS[1], ARGV[2])",
     'return 1',
-  ].join('\n'),
-  NUMBER_OF_KEYS: 5,
-  parseCommand(parser: CommandParser, keys: readonly RedisArgument[], args: readonly RedisArgument[]) {
-    for (const k of keys) parser.pushKey(k);
-    for (const a of args) parser.push(a);
-  },
-  transformReply: (reply: unknown): number => Number(reply),
-});
-const END_SCRIPT = defineScript({
-  // Same keys and arguments as BEGIN_SCRIPT.
-  SCRIPT: [...ALIVE_CHECK, "redis.call('SET', KEYS[1], ARGV[2])", "redis.call('ZREM', KEYS[2], ARGV[1])", 'return 1'].join('\n'),
-  NUMBER_OF_KEYS: 5,
-  parseCommand(parser: CommandParser, keys: readonly RedisArgument[], args: readonly RedisArgument[]) {
-    for (const k of keys) parser.pushKey(k);
-    for (const a of args) parser.push(a);
-  },
-  transformReply: (reply: unknown): number => Number(reply),
-});
+  ],
+  Number,
+);
+// Same keys and arguments as BEGIN_SCRIPT.
+const END_SCRIPT = freshnessScript([...ALIVE_CHECK, "redis.call('SET', KEYS[1], ARGV[2])", "redis.call('ZREM', KEYS[2], ARGV[1])", 'return 1'], Number);
 const MODE = { always: 'a', 'if-fresh': 'f', never: 'n' } as const;
 /** Organisations whose freshness key names are kept (then the map starts over). */
 const KEYS_CACHE_MAX = 10_000;

@@ -9,8 +9,7 @@
 import { expect } from 'chai';
 import { FRESHNESS_SCRIPT_SHA1 } from '@cos/limiter-redis';
 import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { createSqlStore } from '@cos/store-sql';
-import { randomBytes } from 'node:crypto';
+import { databaseTargets } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
 import { RedisServer, redisServerAvailable } from '../support/redis-server.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -52,32 +51,18 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
   let ownerKey: string;
 
   before(async function () {
-    const pg = postgresUrl();
-    if (pg === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
+    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
       this.skip();
       return;
     }
     await ensureBuilt();
     redis = await RedisServer.start();
     proxy = await new TcpProxy('127.0.0.1', redis.port).listen();
-    const name = `cos_cc_${randomBytes(6).toString('hex')}`;
-    const admin = createSqlStore({ databaseUrl: pg, poolMax: 1, statementTimeoutMs: 60_000 });
-    try {
-      await admin.knex.raw(`CREATE DATABASE ${name}`);
-    } finally {
-      await admin.close();
-    }
-    const url = new URL(pg);
-    url.pathname = `/${name}`;
-    databaseUrl = url.toString();
-    dropDatabase = async () => {
-      const d = createSqlStore({ databaseUrl: pg, poolMax: 1, statementTimeoutMs: 60_000 });
-      try {
-        await d.knex.raw(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await d.close();
-      }
-    };
+    const target = databaseTargets().find((t) => t.name === 'Postgres');
+    if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
+    const db = await target.create();
+    databaseUrl = db.databaseUrl;
+    dropDatabase = () => db.drop();
     work = tempDir('cos-cc-');
     env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' };
     await cliJson(['migrate'], env, work.dir);
