@@ -23,8 +23,9 @@ export { Organisations, type CreateOrganisationOptions } from './use-cases/organ
 export { Members } from './use-cases/members.js';
 export { ApiKeys, type IssuedKey } from './use-cases/api-keys.js';
 export { Authenticator, type Admitted } from './use-cases/authenticate.js';
-export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission } from './use-cases/credential-cache.js';
-export { CREDENTIAL_WRITES, FENCE_UNAVAILABLE_MESSAGE } from './use-cases/credential-fence.js';
+export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheOptions } from './use-cases/credential-cache.js';
+export type { Bounded } from './use-cases/timeout.js';
+export { CREDENTIAL_WRITES, FENCE_UNAVAILABLE_MESSAGE, FENCE_UNCONFIRMED_MESSAGE } from './use-cases/credential-fence.js';
 export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
 export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';

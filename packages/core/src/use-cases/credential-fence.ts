@@ -58,8 +58,12 @@ function warn(options: FenceOptions, reason: string, message: string): void {
   options.logger.warn({ component: 'credential-fence', reason }, message);
 }
 
+/** 503 before anything was written: the change could not be registered in the shared counter store. */
 export const FENCE_UNAVAILABLE_MESSAGE =
-  'The change could not be confirmed to every instance (the shared counter store is unreachable); retry with exponential backoff';
+  'The change could not be confirmed to every instance (the shared counter store is unreachable); nothing was changed; retry with exponential backoff';
+/** 503 after the commit: the change is made, but its end could not be announced; repeating it is safe. */
+export const FENCE_UNCONFIRMED_MESSAGE =
+  'The change was made but could not be confirmed to every instance (the shared counter store is unreachable); repeat it with exponential backoff to confirm';
 
 /** One unit of work's (or one outer call's) set of organisations being changed. */
 class Change {
@@ -170,7 +174,7 @@ export class FencedUnitOfWork implements UnitOfWork {
       if (!change.empty) await change.end();
       throw error;
     }
-    if (!change.empty && !(await change.end()) && this.options.strict) throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE);
+    if (!change.empty && !(await change.end()) && this.options.strict) throw new UnavailableError(FENCE_UNCONFIRMED_MESSAGE);
     return result;
   }
 }
@@ -190,7 +194,7 @@ export function fenceOuterStores(stores: Stores, options: FenceOptions): Stores 
       await change.end();
       throw error;
     }
-    if (!(await change.end()) && options.strict) throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE);
+    if (!(await change.end()) && options.strict) throw new UnavailableError(FENCE_UNCONFIRMED_MESSAGE);
     return result;
   });
 }

@@ -193,6 +193,28 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     expect(problems).to.deep.equal([]);
   });
 
+  it('the CLI is a writer too: `cos-admin key revoke` with the same REDIS_URL is seen at once by both instances; with Redis unreachable it refuses and changes nothing', async () => {
+    const { id, key } = await issueKey('cli');
+    const traffic = load(key);
+    try {
+      await until200s(traffic.shots);
+      const dead = await cliJson(['key', 'revoke', orgId, id], { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` }, work.dir).then(
+        () => 'revoked',
+        (e: Error) => e.message,
+      );
+      expect(dead).to.match(/Redis \(REDIS_URL\) is unreachable/);
+      expect((await b.call('GET', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey })).json<{ revoked_at: string | null }>().revoked_at).to.equal(null);
+      await cliJson(['key', 'revoke', orgId, id], env, work.dir);
+      const answered = performance.now();
+      await sleep(20);
+      await traffic.stop();
+      expect(traffic.shots.filter((s) => s.sentAt > answered && s.status !== 401).map((s) => `${s.instance} ${s.status}`)).to.deep.equal([]);
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, key)).status).to.equal(401);
+    } finally {
+      await traffic.stop();
+    }
+  });
+
   it('Redis killed, restarted, frozen, thawed, FLUSHALL and SCRIPT FLUSH under load with revocations: no stale answer, bounded latency, recovery without restart', async function () {
     this.timeout(180_000);
     const problems: string[] = [];
