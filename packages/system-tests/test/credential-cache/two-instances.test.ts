@@ -40,6 +40,7 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
   this.timeout(300_000);
   let redis: RedisServer;
   let proxy: TcpProxy;
+  let pgProxy: TcpProxy;
   let databaseUrl: string;
   let dropDatabase: (() => Promise<void>) | undefined;
   let work: { dir: string; remove(): void };
@@ -73,19 +74,28 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     viaProxy.port = String(proxy.port);
     // LOG_LEVEL=warn keeps the access log quiet, so the start-up line is not printed either: fixed
     // ports, and ready once /v1/health answers.
+    // B reaches Postgres through a proxy that counts bytes: the test can see B serve from its cache.
+    const pgTarget = new URL(databaseUrl);
+    pgProxy = await new TcpProxy(pgTarget.hostname || '127.0.0.1', Number(pgTarget.port || 5432)).listen();
+    const pgViaProxy = new URL(databaseUrl);
+    pgViaProxy.hostname = '127.0.0.1';
+    pgViaProxy.port = String(pgProxy.port);
     const [portA, portB] = [await freePort(), await freePort()];
     servers.push(startServe([], { ...env, PORT: String(portA), REDIS_URL: viaProxy.toString() }, work.dir));
-    servers.push(startServe([], { ...env, PORT: String(portB) }, work.dir));
+    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgViaProxy.toString() }, work.dir));
     a = new Client(`http://127.0.0.1:${portA}`);
     b = new Client(`http://127.0.0.1:${portB}`);
     for (const c of [a, b]) await until(async () => (await c.call('GET', '/v1/health').catch(() => null))?.status === 200, 15_000, 'serve to answer');
-    // A fresh Redis answers "not settled" for its change bound (10 s): nothing is cached before.
+    // A fresh Redis answers "not settled" for its change bound (10 s) from the first call on: make
+    // that call, then wait the bound out, or nothing would be cached during the tests.
+    for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
     await sleep(10_500);
   });
 
   after(async () => {
     for (const s of servers) s.kill();
     await proxy?.close();
+    await pgProxy?.close();
     await redis?.kill();
     await dropDatabase?.();
     work?.remove();
@@ -136,14 +146,29 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     }
   }
 
-  it(`C-36: a key revoked on one instance is 401 on both for every request sent after the 204, under load of that key on both (${REPETITIONS} times)`, async () => {
+  it('the cache is in use: a warm key is answered without a byte to Postgres, by its one Redis call', async () => {
+    for (let n = 0; n < 5; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+    const before = pgProxy.bytesFromClients;
+    for (let n = 0; n < 50; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+    expect(pgProxy.bytesFromClients - before, 'bytes sent to Postgres for 50 cached requests').to.equal(0);
+  });
+
+  it(`C-36: a key revoked on one instance is 401 on both for every request sent after the 204, under load of that key on both or with it idle in both caches (${REPETITIONS} times)`, async () => {
     const problems: string[] = [];
     let checked = 0;
+    let uncached = 0;
     for (let i = 0; i < REPETITIONS; i++) {
       const { id, key } = await issueKey(`rev-${i}`);
       const traffic = load(key);
       try {
         await until200s(traffic.shots);
+        // B answers this key from its cache before the revocation (not from a store read each time).
+        const pgBytes = pgProxy.bytesFromClients;
+        await sleep(30);
+        if (pgProxy.bytesFromClients !== pgBytes) uncached++;
+        // Every other pair of repetitions the key is idle while it is revoked: then no request
+        // during the change has dropped the entries, and the very next one must see it by the token.
+        if (Math.floor(i / 2) % 2 === 1) await traffic.stop();
         const revoker = i % 2 === 0 ? a : b;
         const r = await revoker.call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
         const answered = performance.now();
@@ -162,11 +187,12 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
         await traffic.stop();
       }
     }
-    console.log(`      ${REPETITIONS} revocations, ${checked} requests sent after a 204 checked`);
+    console.log(`      ${REPETITIONS} revocations, ${checked} requests sent after a 204 checked; B read Postgres under load in ${uncached} of them`);
     expect(problems).to.deep.equal([]);
+    expect(uncached, 'repetitions in which B did not serve the key from its cache').to.be.lessThan(REPETITIONS / 2);
   });
 
-  it(`C-57: an organisation renamed on one instance is served renamed by both for every request sent after the answer (${REPETITIONS} times)`, async () => {
+  it(`C-57: an organisation renamed on one instance is served renamed by both for every request sent after the answer, under load and idle (${REPETITIONS} + ${REPETITIONS / 4} times)`, async () => {
     const { key } = await issueKey('rename');
     const traffic = load(key);
     const problems: string[] = [];
@@ -188,6 +214,17 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
       }
     } finally {
       await traffic.stop();
+    }
+    // And with the key idle in both caches while the organisation is renamed.
+    for (let i = 0; i < REPETITIONS / 4; i++) {
+      const name = `Idle rename ${i}`;
+      for (let w = 0; w < 3; w++) for (const inst of ['A', 'B'] as const) await getOrg(inst, key);
+      const r = await (i % 2 === 0 ? a : b).call('PATCH', `/v1/organisations/${orgId}`, { key: ownerKey, body: { name } });
+      expect(r.status, r.text).to.equal(200);
+      for (const inst of ['A', 'B'] as const) {
+        const seen = (await getOrg(inst, key)).json<{ name: string }>().name;
+        if (seen !== name) problems.push(`idle rename ${i}: ${inst} answered ${seen}`);
+      }
     }
     console.log(`      ${REPETITIONS} renames, ${checked} requests sent after the answer checked`);
     expect(problems).to.deep.equal([]);
@@ -298,6 +335,11 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
       expect(r.status).to.equal(200);
       expect(Number(r.headers.get('x-ratelimit-remaining'))).to.be.lessThan(Number(r.headers.get('x-ratelimit-limit')));
     }
+    // And B's cache works again by itself: warm, then no byte to Postgres.
+    for (let n = 0; n < 5; n++) await getOrg('B', ownerKey);
+    const before = pgProxy.bytesFromClients;
+    for (let n = 0; n < 20; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+    expect(pgProxy.bytesFromClients - before, 'bytes to Postgres once Redis is back').to.equal(0);
   });
 
   it('partition: instance A reaches Postgres but not Redis; a revocation through A is refused (503, nothing changes) and B keeps the truth; once A reaches Redis again the revocation is 204 and B answers 401 at once', async () => {
