@@ -3,7 +3,7 @@
 //
 //   pnpm bench                         full run (~6-9 min), rewrites the figures in docs/performance.md
 //   pnpm bench -- --quick --dry        smoke run (~1-2 min, small data sets), writes nothing
-//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, b, b' (or b-off), p, c, d, e, g; f comes with them)
+//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, b, b' (or b-off), p, c, d, e, g; f comes with them)
 //
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { alternate, median } from './lib/alternate.mjs';
 import { checkPostgres, checkRedis, createScratchDatabase, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from './lib/infra.mjs';
 import { detectLoadGenerator, runLoad } from './lib/load.mjs';
-import { cosAdmin, cpuProfilesIn, startBaseline, startService } from './lib/procs.mjs';
+import { cosAdmin, cpuProfilesIn, freePort, startBaseline, startService } from './lib/procs.mjs';
 import { summariseProfile } from './lib/profile.mjs';
 import { renderFigures, writeFigures } from './lib/report.mjs';
 import { CLI_MAIN, ROOT } from './lib/resolve.mjs';
@@ -68,12 +68,12 @@ const settings = {
   pageLimit: 20,
   cliRuns: opt.quick ? 3 : 10,
 };
-const ALL = ['a', 'a-info', 'b', 'b-off', 'p', 'c', 'd', 'e', 'g'];
+const ALL = ['a', 'a-info', 'a-metrics', 'b', 'b-off', 'p', 'c', 'd', 'e', 'g'];
 const only = opt.only ? new Set(opt.only.split(',').map((s) => (s.trim() === "b'" ? 'b-off' : s.trim()))) : new Set(ALL);
 for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--only: unknown scenario ${id} (know ${ALL.join(', ')})`);
 const writeDocs = !opt.dry && (!opt.quick || opt.write);
 const RAISED = '1000000000';
-const TARGET = { a: 0.75, aP99: 2, b: 0.6, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
 const P_TARGET = "none (C-36: no 200 on B after A's 204)";
 
 const started = Date.now();
@@ -341,6 +341,37 @@ try {
     }
     recordMemory('(a) info log', svc);
     await stop(svc);
+  }
+
+  if (want('a-metrics')) {
+    // The cost of the Metrics port on the hot path: (a) with OPS_PORT set (prom-client counts every
+    // request, decision and failure) against the same service without it, side by side.
+    const s = newScenario('a-metrics', '(a) with metrics on (OPS_PORT set)', 'metrics on', 'metrics off', `≥ ${TARGET.aMetrics} ×`);
+    const opsPort = await freePort();
+    const on = await start('service', embedded('a-metrics', { OPS_PORT: String(opsPort) }));
+    const off = await start('service', embedded('a-metrics-off'));
+    const metricsUrl = `http://127.0.0.1:${opsPort}/metrics`;
+    const served = async () => {
+      const text = (await getJson(metricsUrl)).text;
+      const line = text.split('\n').find((l) => l.startsWith('cos_http_requests_total{') && l.includes('route="/v1/organisations/:org_id"') && l.includes('status="200"'));
+      return line === undefined ? 0 : Number(line.split(' ').pop());
+    };
+    try {
+      await preflight(`${on.base}${orgPath}`, tenantAuth, 200, '(a-metrics) GET organisation');
+      if ((await served()) !== 1) throw new Error('(a-metrics) /metrics does not count the pre-flight request');
+      await measure(s, {
+        a: { label: 'service, metrics on', url: `${on.base}${orgPath}`, authorization: tenantAuth, process: on },
+        b: { label: 'service, metrics off', url: `${off.base}${orgPath}`, authorization: tenantAuth, process: off },
+        target: TARGET.aMetrics,
+        profileWith: embedded('a-metrics-prof', { OPS_PORT: String(await freePort()) }),
+      });
+      s.notes.push(`${(await served()).toLocaleString('en-US')} requests counted in cos_http_requests_total by the end (warm-up included); /metrics was read twice, not scraped during the runs`);
+    } catch (err) {
+      s.failed ??= err.message;
+    }
+    recordMemory('(a) metrics on', on);
+    await stop(on);
+    await stop(off);
   }
 
   if (want('c')) {

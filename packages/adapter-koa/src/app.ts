@@ -8,7 +8,7 @@
  *             rate limit (429) -> route: core authorise (403) -> body, if the route takes one
  *             (415/413/400) -> use case (403 -> 400 -> 404/409/...) ->
  *   error response (errors.ts, the one table) -> rate-limit headers on every response ->
- *   one access-log line.
+ *   one access-log line and one observation for the Metrics port (core.metrics).
  */
 import Koa from 'koa';
 import type { Core, Logger } from '@cos/core';
@@ -18,6 +18,7 @@ import { createRequestLogger } from './middleware/access-log.js';
 import { authenticateStep } from './middleware/authenticate.js';
 import { createDispatch } from './middleware/dispatch.js';
 import { createErrorResponder, createRateLimitResponder } from './middleware/errors.js';
+import { createRequestObserver } from './middleware/metrics.js';
 import { createRateHeaderWriter } from './middleware/rate-limit-headers.js';
 import { rateLimitSteps } from './middleware/rate-limit.js';
 import { beginRequest } from './middleware/request-id.js';
@@ -87,6 +88,8 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
   const respondWithError = createErrorResponder(errorsUrl);
   const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
   const logRequest = createRequestLogger(logger);
+  // `core.metrics` may be absent on a Core from an older copy of @cos/core.
+  const observe = createRequestObserver((core as Partial<Core>).metrics);
 
   // The middleware order of the architecture, as one function (no per-request composition):
   // request id -> [dispatch -> error response] -> rate-limit headers -> access log.
@@ -103,6 +106,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
       writeRateHeaders(ctx, state);
     } finally {
       logRequest(ctx, state);
+      observe?.(ctx, state);
     }
   };
 }

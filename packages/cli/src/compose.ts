@@ -14,6 +14,7 @@ import {
   type CoreConfig,
   type CredentialFreshness,
   type Logger,
+  type Metrics,
   type Random,
   type RateCounter,
   type ScannerKeySet,
@@ -56,13 +57,24 @@ export interface HttpApp {
 }
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
-export function createStore(config: AppConfig, logger: Logger, poolMax?: number): SqlStore {
+export function createStore(config: AppConfig, logger: Logger, poolMax?: number, metrics?: Metrics): SqlStore {
   return createSqlStore({
     databaseUrl: config.databaseUrl,
     logger,
     preparedStatements: config.databasePreparedStatements,
     ...(poolMax !== undefined ? { poolMax } : {}),
+    ...(metrics !== undefined ? { metrics } : {}),
   });
+}
+
+/**
+ * Prometheus metrics when the operations listener is on (OPS_PORT set; prom-client is imported
+ * then only), else null: nobody could read them, and the core keeps its no-op port.
+ */
+export async function createMetrics(config: AppConfig): Promise<import('./metrics.js').PrometheusMetrics | null> {
+  if (config.opsPort === null) return null;
+  const { createPrometheusMetrics } = await import('./metrics.js');
+  return createPrometheusMetrics();
 }
 
 /** Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). */
@@ -99,6 +111,7 @@ export interface CorePorts {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  readonly metrics?: Metrics;
   readonly config: Partial<CoreConfig>;
   /** See LimiterHandle.freshness. */
   readonly freshness?: CredentialFreshness | null;
@@ -116,6 +129,7 @@ export function composeCore(ports: CorePorts): Core {
     clock: ports.clock,
     random: ports.random,
     logger: ports.logger,
+    ...(ports.metrics !== undefined ? { metrics: ports.metrics } : {}),
     config: ports.config,
   });
 }
@@ -151,8 +165,9 @@ export { coreConfigOf };
 export async function createWebhookDelivery(
   store: SqlStore,
   config: AppConfig,
-  ports: { readonly clock: Clock; readonly random: Random; readonly logger: Logger },
+  ports: { readonly clock: Clock; readonly random: Random; readonly logger: Logger; readonly metrics?: Metrics },
 ): Promise<WebhookDelivery> {
+  const metrics = ports.metrics;
   const { createWebhookSender } = await import('@cos/webhook-sender');
   return new WebhookDelivery({
     stores: store.stores,
@@ -160,6 +175,7 @@ export async function createWebhookDelivery(
     clock: ports.clock,
     random: ports.random,
     logger: ports.logger,
+    ...(metrics !== undefined ? { onAttempt: (result: 'delivered' | 'retry' | 'failed') => metrics.webhookDelivery(result) } : {}),
     options: {
       timeoutMs: config.webhookTimeoutMs,
       maxAttempts: config.webhookMaxAttempts,

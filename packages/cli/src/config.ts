@@ -49,6 +49,9 @@ export interface AppConfig {
    * the store. Without REDIS_URL or on SQLite it has no effect.
    */
   readonly credentialCache: boolean;
+  /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
+  readonly opsPort: number | null;
+  readonly opsHost: string;
 }
 
 /** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
@@ -76,6 +79,8 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
     default: 'on',
     meaning: 'Postgres + REDIS_URL: keys cached in memory, confirmed fresh in the Redis call that counts each request; credential writes answer 503 while Redis is unreachable; off: every request reads Postgres',
   },
+  { variable: 'OPS_PORT', default: 'unset', meaning: 'unset: no operations listener; set: serve also answers GET /livez, /readyz and /metrics (Prometheus) on this port (0: any free port), without key or rate limit' },
+  { variable: 'OPS_HOST', default: '127.0.0.1', meaning: 'listen address of the operations listener' },
 ];
 
 export class ConfigError extends Error {
@@ -124,6 +129,27 @@ function url(name: string, protocols: readonly string[], what: string) {
   );
 }
 
+function host(name: string) {
+  return z
+    .string()
+    .default('127.0.0.1')
+    .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: `${name} must be a host name or an IP address` });
+}
+
+/** Unset stays null (off); a value is validated by `inner` (whose default then never applies). */
+function optional<T>(inner: z.ZodType<T, string | undefined>) {
+  return z
+    .string()
+    .optional()
+    .transform((s, ctx): T | null => {
+      if (s === undefined) return null;
+      const parsed = inner.safeParse(s);
+      if (parsed.success) return parsed.data;
+      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message });
+      return z.NEVER;
+    });
+}
+
 const schema = z.object({
   DATABASE_URL: z
     .string()
@@ -137,10 +163,7 @@ const schema = z.object({
     }),
   REDIS_URL: url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)')
     .optional(),
-  HOST: z
-    .string()
-    .default('127.0.0.1')
-    .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: 'HOST must be a host name or an IP address' }),
+  HOST: host('HOST'),
   PORT: int('PORT', 3000, 0, 65535),
   RATE_LIMIT_PER_MINUTE: int('RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
   UNAUTH_RATE_LIMIT_PER_MINUTE: int('UNAUTH_RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
@@ -167,6 +190,8 @@ const schema = z.object({
     .default('on')
     .transform((s) => s.trim().toLowerCase())
     .refine((s) => s === 'on' || s === 'off', { message: 'CREDENTIAL_CACHE must be on or off' }),
+  OPS_PORT: optional(int('OPS_PORT', 0, 0, 65535)),
+  OPS_HOST: host('OPS_HOST'),
 });
 
 export interface LoadConfigOptions {
@@ -222,6 +247,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
     credentialCache: v.CREDENTIAL_CACHE === 'on',
+    opsPort: v.OPS_PORT,
+    opsHost: v.OPS_HOST,
   });
 }
 

@@ -8,6 +8,7 @@ import { Container } from 'inversify';
 import {
   createCore,
   cryptoRandom,
+  noopMetrics,
   systemClock,
   TOKENS,
   type Clock,
@@ -16,6 +17,7 @@ import {
   type CredentialFreshness,
   type HealthProbe,
   type Logger,
+  type Metrics,
   type Random,
   type RateCounter,
   type Stores,
@@ -27,12 +29,14 @@ import {
   coreConfigOf,
   createHttpApp,
   createLimiter,
+  createMetrics,
   createStore,
   createWebhookDelivery,
   type HttpApp,
   type LimiterHandle,
 } from './compose.js';
 import type { AppConfig } from './config.js';
+import type { PrometheusMetrics } from './metrics.js';
 import { createLogger } from './logger.js';
 import { ScannerKeyFile } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
@@ -51,6 +55,8 @@ export const CLI_TOKENS = Object.freeze({
   ScannerKeys: Symbol.for('cos.cli.ScannerKeys'),
   /** The webhook outbox's sender (WebhookDelivery): resolve with `getAsync`; `serve` starts it. */
   WebhookDelivery: Symbol.for('cos.cli.WebhookDelivery'),
+  /** PrometheusMetrics when OPS_PORT is set (the operations listener's /metrics), else null. */
+  PrometheusMetrics: Symbol.for('cos.cli.PrometheusMetrics'),
 });
 
 export interface ContainerOverrides {
@@ -64,6 +70,8 @@ export interface ContainerOverrides {
   readonly poolMax?: number;
   /** With `counter`: the credential freshness to use with it (default none). */
   readonly freshness?: CredentialFreshness;
+  /** Default: Prometheus metrics when OPS_PORT is set, else none (noopMetrics). */
+  readonly metrics?: Metrics;
 }
 
 /**
@@ -75,7 +83,10 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   const clock = overrides.clock ?? systemClock;
   // Before anything connects: a key file that does not parse stops the start with one line.
   const scannerKeys = config.secretScanningPublicKeys === null ? null : ScannerKeyFile.load(config.secretScanningPublicKeys);
-  const store = createStore(config, logger, overrides.poolMax);
+  const prometheus = overrides.metrics === undefined ? await createMetrics(config) : null;
+  const metrics: Metrics = overrides.metrics ?? prometheus ?? noopMetrics;
+  const store = createStore(config, logger, overrides.poolMax, metrics === noopMetrics ? undefined : metrics);
+  prometheus?.observeOutbox(() => store.stores.outbox.countPending());
   let limiter: LimiterHandle;
   try {
     limiter =
@@ -98,6 +109,8 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   container.bind<SqlStore>(CLI_TOKENS.SqlStore).toConstantValue(store);
   container.bind<LimiterHandle>(CLI_TOKENS.Limiter).toConstantValue(limiter);
   container.bind<ScannerKeyFile | null>(CLI_TOKENS.ScannerKeys).toConstantValue(scannerKeys);
+  container.bind<PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics).toConstantValue(prometheus);
+  container.bind<Metrics>(TOKENS.Metrics).toConstantValue(metrics);
 
   container.bind<Logger>(TOKENS.Logger).toConstantValue(logger);
   container.bind<Clock>(TOKENS.Clock).toConstantValue(clock);
@@ -120,6 +133,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         random: Random,
         log: Logger,
         cfg: Partial<CoreConfig>,
+        meter: Metrics,
         limiter: LimiterHandle,
         app: AppConfig,
       ) =>
@@ -132,6 +146,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
           random,
           logger: log,
           config: cfg,
+          metrics: meter,
           ...(limiter.freshness !== null ? { freshness: limiter.freshness, credentialCache: app.credentialCache } : {}),
         }),
       [
@@ -143,6 +158,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         TOKENS.Random,
         TOKENS.Logger,
         TOKENS.Config,
+        TOKENS.Metrics,
         CLI_TOKENS.Limiter,
         CLI_TOKENS.AppConfig,
       ],
@@ -158,8 +174,9 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   container
     .bind<WebhookDelivery>(CLI_TOKENS.WebhookDelivery)
     .toResolvedValue(
-      (s: SqlStore, cfg: AppConfig, clk: Clock, random: Random, log: Logger) => createWebhookDelivery(s, cfg, { clock: clk, random, logger: log }),
-      [CLI_TOKENS.SqlStore, CLI_TOKENS.AppConfig, TOKENS.Clock, TOKENS.Random, TOKENS.Logger],
+      (s: SqlStore, cfg: AppConfig, clk: Clock, random: Random, log: Logger, meter: Metrics) =>
+        createWebhookDelivery(s, cfg, { clock: clk, random, logger: log, metrics: meter }),
+      [CLI_TOKENS.SqlStore, CLI_TOKENS.AppConfig, TOKENS.Clock, TOKENS.Random, TOKENS.Logger, TOKENS.Metrics],
     );
 
   return container;

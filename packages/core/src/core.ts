@@ -3,10 +3,11 @@ import type { Clock } from './ports/clock.js';
 import type { CredentialFreshness } from './ports/credential-freshness.js';
 import type { HealthProbe } from './ports/health-probe.js';
 import type { Logger } from './ports/logger.js';
+import type { Metrics } from './ports/metrics.js';
 import type { Random } from './ports/random.js';
 import type { RateCounter } from './ports/rate-counter.js';
 import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
-import { systemClock, cryptoRandom, silentLogger } from './defaults.js';
+import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
 import { Authenticator } from './use-cases/authenticate.js';
@@ -39,6 +40,8 @@ export interface Core {
   /** The webhook outbox (operator). */
   readonly notifications: Notifications;
   readonly clock: Clock;
+  /** Where the HTTP adapter reports its requests (the port the use cases report to). */
+  readonly metrics: Metrics;
   readonly config: CoreConfig;
 }
 
@@ -50,6 +53,7 @@ export interface CreateCoreOptions {
   readonly clock?: Clock;
   readonly random?: Random;
   readonly logger?: Logger;
+  readonly metrics?: Metrics;
   readonly config?: Partial<CoreConfig>;
   /**
    * The shared counter store's freshness tokens (Redis; issue 14). Given: every credential write is
@@ -68,7 +72,7 @@ export interface CreateCoreOptions {
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
 const FENCE_TIMEOUT_FLOOR_MS = 250;
 
-/** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger. */
+/** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger, no metrics. */
 export function createCore(options: CreateCoreOptions): Core {
   const config = { ...DEFAULT_CORE_CONFIG, ...options.config };
   const random = options.random ?? cryptoRandom;
@@ -87,6 +91,7 @@ export function createCore(options: CreateCoreOptions): Core {
     clock: options.clock ?? systemClock,
     random,
     logger,
+    metrics: options.metrics ?? noopMetrics,
     config,
   };
   const rateLimiter = new RateLimiter(deps);
@@ -111,6 +116,7 @@ export function createCore(options: CreateCoreOptions): Core {
     webhooks: new Webhooks(deps),
     notifications: new Notifications(deps),
     clock: deps.clock,
+    metrics: deps.metrics,
     config: deps.config,
   };
 }

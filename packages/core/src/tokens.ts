@@ -8,5 +8,6 @@ export const TOKENS = Object.freeze({
   UnitOfWork: Symbol.for('cos.UnitOfWork'),
   HealthProbe: Symbol.for('cos.HealthProbe'),
   RateCounter: Symbol.for('cos.RateCounter'),
+  Metrics: Symbol.for('cos.Metrics'),
   Core: Symbol.for('cos.Core'),
 });

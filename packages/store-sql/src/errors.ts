@@ -7,7 +7,7 @@
  * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
  */
 import { ConflictError, isDomainError, NotFoundError, UnavailableError } from '@cos/core';
-import type { ErrorDetail, Logger } from '@cos/core';
+import type { ErrorDetail, Logger, Metrics } from '@cos/core';
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
@@ -121,11 +121,17 @@ export function conflictFor(target: UniqueTarget): ConflictError {
 
 const WARN_INTERVAL_MS = 10_000;
 
-/** Translates driver errors; logs "store unavailable" at most once per 10 s while it stays down. */
+/**
+ * Translates driver errors; logs "store unavailable" at most once per 10 s while it stays down, and
+ * counts every such error (Metrics.storeError).
+ */
 export class ErrorTranslator {
   private lastWarnAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly logger: Logger | undefined) {}
+  constructor(
+    private readonly logger: Logger | undefined,
+    private readonly metrics?: Pick<Metrics, 'storeError'>,
+  ) {}
 
   translate(e: unknown): unknown {
     if (isDomainError(e)) return e;
@@ -134,6 +140,7 @@ export class ErrorTranslator {
     if (unique !== null) return conflictFor(unique);
     if (isForeignKeyViolation(err)) return new NotFoundError('Organisation not found');
     if (isUnavailable(e)) {
+      this.metrics?.storeError();
       this.warn(err);
       return new UnavailableError('The store is unavailable; retry with exponential backoff', { cause: e });
     }

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { HealthProbe, Logger, Stores, UnitOfWork } from '@cos/core';
+import type { HealthProbe, Logger, Metrics, Stores, UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
 import { ErrorTranslator } from './errors.js';
@@ -34,6 +34,8 @@ export interface SqlStoreConfig {
    */
   readonly preparedStatements?: boolean;
   readonly logger?: Logger;
+  /** Told of every call that failed because the store was unreachable or too slow (default: nobody). */
+  readonly metrics?: Pick<Metrics, 'storeError'>;
 }
 
 /** A store over one database. Also satisfies StoreHarness from @cos/core/testing. */
@@ -53,6 +55,7 @@ export interface SqlStore {
 
 export interface SqlStoreFromKnexOptions {
   readonly logger?: Logger;
+  readonly metrics?: Pick<Metrics, 'storeError'>;
   /** Destroy the knex instance on close(). Default false: the host service owns its knex. */
   readonly destroyOnClose?: boolean;
 }
@@ -182,6 +185,7 @@ interface StoreParts {
   readonly knex: Knex;
   readonly dialect: SqlDialect;
   readonly logger: Logger | undefined;
+  readonly metrics?: Pick<Metrics, 'storeError'> | undefined;
   readonly destroyOnClose: boolean;
   /** Knex used for migrations (Postgres from a URL: one without statement timeouts). */
   readonly migrationKnex?: () => Knex;
@@ -193,7 +197,7 @@ interface StoreParts {
 
 function buildStore(parts: StoreParts): SqlStore {
   const { knex, dialect } = parts;
-  const errors = new ErrorTranslator(parts.logger);
+  const errors = new ErrorTranslator(parts.logger, parts.metrics);
   const { reader, direct } = parts;
   const stores = createStores({
     db: knex,
@@ -258,6 +262,7 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
       knex: knexFactory(sqliteKnexConfig(parsed, timeoutMs, config.logger)),
       dialect: 'sqlite',
       logger: config.logger,
+      metrics: config.metrics,
       destroyOnClose: true,
       // A file only: ':memory:' is a database per connection, so a second connection would see another one.
       ...(parsed.memory ? {} : { reader: new SqliteReadConnection(parsed.filename, Math.max(0, Math.floor(timeoutMs))) }),
@@ -274,6 +279,7 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
     ...(direct !== undefined ? { direct } : {}),
     dialect: 'postgres',
     logger: config.logger,
+    metrics: config.metrics,
     destroyOnClose: true,
     // DDL may legitimately run longer than one request's statement timeout.
     migrationKnex: () =>
@@ -291,6 +297,7 @@ export function createSqlStoreFromKnex(knex: Knex, options: SqlStoreFromKnexOpti
     knex,
     dialect: dialectOfKnex(knex),
     logger: options.logger,
+    metrics: options.metrics,
     destroyOnClose: options.destroyOnClose ?? false,
   });
 }

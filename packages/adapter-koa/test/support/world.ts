@@ -5,7 +5,7 @@
  * operator would (no hand-made records).
  */
 import type Koa from 'koa';
-import { OPERATOR, type CoreConfig, type RateCounter } from '@cos/core';
+import { OPERATOR, type CoreConfig, type Metrics, type RateCounter } from '@cos/core';
 import { CapturingLogger, createTestCore, type TestCore } from '@cos/core/testing';
 import { createKoaApp, type HttpOptions } from '@cos/adapter-koa';
 import type { StoreHarness } from '@cos/core/testing';
@@ -46,6 +46,8 @@ export interface WorldOptions {
   http?: Partial<HttpOptions>;
   store?: StoreHarness;
   counter?: RateCounter;
+  /** The core's Metrics port (default: none). */
+  metrics?: Metrics;
 }
 
 async function tenant(tc: TestCore<RateCounter>, name: string, slug: string, isSystem: boolean): Promise<Tenant> {
@@ -59,6 +61,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     ...(options.config !== undefined ? { config: options.config } : {}),
     ...(options.store !== undefined ? { store: options.store } : {}),
     ...(options.counter !== undefined ? { counter: options.counter } : {}),
+    ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
   });
   const platform = await tenant(tc, 'Platform', 'platform', true);
   const own = await tenant(tc, 'Acme Compliance', 'acme', false);

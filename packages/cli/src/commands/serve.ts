@@ -13,6 +13,8 @@ import { jsonWanted, withJson } from './shared.js';
 const LOG_CLOSE_MS = 1_000;
 /** Beyond the grace period: closing the pools and the log (each bounded on its own). */
 const SHUTDOWN_CLOSE_MS = 3_000;
+/** The operations listener closes after the API: what it still has in flight (a scrape) gets this long. */
+const OPS_CLOSE_MS = 1_000;
 
 interface ServeOptions {
   port?: string;
@@ -40,6 +42,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const { listen } = await import('../server.js');
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
+  let ops: { app: import('../ops-server.js').OpsApp; server: Awaited<ReturnType<typeof listen>> } | undefined;
   let delivery: import('@cos/core').WebhookDelivery | undefined;
   let storeKind = 'unknown';
   try {
@@ -55,12 +58,24 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     }
     const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
     delivery = await container.getAsync<import('@cos/core').WebhookDelivery>(CLI_TOKENS.WebhookDelivery);
-    running = await listen(app, config.host, port, logger).catch((e: unknown) => {
+    const cannotListen = (host: string, p: number, variable: string) => (e: unknown) => {
       const code = (e as { code?: string }).code;
       const why = code === 'EADDRINUSE' ? 'the address is already in use' : describeError(e);
-      throw new CliError(`cannot listen on ${config.host}:${port}: ${why}`);
-    });
+      throw new CliError(`cannot listen on ${host}:${p}${variable}: ${why}`);
+    };
+    // The operations listener first: its probes answer (readyz: 503 "starting") while the API comes up.
+    const prometheus = container.get<import('../metrics.js').PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics);
+    if (config.opsPort !== null && prometheus !== null) {
+      const { createOpsApp } = await import('../ops-server.js');
+      const opsApp = createOpsApp({ health: core.health, metrics: prometheus });
+      // Idle probe connections need no grace at shutdown: probes are short and retried.
+      const opsServer = await listen(opsApp, config.opsHost, config.opsPort, logger, { idleGraceMs: 0 }).catch(cannotListen(config.opsHost, config.opsPort, ' (OPS_HOST, OPS_PORT)'));
+      ops = { app: opsApp, server: opsServer };
+    }
+    running = await listen(app, config.host, port, logger).catch(cannotListen(config.host, port, ''));
+    if (ops !== undefined) ops.app.phase = 'serving';
   } catch (e) {
+    await ops?.server.stop(0).catch(() => undefined);
     await closeContainer(container).catch(() => undefined);
     await logger.close(LOG_CLOSE_MS);
     throw e;
@@ -76,15 +91,19 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     if (signals > 1) {
       logger.warn({ signal }, 'second signal: closing every connection now');
       server.destroyAll();
+      ops?.server.destroyAll();
       return;
     }
     logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
+    // Not ready from now on; the operations listener stays open (livez 200, readyz 503) until the API has drained.
+    if (ops !== undefined) ops.app.phase = 'draining';
     // Whatever hangs (a pool that does not close, stdout that takes nothing), the process ends.
     setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS + SHUTDOWN_CLOSE_MS).unref();
     void (async () => {
       let exitCode = 0;
       try {
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
+        await ops?.server.stop(OPS_CLOSE_MS);
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
       } catch (e) {
@@ -121,6 +140,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       store: storeKind,
       limiter: limiterOf(container).kind,
       secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
+      ops: ops === undefined ? 'off' : ops.server.url,
       version: container.get<string>(CLI_TOKENS.ServiceVersion),
     },
     `cos listening on ${server.url}`,

@@ -51,6 +51,8 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_RETRY_BASE_MS',
   'WEBHOOK_POLL_INTERVAL_MS',
   'CREDENTIAL_CACHE',
+  'OPS_PORT',
+  'OPS_HOST',
 ] as const;
 
 export type Env = Partial<Record<(typeof CONFIG_VARIABLES)[number], string>> & Record<string, string>;

@@ -4,6 +4,7 @@ export type { Clock } from './clock.js';
 export type { HealthProbe } from './health-probe.js';
 export type { Logger, LogLevel } from './logger.js';
 export type { MemberStore } from './member-store.js';
+export type { AuthFailureReason, Metrics, RateLimitOutcome, RateLimitScopeKind, WebhookDeliveryResult } from './metrics.js';
 export type { OrganisationChanges, OrganisationStore } from './organisation-store.js';
 export type { AttemptOutcome, Outbox, OutboxFilter } from './outbox.js';
 export type { KeysetPosition, PageRequest } from './pagination.js';

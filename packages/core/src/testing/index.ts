@@ -10,4 +10,5 @@ export { InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS } from './in-memory-fre
 export { FakeClock, FAKE_CLOCK_START } from './fake-clock.js';
 export { seededRandom } from './seeded-random.js';
 export { CapturingLogger, type LogEntry } from './capturing-logger.js';
+export { RecordingMetrics, type MetricEvent } from './recording-metrics.js';
 export { createTestCore, type TestCore, type TestCoreOptions } from './test-core.js';

@@ -1,6 +1,7 @@
 import type { CoreConfig } from '../config.js';
 import { createCore, type Core } from '../core.js';
 import { cryptoRandom } from '../defaults.js';
+import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
 import { CapturingLogger } from './capturing-logger.js';
@@ -27,6 +28,8 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   /** Default: node:crypto (so two cores over one shared store never mint the same ids). */
   random?: Random;
   logger?: CapturingLogger;
+  /** Default: none (noopMetrics); e.g. a RecordingMetrics. */
+  metrics?: Metrics;
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -42,6 +45,7 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     clock,
     random: options.random ?? cryptoRandom,
     logger,
+    ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
     ...(options.config !== undefined ? { config: options.config } : {}),
   });
   return { core, clock, store, counter, logger };

@@ -2,7 +2,9 @@ import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from 
 import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import type { RateDecision } from '../domain/rate-window.js';
+import { noopMetrics } from '../defaults.js';
 import type { Credential } from '../ports/api-key-store.js';
+import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { CoreDeps } from './deps.js';
@@ -38,21 +40,27 @@ export function parseAuthorization(authorization: unknown): string | null {
  * revoked or expired keys are UnauthorizedError. authenticate() always reads the store; admit()
  * goes through the credential cache when the core has one (credential-cache.ts: an entry is used
  * only when Redis confirms it fresh in the call that counts the request), so a revoked key fails on
- * the next request either way (C-36, C-57).
+ * the next request either way (C-36, C-57). Each refusal is counted by its reason
+ * (Metrics.authFailure), which never carries key material.
  */
 export class Authenticator {
+  private readonly metrics: Metrics;
+
   constructor(
-    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>,
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
     private readonly cache: CredentialCache | null = null,
-  ) {}
+  ) {
+    this.metrics = deps.metrics ?? noopMetrics;
+  }
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
     const raw = parseAuthorization(authorization);
-    if (raw === null) throw new UnauthorizedError();
+    if (raw === null) throw this.refused(authorization === undefined || authorization === '' ? 'missing' : 'malformed');
     const digest = digestKey(raw);
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
-    if (credential === null || !digestsEqual(credential.key.digest, digest)) throw new UnauthorizedError();
-    if (keyStatus(credential.key, this.deps.clock.now()) !== 'active') throw new UnauthorizedError();
+    if (credential === null || !digestsEqual(credential.key.digest, digest)) throw this.refused('unknown_key');
+    const status = keyStatus(credential.key, this.deps.clock.now());
+    if (status !== 'active') throw this.refused(status);
     return principalOf(credential);
   }
 
@@ -66,10 +74,15 @@ export class Authenticator {
   async admit(authorization: string | undefined): Promise<Admitted> {
     if (this.cache === null) return { principal: await this.authenticate(authorization) };
     const raw = parseAuthorization(authorization);
-    if (raw === null) throw new UnauthorizedError();
+    if (raw === null) throw this.refused(authorization === undefined || authorization === '' ? 'missing' : 'malformed');
     const admission = await this.cache.admit(digestKey(raw));
-    if (admission === null) throw new UnauthorizedError();
+    if (typeof admission === 'string') throw this.refused(admission);
     return { principal: principalOf(admission.credential), decision: admission.decision };
+  }
+
+  private refused(reason: AuthFailureReason): UnauthorizedError {
+    this.metrics.authFailure(reason);
+    return new UnauthorizedError();
   }
 }
 

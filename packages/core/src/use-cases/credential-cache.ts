@@ -88,9 +88,9 @@ export class CredentialCache {
 
   /**
    * The credential of `digest` if it authenticates now, with the request counted against its
-   * organisation (the decision); null when it does not authenticate (nothing counted).
+   * organisation (the decision); otherwise why not (nothing counted).
    */
-  async admit(digest: string): Promise<Admission | null> {
+  async admit(digest: string): Promise<Admission | 'unknown_key' | 'revoked' | 'expired'> {
     const now = this.deps.clock.now();
     const window = windowAt(now.getTime());
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
@@ -125,9 +125,9 @@ export class CredentialCache {
     const readStartSeq = this.seq;
     const generationAtRead = this.generation;
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
-    if (credential === null || !digestsEqual(credential.key.digest, digest) || keyStatus(credential.key, this.deps.clock.now()) !== 'active') {
-      return null;
-    }
+    if (credential === null || !digestsEqual(credential.key.digest, digest)) return 'unknown_key';
+    const status = keyStatus(credential.key, this.deps.clock.now());
+    if (status !== 'active') return status;
     const organisationId = credential.key.organisationId;
     const scope = organisationScope(organisationId);
     if (fillUnder === null && failure === null) {

@@ -2,6 +2,7 @@ import type { CoreConfig } from '../config.js';
 import type { Clock } from '../ports/clock.js';
 import type { HealthProbe } from '../ports/health-probe.js';
 import type { Logger } from '../ports/logger.js';
+import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
 import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
@@ -15,5 +16,7 @@ export interface CoreDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** Counters for operators (noopMetrics unless the composition root gives one). */
+  readonly metrics: Metrics;
   readonly config: CoreConfig;
 }

@@ -1,4 +1,6 @@
 import { RateLimitedError } from '../domain/errors.js';
+import { noopMetrics } from '../defaults.js';
+import type { Metrics } from '../ports/metrics.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
 import type { CoreDeps } from './deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
@@ -57,8 +59,12 @@ export class RateLimiter {
   private recoveryUnannounced = false;
   /** Fail-open decisions since the last "available again" line (shown on that line). */
   private failedOpen = 0;
+  /** Every decision is counted by scope kind and outcome; a fail-open also on its own. */
+  private readonly metrics: Metrics;
 
-  constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'>) {}
+  constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>) {
+    this.metrics = deps.metrics ?? noopMetrics;
+  }
 
   /**
    * Limit for a scope: organisation/source -> rateLimitPerMinute; unauthenticated ->
@@ -78,10 +84,13 @@ export class RateLimiter {
     const startNow = this.deps.clock.now().getTime();
     const window = windowAt(startNow);
     this.forgetEndedWindows(window.startMs);
-    if (this.blocked.get(key) === window.startMs) return decide(limit + 1, limit, window, startNow);
+    if (this.blocked.get(key) === window.startMs) {
+      this.metrics.rateLimitDecision(scope.kind, 'limited');
+      return decide(limit + 1, limit, window, startNow);
+    }
 
     const outcome = await this.count(key, window.startMs);
-    return this.decideAfter(key, limit, window, outcome);
+    return this.decideAfter(scope, key, limit, window, outcome);
   }
 
   /**
@@ -99,10 +108,10 @@ export class RateLimiter {
    * exactly as check() does when it is not a count.
    */
   conclude(scope: RateScope, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
-    return this.decideAfter(scopeKey(scope), this.limitFor(scope), window, outcome);
+    return this.decideAfter(scope, scopeKey(scope), this.limitFor(scope), window, outcome);
   }
 
-  private decideAfter(key: string, limit: number, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
+  private decideAfter(scope: RateScope, key: string, limit: number, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
     const nowMs = this.deps.clock.now().getTime();
     if (outcome.kind !== 'value' || typeof outcome.value !== 'number' || !Number.isFinite(outcome.value)) {
       const reason =
@@ -112,10 +121,12 @@ export class RateLimiter {
             ? `no answer within ${this.deps.config.rateCounterTimeoutMs} ms`
             : 'the counter returned no count';
       this.counterFailed(key, reason, nowMs);
+      this.metrics.rateLimitDecision(scope.kind, 'allowed');
       return failOpen(limit, window, nowMs);
     }
     if (this.recoveryUnannounced) this.counterAnswered(nowMs);
     const decision = decide(outcome.value, limit, window, nowMs);
+    this.metrics.rateLimitDecision(scope.kind, decision.allowed ? 'allowed' : 'limited');
     if (!decision.allowed) {
       this.forgetEndedWindows(window.startMs);
       this.blocked.set(key, window.startMs);
@@ -166,6 +177,7 @@ export class RateLimiter {
   /** At most one warning per 10 s, whether the counter stayed down or recovered in between (C-54). */
   private counterFailed(scope: string, reason: string, nowMs: number): void {
     this.failedOpen++;
+    this.metrics.rateCounterFailOpen();
     if (nowMs - this.lastWarnMs < FAIL_OPEN_WARN_INTERVAL_MS) return;
     this.lastWarnMs = nowMs;
     this.recoveryUnannounced = true;
