@@ -433,7 +433,7 @@ try {
             : `the SQLite credential cache keeps ${bound.toLocaleString('en-US')} (READ_CACHE_MAX_ENTRIES, oldest out first), so each key had been evicted before its turn came again: every lookup missed the cache and probed the digest index`),
       );
       s.notes.push(
-        `both stores hold those keys, the tenant's and the platform's CLI keys and 1,000 filler organisations; the large one adds ${(dSeed.largeKeys - dSeed.smallKeys).toLocaleString('en-US')} filler digests; both services run with MAX_ACTIVE_KEYS_PER_ORG=${dSeed.activeInOrganisation} (the tenant's active keys, C-25)`,
+        `both stores hold those keys, the tenant's and the platform's CLI keys and 1,000 filler organisations; the large one adds ${(dSeed.largeKeys - dSeed.smallKeys).toLocaleString('en-US')} filler digests; both services run with MAX_ACTIVE_KEYS_PER_ORG=${dSeed.activeInOrganisation} (the tenant's active keys)`,
       );
     } catch (err) {
       s.failed ??= err.message;

@@ -20,6 +20,8 @@ interface Block {
   readonly body: string;
   /** The `<!-- example: path -->` line right before the block, if any. */
   readonly marker: string | undefined;
+  /** True for the block after `<!-- install: … -->`: how to get the packages, run by pack.test.ts. */
+  readonly install: boolean;
 }
 
 function codeBlocks(markdown: string): Block[] {
@@ -28,7 +30,7 @@ function codeBlocks(markdown: string): Block[] {
   for (let m = fence.exec(markdown); m !== null; m = fence.exec(markdown)) {
     const before = markdown.slice(0, m.index).trimEnd().split('\n').at(-1) ?? '';
     const marker = /^<!-- example: (\S+) -->$/.exec(before)?.[1];
-    blocks.push({ lang: m[1]!.trim(), body: m[2]!, marker });
+    blocks.push({ lang: m[1]!.trim(), body: m[2]!, marker, install: /^<!-- install: .* -->$/.test(before) });
   }
   return blocks;
 }
@@ -41,7 +43,14 @@ const exampleFiles = readdirSync(join(ROOT, 'examples'))
 describe('docs/embedding.md: every code block is tested', () => {
   const blocks = codeBlocks(readFileSync(DOC, 'utf8'));
 
-  it('has only ts blocks (example files) and sh blocks (commands that run one)', () => {
+  it('issue 15: has one install block (how an outside project gets the packages), run by examples/test/pack.test.ts', () => {
+    const install = blocks.filter((b) => b.install);
+    expect(install).to.have.length(1);
+    expect(install[0]!.lang).to.equal('sh');
+    expect(readFileSync(DOC, 'utf8')).to.include('<!-- install: examples/test/pack.test.ts runs this block -->');
+  });
+
+  it('has only ts blocks (example files) and sh blocks (commands that run one, or the install block)', () => {
     expect(blocks.length).to.be.greaterThan(0);
     for (const b of blocks) expect(['ts', 'sh'], `a \`\`\`${b.lang} block`).to.include(b.lang);
   });
@@ -62,7 +71,7 @@ describe('docs/embedding.md: every code block is tested', () => {
 
   it('shows the command of each example once, and each command runs standalone and prints main()\'s result', async function () {
     this.timeout(90_000);
-    const commands = blocks.filter((b) => b.lang === 'sh').map((b) => b.body.trim());
+    const commands = blocks.filter((b) => b.lang === 'sh' && !b.install).map((b) => b.body.trim());
     const files = commands.map((c) => COMMAND.exec(c)?.[1]);
     expect(files, 'sh blocks must each be one `node --import tsx --conditions=source examples/…` line').to.deep.equal(
       exampleFiles,

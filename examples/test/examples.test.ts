@@ -16,7 +16,7 @@ type CoreResult = Awaited<ReturnType<typeof coreWithSqlStore>>;
 
 function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): void {
   expect(r.dialect).to.equal(dialect);
-  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys']);
+  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit']);
   expect(r.organisation).to.include({ name: 'Acme Ltd', slug: 'acme', industry_section: 'C', is_system: false });
   expect(r.organisation.id).to.match(UUID);
   expect(r.members.data.map((m) => m.email)).to.deep.equal(['ada@acme.example']);
@@ -24,7 +24,7 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
   expect(r.keys.data).to.have.length(1);
   const [key] = r.keys.data;
   expect(Object.keys(key!).sort()).to.deep.equal(
-    ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'organisation_id', 'revoked_at', 'status'].sort(),
+    ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status'].sort(),
   );
   expect(key).to.include({ label: 'billing service', is_active: true, status: 'active', organisation_id: r.organisation.id });
   expect(key!.key_prefix).to.match(/^svc_test_[A-Za-z0-9]{3}$/);
@@ -34,8 +34,8 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
   expect(r.listAsStandardKey).to.equal('FORBIDDEN');
   expect(r.afterRevoke).to.equal('UNAUTHORIZED');
   // Entries of the same millisecond list by their (random) id (C-7), so only the set is fixed here.
-  expect(r.audit).to.have.members(['organisation_created', 'organisation_updated', 'api_key_issued', 'api_key_revoked']);
-  expect(r.audit).to.have.length(4);
+  expect(r.audit).to.have.members(['organisation_created', 'organisation_updated', 'member_added', 'api_key_issued', 'api_key_revoked']);
+  expect(r.audit).to.have.length(5);
   expect(JSON.stringify(r)).not.to.match(RAW_KEY);
 }
 

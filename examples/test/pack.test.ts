@@ -1,9 +1,12 @@
 /**
- * Issue 7 "Done when": a package can be consumed from a packed tarball. Builds the workspace
- * (`tsc -b`), packs @cos/core and @cos/adapter-koa with `pnpm pack` (which rewrites `workspace:*`
- * and applies publishConfig), installs both into an empty ESM project with plain `npm install`
- * (zod, koa and chai come from the registry), and uses them there the way a host service would:
- * by package name only, from JavaScript and from strict TypeScript.
+ * Issue 7 "Done when": a package can be consumed from a packed tarball; issue 15: the way
+ * docs/embedding.md tells an outside project to get the packages works as written. The guide's
+ * install block is run by bash (its `npx -y pnpm@10 install` line aside: this workspace is
+ * installed already): it builds the workspace, packs @cos/core and @cos/adapter-koa with
+ * `pnpm pack` (which rewrites `workspace:*` and applies publishConfig) into $COS_TARBALLS, and
+ * installs both by path into an empty ESM project outside the workspace with plain
+ * `npm install` (zod, koa and chai come from the registry). The project then uses them the way a
+ * host service would: by package name only, from JavaScript and from strict TypeScript.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,19 +20,13 @@ const exec = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const RAW_KEY = /svc_(live|test)_[A-Za-z0-9]{48}/;
+const GUIDE = join(ROOT, 'docs', 'embedding.md');
 
-/** pnpm as the running package manager when mocha was started by `pnpm test`, else from PATH. */
-function pnpm(args: string[], cwd: string) {
-  const execPath = process.env['npm_execpath'];
-  if (execPath === undefined || !/pnpm/.test(execPath)) return exec('pnpm', args, { cwd });
-  return /\.[cm]?js$/.test(execPath) ? exec(process.execPath, [execPath, ...args], { cwd }) : exec(execPath, args, { cwd });
-}
-
-async function pack(dir: string, destination: string): Promise<string> {
-  const { stdout } = await pnpm(['pack', '--pack-destination', destination], join(ROOT, 'packages', dir));
-  const tarball = stdout.trim().split('\n').filter((l) => l.endsWith('.tgz')).at(-1);
-  if (tarball === undefined) throw new Error(`pnpm pack printed no tarball: ${stdout}`);
-  return resolve(destination, tarball.trim());
+/** The sh block after `<!-- install: … -->` in docs/embedding.md. */
+function installBlock(): string {
+  const m = /^<!-- install: [^\n]*-->\n```sh\n([\s\S]*?)^```$/m.exec(readFileSync(GUIDE, 'utf8'));
+  if (m === null) throw new Error('docs/embedding.md has no install block');
+  return m[1]!;
 }
 
 async function tarList(tarball: string): Promise<string[]> {
@@ -112,26 +109,41 @@ export { middleware };
 `;
 
 describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a scratch project', function () {
-  this.timeout(120_000);
+  this.timeout(240_000);
   let work: string;
   let scratch: string;
   let coreTarball: string;
   let koaTarball: string;
 
   before(async () => {
-    await exec(process.execPath, [TSC, '-b'], { cwd: ROOT });
     work = mkdtempSync(join(tmpdir(), 'cos-pack-'));
-    coreTarball = await pack('core', work);
-    koaTarball = await pack('adapter-koa', work);
     scratch = join(work, 'scratch');
     mkdirSync(scratch);
     writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }, null, 2));
+    const block = installBlock();
+    const lines = block.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('npx -y pnpm@10 install'))).to.have.length(1);
+    expect(lines.filter((l) => l.startsWith('cd /path/to/your-project'))).to.have.length(1);
+    const script = lines
+      .filter((l) => !l.startsWith('npx -y pnpm@10 install')) // the workspace is installed already
+      .map((l) => l.replace(/^export COS_TARBALLS=.*$/, `export COS_TARBALLS=${JSON.stringify(join(work, 'cos-tarballs'))}`))
+      .map((l) => l.replace(/^cd \/path\/to\/your-project$/, `cd ${JSON.stringify(scratch)}`))
+      .join('\n');
     // No chai, no mocha: @cos/core/testing must work without a test framework (only
     // @cos/core/testing/contracts needs them, as optional peers).
-    await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', coreTarball, koaTarball], {
-      cwd: scratch,
-      timeout: 100_000,
+    await exec('bash', ['-euo', 'pipefail', '-c', script], {
+      cwd: ROOT,
+      timeout: 230_000,
+      env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_prefer_offline: 'true' },
     });
+    coreTarball = join(work, 'cos-tarballs', 'cos-core-0.1.0.tgz');
+    koaTarball = join(work, 'cos-tarballs', 'cos-adapter-koa-0.1.0.tgz');
+  });
+
+  it('issue 15: the guide never tells anyone to install an @cos package by name from a registry', () => {
+    const texts = [GUIDE, ...['core', 'store-sql', 'adapter-koa', 'cli', 'limiter-redis', 'webhook-sender'].map((p) => join(ROOT, 'packages', p, 'README.md'))];
+    for (const file of texts) expect(readFileSync(file, 'utf8'), file).not.to.match(/(npm|pnpm|yarn) (install|i|add) (-\S+ )*@cos\//);
+    expect(readFileSync(join(scratch, 'package.json'), 'utf8')).to.match(/"@cos\/core": "file:/);
   });
 
   after(() => {

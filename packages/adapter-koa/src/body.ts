@@ -170,6 +170,15 @@ export function parseJson(raw: Uint8Array): unknown {
   }
 }
 
+/**
+ * readJsonBody for a route whose body is optional (the roll of a key): a request with neither a body
+ * nor a Content-Type is the empty object; anything else is read and checked like any body (C-10).
+ */
+export async function readOptionalJsonBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+  if (req.headers['content-type'] === undefined && !hasBody(req)) return {};
+  return readJsonBody(req, limitBytes);
+}
+
 /** Reads, checks and parses the JSON object body of a request (C-10). */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
   const parsed = parseJson(await readJsonBytes(req, limitBytes));

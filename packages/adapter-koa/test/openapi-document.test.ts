@@ -44,7 +44,7 @@ describe('adapter-koa: docs/openapi.yaml', () => {
   it('every response schema and header schema compiles under ajv strict mode', () => {
     let compiled = 0;
     walk(doc.doc, (node, pointer) => {
-      if (!pointer.startsWith('#/paths') && !pointer.startsWith('#/components/responses') && !pointer.startsWith('#/components/headers')) return;
+      if (!['#/paths', '#/components/responses', '#/components/headers', '#/x-unmatched-responses'].some((p) => pointer.startsWith(p))) return;
       if (node['schema'] !== undefined && typeof node['schema'] === 'object') {
         doc.validatorAt(`${pointer}/schema`);
         compiled++;
@@ -68,6 +68,24 @@ describe('adapter-koa: docs/openapi.yaml', () => {
           'X-RateLimit-Remaining',
           'X-RateLimit-Reset',
         ]);
+      }
+    }
+  });
+
+  it('C-56: the always-on extensions (components/pathItems with x-path) are outside `paths`, authenticated, and document 400, 401, 403, 409, 429, 500, 503 with the standard headers', () => {
+    const ops = doc.extensionOperations();
+    expect(ops.map((o) => `${o.method} ${o.template}`)).to.deep.equal(['POST /organisations/{org_id}/api-keys/{key_id}/roll']);
+    for (const o of ops) {
+      expect(doc.paths()[o.template], 'not in paths (spec §9)').to.equal(undefined);
+      expect(doc.templateOf('/organisations/3f2504e0-4f89-41d3-9a0c-0305e82c3301/api-keys/3f2504e0-4f89-41d3-9a0c-0305e82c3302/roll')).to.equal(o.template);
+      const op = (doc.extensionPaths()[o.template]!.item as Record<string, Record<string, unknown>>)[o.method.toLowerCase()]!;
+      expect(op['security'], o.operationId).to.equal(undefined);
+      const responses = op['responses'] as Record<string, { $ref?: string }>;
+      expect(Object.keys(responses), o.operationId).to.include.members(['201', '400', '401', '403', '404', '409', '429', '500', '503']);
+      for (const [code, r] of Object.entries(responses)) {
+        expect(r.$ref, `${o.operationId} ${code} is a $ref`).to.be.a('string');
+        const headers = doc.deref<Record<string, unknown>>(r)['headers'] as Record<string, unknown>;
+        expect(Object.keys(headers), `${o.operationId} ${code}`).to.include.members(['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
       }
     }
   });

@@ -2,11 +2,12 @@
  * Configuration from the environment (contract, "Operator interface"), validated once at start.
  * A bad value stops the process with one line that names the variable and what is wrong with it.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { CoreConfig } from '@cos/core';
 import { parseDatabaseUrl } from '@cos/store-sql';
+import { parseEnvFile } from './env-file.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -42,6 +43,9 @@ export interface AppConfig {
   readonly webhookMaxAttempts: number;
   readonly webhookRetryBaseMs: number;
   readonly webhookPollIntervalMs: number;
+  /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
+  readonly opsPort: number | null;
+  readonly opsHost: string;
   /**
    * CREDENTIAL_CACHE (default on): with Postgres and REDIS_URL, keys and organisations are kept in
    * memory and confirmed fresh in the Redis call that counts each request (issue 14), and every
@@ -49,39 +53,7 @@ export interface AppConfig {
    * the store. Without REDIS_URL or on SQLite it has no effect.
    */
   readonly credentialCache: boolean;
-  /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
-  readonly opsPort: number | null;
-  readonly opsHost: string;
 }
-
-/** The configuration table of the contract: variable, default, meaning (also printed by `--help`). */
-export const CONFIG_TABLE: readonly { variable: string; default: string; meaning: string }[] = [
-  { variable: 'DATABASE_URL', default: 'sqlite:./data/cos.sqlite', meaning: 'sqlite:<path> (or sqlite::memory:) or postgres://…' },
-  { variable: 'REDIS_URL', default: 'unset', meaning: 'unset: in-process limiter; set: Redis limiter' },
-  { variable: 'HOST', default: '127.0.0.1', meaning: 'listen address' },
-  { variable: 'PORT', default: '3000', meaning: 'listen port (0: any free port)' },
-  { variable: 'RATE_LIMIT_PER_MINUTE', default: '60', meaning: 'authenticated per-organisation limit' },
-  { variable: 'UNAUTH_RATE_LIMIT_PER_MINUTE', default: '60', meaning: 'global limit of /health + /version' },
-  { variable: 'LOG_LEVEL', default: 'info', meaning: 'pino level; logs are JSON lines on stdout' },
-  { variable: 'MAX_ACTIVE_KEYS_PER_ORG', default: '1000', meaning: 'active keys per organisation (C-25)' },
-  { variable: 'ERRORS_URL', default: 'https://errors.example.com', meaning: 'base of the 429 type address (C-51)' },
-  { variable: 'REDIS_TIMEOUT_MS', default: '50', meaning: 'bound on one counter call before failing open (C-54)' },
-  { variable: 'TRUST_PROXY', default: 'false', meaning: 'true behind a load balancer: client address from X-Forwarded-For' },
-  { variable: 'DATABASE_PREPARED_STATEMENTS', default: 'true', meaning: 'Postgres: prepared statements; false behind PgBouncer < 1.21 in transaction mode' },
-  { variable: 'SECRET_SCANNING_PUBLIC_KEYS', default: 'unset', meaning: "path of the secret-scanning programme's public-key JSON file; unset: POST /v1/secret-scanning/alerts is off (404); re-read on SIGHUP" },
-  { variable: 'SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', default: '600', meaning: 'signed secret-scanning alerts per minute (their own global counter)' },
-  { variable: 'WEBHOOK_TIMEOUT_MS', default: '10000', meaning: 'bound on one webhook delivery attempt' },
-  { variable: 'WEBHOOK_MAX_ATTEMPTS', default: '10', meaning: 'delivery attempts before a notification is failed (about 24 h with the default backoff)' },
-  { variable: 'WEBHOOK_RETRY_BASE_MS', default: '5000', meaning: 'delay after the first failed attempt; each later one is 4 times longer, at most 8 h' },
-  { variable: 'WEBHOOK_POLL_INTERVAL_MS', default: '1000', meaning: 'how often serve looks for due webhook notifications' },
-  {
-    variable: 'CREDENTIAL_CACHE',
-    default: 'on',
-    meaning: 'Postgres + REDIS_URL: keys cached in memory, confirmed fresh in the Redis call that counts each request; credential writes answer 503 while Redis is unreachable; off: every request reads Postgres',
-  },
-  { variable: 'OPS_PORT', default: 'unset', meaning: 'unset: no operations listener; set: serve also answers GET /livez, /readyz and /metrics (Prometheus) on this port (0: any free port), without key or rate limit' },
-  { variable: 'OPS_HOST', default: '127.0.0.1', meaning: 'listen address of the operations listener' },
-];
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -150,49 +122,148 @@ function optional<T>(inner: z.ZodType<T, string | undefined>) {
     });
 }
 
-const schema = z.object({
-  DATABASE_URL: z
-    .string()
-    .default('sqlite:./data/cos.sqlite')
-    .superRefine((s, ctx) => {
-      try {
-        parseDatabaseUrl(s); // its messages name DATABASE_URL and never echo a password
-      } catch (e) {
-        ctx.addIssue({ code: 'custom', message: (e as Error).message });
-      }
-    }),
-  REDIS_URL: url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)')
-    .optional(),
-  HOST: host('HOST'),
-  PORT: int('PORT', 3000, 0, 65535),
-  RATE_LIMIT_PER_MINUTE: int('RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
-  UNAUTH_RATE_LIMIT_PER_MINUTE: int('UNAUTH_RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
-  LOG_LEVEL: z
-    .string()
-    .default('info')
-    .transform((s) => s.trim().toLowerCase())
-    .refine((s): s is LogLevel => (LOG_LEVELS as readonly string[]).includes(s), {
-      message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`,
-    }),
-  MAX_ACTIVE_KEYS_PER_ORG: int('MAX_ACTIVE_KEYS_PER_ORG', 1000, 1, INT_MAX),
-  ERRORS_URL: url('ERRORS_URL', ['http:', 'https:'], 'an http:// or https:// URL').default('https://errors.example.com'),
-  REDIS_TIMEOUT_MS: int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
-  TRUST_PROXY: bool('TRUST_PROXY', false),
-  DATABASE_PREPARED_STATEMENTS: bool('DATABASE_PREPARED_STATEMENTS', true),
-  SECRET_SCANNING_PUBLIC_KEYS: z.string().optional(),
-  SECRET_SCANNING_RATE_LIMIT_PER_MINUTE: int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 600, 1, INT_MAX),
-  WEBHOOK_TIMEOUT_MS: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
-  WEBHOOK_MAX_ATTEMPTS: int('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
-  WEBHOOK_RETRY_BASE_MS: int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 86_400_000),
-  WEBHOOK_POLL_INTERVAL_MS: int('WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 3_600_000),
-  CREDENTIAL_CACHE: z
-    .string()
-    .default('on')
-    .transform((s) => s.trim().toLowerCase())
-    .refine((s) => s === 'on' || s === 'off', { message: 'CREDENTIAL_CACHE must be on or off' }),
-  OPS_PORT: optional(int('OPS_PORT', 0, 0, 65535)),
-  OPS_HOST: host('OPS_HOST'),
-});
+/**
+ * One configuration variable: its default as documented (`unset` when it has none), what it means
+ * (Markdown: `code` in backticks), and its parser (default applied, message naming the variable).
+ */
+interface Variable<S extends z.ZodTypeAny = z.ZodTypeAny> {
+  readonly default: string;
+  readonly meaning: string;
+  readonly schema: S;
+}
+
+const variable = <S extends z.ZodTypeAny>(d: string, meaning: string, schema: S): Variable<S> => ({ default: d, meaning, schema });
+
+/**
+ * THE configuration definition (issue 15): every variable once, in the order the docs list them.
+ * The tables in README.md, docs/operations.md and packages/cli/README.md, `.env.example` and
+ * `cos-admin --help` are generated from it (`pnpm docs:config`; a test fails when one is stale).
+ * Adding a variable: an entry here, a field in AppConfig/loadConfig, then `pnpm docs:config`.
+ */
+const VARIABLES = {
+  DATABASE_URL: variable(
+    'sqlite:./data/cos.sqlite',
+    '`sqlite:<path>` (or `sqlite::memory:`) or `postgres://user:password@host:port/database`. A relative SQLite path is relative to the working directory; only `migrate`, `bootstrap` and `serve` create a missing file (and its directory)',
+    z
+      .string()
+      .default('sqlite:./data/cos.sqlite')
+      .superRefine((s, ctx) => {
+        try {
+          parseDatabaseUrl(s); // its messages name DATABASE_URL and never echo a password
+        } catch (e) {
+          ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        }
+      }),
+  ),
+  REDIS_URL: variable(
+    'unset',
+    'unset: in-process limiter (one instance only); set (`redis://` or `rediss://`): counters in Redis, shared by every instance',
+    url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)').optional(),
+  ),
+  HOST: variable(
+    '127.0.0.1',
+    'listen address; `0.0.0.0` to accept connections from other machines',
+    z
+      .string()
+      .default('127.0.0.1')
+      .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: 'HOST must be a host name or an IP address' }),
+  ),
+  PORT: variable('3000', 'listen port; `0` takes any free port (the start-up line says which)', int('PORT', 3000, 0, 65535)),
+  RATE_LIMIT_PER_MINUTE: variable('60', 'authenticated requests per organisation per UTC minute', int('RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX)),
+  UNAUTH_RATE_LIMIT_PER_MINUTE: variable(
+    '60',
+    '`/v1/health` + `/v1/version` per UTC minute, one counter for all callers',
+    int('UNAUTH_RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
+  ),
+  LOG_LEVEL: variable(
+    'info',
+    '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`; the server logs JSON lines on stdout',
+    z
+      .string()
+      .default('info')
+      .transform((s) => s.trim().toLowerCase())
+      .refine((s): s is LogLevel => (LOG_LEVELS as readonly string[]).includes(s), {
+        message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`,
+      }),
+  ),
+  MAX_ACTIVE_KEYS_PER_ORG: variable(
+    '1000',
+    'active (unrevoked, unexpired) keys an organisation may hold; issuing one more is refused with 409 CONFLICT',
+    int('MAX_ACTIVE_KEYS_PER_ORG', 1000, 1, INT_MAX),
+  ),
+  ERRORS_URL: variable(
+    'https://errors.example.com',
+    'base of the `type` address of a 429 answer (`{ERRORS_URL}/rate-limit-exceeded`): set your own',
+    url('ERRORS_URL', ['http:', 'https:'], 'an http:// or https:// URL').default('https://errors.example.com'),
+  ),
+  REDIS_TIMEOUT_MS: variable(
+    '50',
+    'bound on one Redis counter call; a slower or failed call lets the request through (fails open) and logs a warning',
+    int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
+  ),
+  TRUST_PROXY: variable(
+    'false',
+    '`true` behind a load balancer that overwrites `X-Forwarded-For`: failed authentications are throttled per client address instead of per balancer',
+    bool('TRUST_PROXY', false),
+  ),
+  DATABASE_PREPARED_STATEMENTS: variable(
+    'true',
+    'Postgres: every parameterised statement is a named prepared statement; `false` behind a pooler that cannot keep them per client (PgBouncer in transaction mode before 1.21)',
+    bool('DATABASE_PREPARED_STATEMENTS', true),
+  ),
+  SECRET_SCANNING_PUBLIC_KEYS: variable(
+    'unset',
+    "path of the secret-scanning programme's public-key JSON file; unset: `POST /v1/secret-scanning/alerts` is off (404). Read at start (a file that does not parse stops `serve`) and on `SIGHUP`",
+    z.string().optional(),
+  ),
+  SECRET_SCANNING_RATE_LIMIT_PER_MINUTE: variable(
+    '600',
+    'signed secret-scanning alerts per UTC minute, one counter of their own',
+    int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 600, 1, INT_MAX),
+  ),
+  WEBHOOK_TIMEOUT_MS: variable('10000', 'bound on one webhook delivery attempt (connect, send, answer)', int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000)),
+  WEBHOOK_MAX_ATTEMPTS: variable(
+    '10',
+    'delivery attempts before a notification is `failed` (with the default backoff the last is about 24 h after the first)',
+    int('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
+  ),
+  WEBHOOK_RETRY_BASE_MS: variable(
+    '5000',
+    'delay after the first failed attempt; each later delay is 4 times longer (at most 8 h), with ±20 % jitter',
+    int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 86_400_000),
+  ),
+  WEBHOOK_POLL_INTERVAL_MS: variable(
+    '1000',
+    'how often each `serve` looks for due webhook notifications',
+    int('WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 3_600_000),
+  ),
+  OPS_PORT: variable(
+    'unset',
+    'unset: no operations listener; set: `serve` also answers `GET /livez`, `/readyz` and `/metrics` (Prometheus) on this port (`0`: any free port), without key or rate limit, never on the API port',
+    optional(int('OPS_PORT', 0, 0, 65535)),
+  ),
+  OPS_HOST: variable('127.0.0.1', 'listen address of the operations listener', host('OPS_HOST')),
+  CREDENTIAL_CACHE: variable(
+    'on',
+    'Postgres with `REDIS_URL` only: keys and organisations kept in memory and confirmed fresh in the Redis call that counts each request (one round trip, no Postgres read); revocations and organisation changes answer 503 while Redis cannot be reached; `off`: every request reads Postgres (operations guide, section 3)',
+    z
+      .string()
+      .default('on')
+      .transform((s) => s.trim().toLowerCase())
+      .refine((s) => s === 'on' || s === 'off', { message: 'CREDENTIAL_CACHE must be on or off' }),
+  ),
+};
+
+type Shape = { [K in keyof typeof VARIABLES]: (typeof VARIABLES)[K]['schema'] };
+
+const schema = z.object(
+  Object.fromEntries(Object.entries(VARIABLES).map(([name, v]) => [name, v.schema])) as Shape,
+);
+
+/** The configuration table: variable, default, meaning (Markdown), in definition order. */
+export const CONFIG_TABLE: readonly { variable: string; default: string; meaning: string }[] = Object.freeze(
+  Object.entries(VARIABLES).map(([name, v]) => Object.freeze({ variable: name, default: v.default, meaning: v.meaning })),
+);
 
 export interface LoadConfigOptions {
   /** A `.env` file to read when it exists (variables already set win). Default `./.env`; false: none. */
@@ -205,13 +276,26 @@ export interface LoadConfigOptions {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): AppConfig {
   const envFile = options.envFile ?? '.env';
+  /** Variable -> where its value came from, for those taken from the .env file. */
+  const fromFile = new Map<string, string>();
   if (envFile !== false && env === process.env) {
     const path = resolve(envFile);
     if (existsSync(path)) {
+      let text: string;
       try {
-        process.loadEnvFile(path);
+        text = readFileSync(path, 'utf8');
       } catch (e) {
         throw new ConfigError(`cannot read ${path}: ${(e as Error).message}`);
+      }
+      const { values, problems } = parseEnvFile(text);
+      if (problems.length > 0) {
+        throw new ConfigError(`${path}: ${problems.map((p) => `line ${p.line}: ${p.problem}`).join('; ')}`);
+      }
+      for (const [name, { value, line }] of values) {
+        // Variables already set in the environment win over the file (as with process.loadEnvFile).
+        if (env[name] !== undefined) continue;
+        env[name] = value;
+        fromFile.set(name, `${path} line ${line}`);
       }
     }
   }
@@ -222,7 +306,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const messages = [...new Set(parsed.error.issues.map((i) => i.message))];
+    const messages = [
+      ...new Set(
+        parsed.error.issues.map((i) => {
+          const source = fromFile.get(String(i.path[0]));
+          return source === undefined ? i.message : `${i.message} (from ${source})`;
+        }),
+      ),
+    ];
     throw new ConfigError(`invalid configuration: ${messages.join('; ')}`);
   }
   const v = parsed.data;
@@ -246,9 +337,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
-    credentialCache: v.CREDENTIAL_CACHE === 'on',
     opsPort: v.OPS_PORT,
     opsHost: v.OPS_HOST,
+    credentialCache: v.CREDENTIAL_CACHE === 'on',
   });
 }
 

@@ -182,9 +182,14 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   return container;
 }
 
-/** Closes the database pool and the Redis connection of a container built by buildContainer. Idempotent. */
+/**
+ * Closes the database pool and the Redis connection of a container built by buildContainer, after
+ * writing the keys' pending last uses (the core's KeyUsage; a failed write is logged, never thrown).
+ * Idempotent.
+ */
 export async function closeContainer(container: Container): Promise<void> {
   if (!container.isBound(CLI_TOKENS.SqlStore)) return;
+  await coreOf(container).keyUsage.stop();
   const store = container.get<SqlStore>(CLI_TOKENS.SqlStore);
   const limiter = container.get<LimiterHandle>(CLI_TOKENS.Limiter);
   const results = await Promise.allSettled([limiter.close(), store.close()]);

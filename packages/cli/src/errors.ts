@@ -8,12 +8,61 @@
 import { FENCE_UNAVAILABLE_MESSAGE, FENCE_UNCONFIRMED_MESSAGE, isDomainError } from '@cos/core';
 import { ConfigError } from './config.js';
 
+/** Exit status of a failed command: 2 when it was called wrongly (usage), 1 for any other failure. */
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
 /** A failure whose message is already meant for the operator. */
 export class CliError extends Error {
-  constructor(message: string) {
+  /** The `error` field of the --json form. */
+  readonly code: string;
+  /** True when the command line itself is wrong (exit status 2). */
+  readonly usage: boolean;
+
+  constructor(message: string, options: { readonly code?: string; readonly usage?: boolean } = {}) {
     super(message);
     this.name = 'CliError';
+    this.usage = options.usage === true;
+    this.code = options.code ?? (this.usage ? 'USAGE_ERROR' : 'COMMAND_FAILED');
   }
+}
+
+/** commander's own errors (unknown command or option, missing argument, ...): exitOverride throws them. */
+interface CommanderLike {
+  readonly code: string;
+  readonly exitCode: number;
+  readonly message: string;
+}
+
+function isCommanderError(e: unknown): e is CommanderLike {
+  return e instanceof Error && e.name === 'CommanderError' && typeof (e as { code?: unknown }).code === 'string';
+}
+
+/** How a failure ends the process: the --json `error` code, the one-line message and the exit status. */
+export interface Failure {
+  readonly error: string;
+  readonly message: string;
+  readonly exitCode: number;
+}
+
+export function failureOf(e: unknown): Failure {
+  if (isCommanderError(e)) {
+    return { error: 'USAGE_ERROR', message: oneLine(e.message.replace(/^error: /, '')), exitCode: EXIT_USAGE };
+  }
+  const message = describeError(e);
+  if (e instanceof CliError) return { error: e.code, message, exitCode: e.usage ? EXIT_USAGE : EXIT_FAILURE };
+  if (e instanceof ConfigError) return { error: 'CONFIG_ERROR', message, exitCode: EXIT_FAILURE };
+  if (isDomainError(e)) return { error: e.code, message, exitCode: EXIT_FAILURE };
+  const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return { error: 'SERVICE_UNAVAILABLE', message, exitCode: EXIT_FAILURE };
+  return { error: 'COMMAND_FAILED', message, exitCode: EXIT_FAILURE };
+}
+
+/** The failure on stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
+export function reportFailure(e: unknown, json: boolean): number {
+  const f = failureOf(e);
+  process.stderr.write(json ? `${JSON.stringify({ error: f.error, message: f.message })}\n` : `cos-admin: ${f.message}\n`);
+  return f.exitCode;
 }
 
 /** Request field -> how the operator wrote it. */

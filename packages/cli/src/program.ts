@@ -8,18 +8,19 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerNotifications } from './commands/notifications.js';
 import { registerOrg } from './commands/org.js';
 import { registerServe } from './commands/serve.js';
-import { CONFIG_TABLE } from './config.js';
+import { configHelpTable } from './config-docs.js';
+import { invocation } from './runtime.js';
 import { serviceVersion } from './version.js';
 
 function configHelp(): string {
-  const width = Math.max(...CONFIG_TABLE.map((r) => r.variable.length));
-  const dflt = Math.max(...CONFIG_TABLE.map((r) => r.default.length));
   return [
     '',
     'Configuration (environment variables; a .env file in the working directory is read when present):',
-    ...CONFIG_TABLE.map((r) => `  ${r.variable.padEnd(width)}  ${r.default.padEnd(dflt)}  ${r.meaning}`),
+    ...configHelpTable(),
     '',
-    'Exit status: 0 on success; 1 on failure, with one line on stderr.',
+    'Exit status: 0 on success; 2 when the command line is wrong (unknown command or option, missing',
+    'argument, malformed option value); 1 on any other failure. A failure prints one line on stderr:',
+    '"cos-admin: <message>", or with --json {"error": "<CODE>", "message": "<message>"} (stdout stays empty).',
   ].join('\n');
 }
 
@@ -28,11 +29,16 @@ export function buildProgram(): Command {
     .description('Compliance Organisation Service administration: run the server and manage organisations, members and API keys.')
     .version(serviceVersion(), '-V, --version', 'print the service version')
     .option('--json', 'print machine-readable JSON on stdout (and nothing else there)')
+    .option('--actor <name>', 'who is acting, recorded as the operator in the audit log (default: the OS user name)')
     .showSuggestionAfterError(true)
-    .configureOutput({
-      outputError: (text, write) => write(`cos-admin: ${text.replace(/^error: /, '')}`),
-    })
-    .addHelpText('after', configHelp());
+    // commander's errors are thrown (not printed, no process.exit) and reported by main.ts, in
+    // the --json form when asked, with exit status 2. Subcommands inherit both settings.
+    .exitOverride()
+    .configureOutput({ outputError: () => undefined })
+    .addHelpText('after', configHelp())
+    .hook('preAction', (_program, action) => {
+      invocation.actor = action.optsWithGlobals<{ actor?: string }>().actor;
+    });
   registerMigrate(program);
   registerBootstrap(program);
   registerServe(program);

@@ -3,8 +3,11 @@
  * same factories `buildContainer` binds, without the container: these commands are one-shot and
  * benchmarked for start-up), the store made ready, the work, and a clean close.
  */
-import { cryptoRandom, InProcessRateCounter, silentLogger, systemClock, type Core, type Logger } from '@cos/core';
-import type { SqlStore } from '@cos/store-sql';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { userInfo } from 'node:os';
+import { cryptoRandom, InProcessRateCounter, namedOperator, silentLogger, systemClock, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
+import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { composeCore, coreConfigOf, createCommandFreshness, createStore } from './compose.js';
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
@@ -16,11 +19,58 @@ export interface CommandContext {
   readonly store: SqlStore;
   readonly logger: Logger;
   readonly json: boolean;
+  /** The operator under its name (`--actor`, default the OS user name): the actor of the audit entries it writes. */
+  readonly operator: OperatorPrincipal;
+}
+
+/** What the command line said beyond the command's own arguments (set by the program's preAction hook). */
+export const invocation: { actor?: string } = {};
+
+/** The OS user name, or USER/LOGNAME/USERNAME when the OS has none for this uid (containers), else "unknown". */
+export function defaultActorName(): string {
+  try {
+    const name = userInfo().username;
+    if (name !== '') return name;
+  } catch {
+    // no passwd entry for the uid
+  }
+  const env = process.env;
+  return env['USER'] || env['LOGNAME'] || env['USERNAME'] || 'unknown';
+}
+
+/** The actor name of this run: `--actor` (1 to 100 characters, no control characters) or the OS user name. */
+export function actorName(given: string | undefined = invocation.actor): string {
+  if (given === undefined) return defaultActorName();
+  const name = given.trim();
+  // eslint-disable-next-line no-control-regex
+  if (name.length < 1 || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new CliError('--actor must be 1 to 100 characters without control characters', { usage: true });
+  }
+  return name;
 }
 
 export interface RunOptions {
   /** 'ready' (default): SQLite is migrated, Postgres must have no pending migration; 'none': as is. */
   readonly prepare?: 'ready' | 'none';
+  /**
+   * May the command create a SQLite database that does not exist yet? Only `migrate`, `bootstrap`
+   * and `serve` do (issue 15): any other command on a missing file names the path and creates
+   * nothing, so a mistyped DATABASE_URL is not answered from a new, empty database.
+   */
+  readonly mayCreateDatabase?: boolean;
+}
+
+/** Fails with one line naming the file when DATABASE_URL is a SQLite file that does not exist. */
+export function requireExistingDatabase(config: AppConfig): void {
+  const parsed = parseDatabaseUrl(config.databaseUrl);
+  if (parsed.dialect !== 'sqlite' || parsed.memory) return;
+  const path = resolve(parsed.filename);
+  if (!existsSync(path)) {
+    throw new CliError(
+      `no SQLite database at ${path} (DATABASE_URL); check the path, or create it with \`cos-admin migrate\` or \`cos-admin bootstrap\``,
+      { code: 'DATABASE_NOT_FOUND' },
+    );
+  }
 }
 
 /**
@@ -43,7 +93,7 @@ export async function makeStoreReady(store: SqlStore): Promise<string[]> {
   const pending = await store.pendingMigrations();
   if (pending.length === 0) return [];
   if (store.dialect === 'sqlite') return store.migrate();
-  throw new CliError(pendingMigrationsMessage(pending));
+  throw new CliError(pendingMigrationsMessage(pending), { code: 'PENDING_MIGRATIONS' });
 }
 
 export async function runCommand(
@@ -51,7 +101,9 @@ export async function runCommand(
   work: (ctx: CommandContext) => Promise<void>,
   options: RunOptions = {},
 ): Promise<void> {
+  const operator = namedOperator(actorName());
   const config = loadConfig();
+  if (options.mayCreateDatabase !== true) requireExistingDatabase(config);
   const level = commandLogLevel(config);
   // pino is loaded only when something is to be logged: most commands log nothing.
   const logger =
@@ -76,7 +128,7 @@ export async function runCommand(
       freshness: fence?.freshness ?? null,
       credentialCache: config.credentialCache,
     });
-    await work({ config, core, store, logger, json });
+    await work({ config, core, store, logger, json, operator });
   } finally {
     await fence?.close();
     await store.close();

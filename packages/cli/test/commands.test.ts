@@ -5,6 +5,8 @@
  * on stdout, nothing half-done).
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { expect } from 'chai';
 import { NACE_SECTIONS } from '@cos/core';
 import { cliJson, ensureBuilt, printedKeys, runCli, type CliResult, type Env } from './support/cli.js';
@@ -13,17 +15,28 @@ import { databaseTargets, type TestDatabase } from './support/databases.js';
 const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
 const ORGANISATION_FIELDS = ['created_at', 'id', 'industry_section', 'is_system', 'name', 'slug', 'updated_at'];
 const MEMBER_FIELDS = ['created_at', 'email', 'id', 'organisation_id'];
-const KEY_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'organisation_id', 'revoked_at', 'status'];
+const KEY_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status'];
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-/** A failure as the contract wants it: non-zero exit, exactly one line on stderr, nothing on stdout. */
-function expectFailure(r: CliResult, pattern: RegExp): void {
-  expect(r.code, `exit code; stderr: ${r.stderr}`).to.equal(1);
+/**
+ * A failure as the contract wants it: non-zero exit (2 for a wrong command line, 1 for any other
+ * failure), exactly one line on stderr, nothing on stdout.
+ */
+function expectFailure(r: CliResult, pattern: RegExp, exitCode: 1 | 2 = 1): void {
+  expect(r.code, `exit code; stderr: ${r.stderr}`).to.equal(exitCode);
   expect(r.stdout, 'stdout of a failure').to.equal('');
   const lines = r.stderr.split('\n').filter((l) => l !== '');
   expect(lines, `stderr: ${r.stderr}`).to.have.length(1);
-  expect(lines[0]).to.match(/^cos-admin: /);
-  expect(lines[0]).to.match(pattern);
+  const line = lines[0] as string;
+  if (line.startsWith('{')) {
+    // --json: {"error", "message"}
+    const body = JSON.parse(line) as { error: string; message: string };
+    expect(Object.keys(body)).to.deep.equal(['error', 'message']);
+    expect(body.message).to.match(pattern);
+  } else {
+    expect(line).to.match(/^cos-admin: /);
+    expect(line).to.match(pattern);
+  }
 }
 
 before(async function () {
@@ -68,9 +81,30 @@ for (const target of databaseTargets()) {
         expect(human.stdout).to.match(/up to date/);
       });
     } else {
-      it('SQLite migrates itself: the first command on a fresh file works, `migrate` then has nothing to do', async () => {
-        expect(await json('org', 'list')).to.deep.equal({ data: [], meta: { next_cursor: null } });
+      it('issue 15: a command other than migrate/bootstrap/serve on a missing SQLite file names the path and creates nothing', async () => {
+        const path = db.databaseUrl.slice('sqlite:'.length);
+        for (const args of [['org', 'list'], ['org', 'list', '--json'], ['audit', 'list'], ['key', 'list', randomUUID()]]) {
+          const r = await cli(...args);
+          if (args.includes('--json')) {
+            expect(r.code).to.equal(1);
+            expect(r.stdout).to.equal('');
+            expect(JSON.parse(r.stderr)).to.deep.equal({
+              error: 'DATABASE_NOT_FOUND',
+              message: `no SQLite database at ${path} (DATABASE_URL); check the path, or create it with \`cos-admin migrate\` or \`cos-admin bootstrap\``,
+            });
+          } else {
+            expectFailure(r, /no SQLite database at /);
+            expect(r.stderr).to.include(`no SQLite database at ${path} (DATABASE_URL)`);
+          }
+        }
+        expect(existsSync(dirname(path)), 'no directory was created').to.equal(false);
+      });
+
+      it('SQLite: migrate creates the file (and its directory), then has nothing to do; later commands find it', async () => {
+        const first = await json('migrate');
+        expect(first.applied).to.include('0001_initial');
         expect(await json('migrate')).to.deep.equal({ dialect: 'sqlite', applied: [] });
+        expect(await json('org', 'list')).to.deep.equal({ data: [], meta: { next_cursor: null } });
       });
     }
 
@@ -139,7 +173,7 @@ for (const target of databaseTargets()) {
         await cli('org', 'create', '--name', ' ', '--slug', '-Bad-'),
         /invalid input: --name: .*; --slug: must be 1 to 63 characters/,
       );
-      expectFailure(await cli('org', 'create', '--slug', 'x'), /required option '--name <name>' not specified/);
+      expectFailure(await cli('org', 'create', '--slug', 'x'), /required option '--name <name>' not specified/, 2);
     });
 
     it('C-7: org list --json lists every organisation oldest first; the human form is a table', async () => {
@@ -203,6 +237,24 @@ for (const target of databaseTargets()) {
       expect((await json('member', 'list', acme.id)).data).to.have.length(2);
     });
 
+    it('issue 15, C-58: member add/remove write member_added/member_removed; the actor is --actor, else the OS user name', async () => {
+      const { userInfo } = await import('node:os');
+      const added = await json('member', 'add', acme.id, '--email', 'audited@example.com', '--actor', 'alice');
+      const removed = await cli('--actor', 'bob', 'member', 'remove', acme.id, added.id);
+      expect(removed.code, removed.stderr).to.equal(0);
+      const created = await json('org', 'create', '--name', 'Actor Default', '--slug', 'actor-default');
+      const log = await json('audit', 'list', '--all');
+      const mine = log.data.filter((e: any) => e.member?.id === added.id);
+      expect(mine.map((e: any) => ({ kind: e.kind, actor: e.actor, member: e.member, key_id: e.key_id }))).to.deep.equal([
+        { kind: 'member_added', actor: { type: 'operator', name: 'alice' }, member: { id: added.id, email: 'audited@example.com' }, key_id: null },
+        { kind: 'member_removed', actor: { type: 'operator', name: 'bob' }, member: { id: added.id, email: 'audited@example.com' }, key_id: null },
+      ]);
+      expect(log.data.find((e: any) => e.organisation_id === created.id).actor).to.deep.equal({ type: 'operator', name: userInfo().username });
+      const human = await cli('audit', 'list', '--org', acme.id, '--kind', 'member_removed', '--all');
+      expect(human.stdout).to.match(new RegExp(`member_removed .* operator bob +audited@example.com \\(${added.id}\\)`));
+      expectFailure(await cli('member', 'add', acme.id, '--email', 'x@example.com', '--actor', ' '), /--actor must be 1 to 100 characters/, 2);
+    });
+
     it('C-21: member remove removes once; a second time it is not found', async () => {
       const removed = await json('member', 'remove', acme.id, member.id);
       expect(removed).to.deep.equal({ id: member.id, organisation_id: acme.id, removed: true });
@@ -251,12 +303,13 @@ for (const target of databaseTargets()) {
         await cli('key', 'issue', acme.id, '--label', 'old', '--expires-at', '2020-01-01T00:00:00Z'),
         /invalid input: --expires-at: /,
       );
-      expectFailure(await cli('key', 'issue', acme.id, '--label', 'x', '--expires-in', '90y'), /--expires-in "90y"/);
+      expectFailure(await cli('key', 'issue', acme.id, '--label', 'x', '--expires-in', '90y'), /--expires-in "90y"/, 2);
       expectFailure(
         await cli('key', 'issue', acme.id, '--label', 'x', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'),
         /cannot be used with/,
+        2,
       );
-      expectFailure(await cli('key', 'issue', acme.id), /required option '--label <label>' not specified/);
+      expectFailure(await cli('key', 'issue', acme.id), /required option '--label <label>' not specified/, 2);
       expectFailure(await cli('key', 'issue', randomUUID(), '--label', 'x'), /Organisation not found/);
       expect((await json('key', 'list', acme.id)).data).to.have.length(before);
     });
@@ -269,7 +322,7 @@ for (const target of databaseTargets()) {
       expect(list.data.map((k: any) => k.label)).to.deep.equal(['ci pipeline', 'people', 'test', 'quarter', 'half day', 'short', 'fixed']);
       for (const k of list.data) expect(Object.keys(k).sort()).to.deep.equal(KEY_FIELDS);
       const table = await cli('key', 'list', acme.id);
-      expect(table.stdout).to.match(/^ID\s+PREFIX\s+LABEL\s+STATUS\s+EXPIRES\s+CREATED\n/);
+      expect(table.stdout).to.match(/^ID\s+PREFIX\s+LABEL\s+STATUS\s+EXPIRES\s+CREATED\s+LAST USED\n/);
       expect(table.stdout).to.include(issued.key_prefix);
       expect(printedKeys(table.stdout)).to.deep.equal([]);
     });
@@ -283,7 +336,7 @@ for (const target of databaseTargets()) {
       expect(again.stdout).to.match(/status:\s+revoked/);
       const events = await json('audit', 'list', '--org', acme.id, '--kind', 'api_key_revoked');
       expect(events.data).to.have.length(1);
-      expect(events.data[0]).to.deep.include({ key_id: issued.id, key_prefix: issued.key_prefix, actor: { type: 'operator' } });
+      expect(events.data[0]).to.deep.include({ key_id: issued.id, key_prefix: issued.key_prefix, actor: { type: 'operator', name: (await import('node:os')).userInfo().username } });
     });
 
     it('C-34: key revoke of an unknown key id or organisation fails with one line', async () => {
@@ -304,8 +357,39 @@ for (const target of databaseTargets()) {
       const second = await json('audit', 'list', '--org', acme.id, '--limit', '1', '--cursor', first.meta.next_cursor);
       expect(second.data).to.deep.equal([all.data[1]]);
       const human = await cli('audit', 'list', '--org', acme.id, '--limit', '2');
-      expect(human.stdout).to.match(/^OCCURRED\s+KIND\s+ORGANISATION\s+KEY PREFIX\s+ACTOR\n/);
+      expect(human.stdout).to.match(/^OCCURRED\s+KIND\s+ORGANISATION\s+KEY PREFIX\s+ACTOR\s+DETAIL\n/);
       expect(human.stdout).to.match(/More entries: cos-admin audit list --org \S+ --limit 2 --cursor \S+/);
+    });
+
+    it('issue 15: org list, member list, key list and audit list page with --limit/--cursor, or fetch every page with --all', async () => {
+      const lists: [string, string[]][] = [
+        ['org list', ['org', 'list']],
+        [`member list ${acme.id}`, ['member', 'list', acme.id]],
+        [`key list ${acme.id}`, ['key', 'list', acme.id]],
+        ['audit list', ['audit', 'list']],
+      ];
+      await json('member', 'add', acme.id, '--email', 'paging-1@example.com');
+      await json('member', 'add', acme.id, '--email', 'paging-2@example.com');
+      for (const [command, args] of lists) {
+        const all = await json(...args, '--all');
+        expect(all.meta.next_cursor, command).to.equal(null);
+        expect(all.data.length, `${command}: enough items to page`).to.be.greaterThan(1);
+        expect((await json(...args, '--all', '--limit', '1')).data, `${command} --all --limit 1`).to.deep.equal(all.data);
+        const seen: unknown[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: any = await json(...args, '--limit', '1', ...(cursor !== null ? ['--cursor', cursor] : []));
+          expect(page.data.length, command).to.be.at.most(1);
+          seen.push(...page.data);
+          cursor = page.meta.next_cursor;
+        } while (cursor !== null);
+        expect(seen, `${command}: the pages together are --all`).to.deep.equal(all.data);
+        const human = await cli(...args, '--limit', '1');
+        expect(human.code, human.stderr).to.equal(0);
+        expect(human.stdout).to.match(new RegExp(`\\nMore \\w+: cos-admin ${command} --limit 1 --cursor \\S+\\n$`));
+        expectFailure(await cli(...args, '--all', '--cursor', 'x'), /--all.*cannot be used with option '--cursor|--cursor.*cannot be used with option '--all/, 2);
+        expectFailure(await cli(...args, '--limit', '101'), /--limit: must be an integer from 1 to 100/);
+      }
     });
 
     it('C-5: audit list rejects a bad limit, kind, organisation or cursor', async () => {
@@ -364,13 +448,56 @@ describe('cos-admin configuration (Operator interface)', function () {
     try {
       writeFileSync(`${tmp.dir}/.env`, 'DATABASE_URL=sqlite:./from-dotenv.sqlite\nPORT=not-a-port\n');
       expectFailure(await runCli(['org', 'list'], {}, tmp.dir), /PORT must be an integer/);
-      const ok = await runCli(['org', 'list', '--json'], { PORT: '3001' }, tmp.dir);
+      const ok = await runCli(['migrate', '--json'], { PORT: '3001' }, tmp.dir);
       expect(ok.code, ok.stderr).to.equal(0);
       const { existsSync } = await import('node:fs');
       expect(existsSync(`${tmp.dir}/from-dotenv.sqlite`)).to.equal(true);
     } finally {
       tmp.remove();
     }
+  });
+
+  it('issue 15: usage errors (unknown command or option, missing argument or option) exit 2 with one line', async () => {
+    const env = { DATABASE_URL: 'sqlite::memory:' };
+    expectFailure(await runCli(['org', 'lst'], env, cwd), /unknown command 'lst' \(Did you mean list\?\)/, 2);
+    expectFailure(await runCli(['frobnicate'], env, cwd), /unknown command 'frobnicate'/, 2);
+    expectFailure(await runCli(['org', 'list', '--bogus'], env, cwd), /unknown option '--bogus'/, 2);
+    expectFailure(await runCli(['member', 'list'], env, cwd), /missing required argument 'org_id'/, 2);
+    expectFailure(await runCli(['member', 'add', randomUUID()], env, cwd), /required option '--email <email>' not specified/, 2);
+    expectFailure(await runCli(['serve', '--port', 'x'], env, cwd), /--port must be an integer/, 2);
+    const group = await runCli(['org'], env, cwd);
+    expect(group.code, 'a command group without its subcommand').to.equal(2);
+    expect(group.stdout).to.equal('');
+    expect(group.stderr).to.match(/^Usage: cos-admin org /);
+  });
+
+  it('issue 15: with --json every failure is {"error", "message"} on stderr and stdout stays empty; 2 usage, 1 failure', async () => {
+    const cases: [string[], Env, number, string, RegExp][] = [
+      [['org', 'lst', '--json'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^unknown command 'lst'/],
+      [['org', 'list', '--json', '--bogus'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^unknown option '--bogus'$/],
+      [['--json', 'member', 'list'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^missing required argument 'org_id'$/],
+      [['org', 'list', '--json'], { DATABASE_URL: 'sqlite::memory:', PORT: 'abc' }, 1, 'CONFIG_ERROR', /^invalid configuration: PORT must be/],
+      [['org', 'classify', 'nope', '--section', 'Z', '--json'], { DATABASE_URL: 'sqlite::memory:' }, 1, 'VALIDATION_ERROR', /^invalid input: <org_id>: must be a UUID/],
+      [['key', 'list', randomUUID(), '--json'], { DATABASE_URL: 'sqlite::memory:' }, 1, 'NOT_FOUND', /^Organisation not found$/],
+      [['org', 'list', '--json'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/cos' }, 1, 'SERVICE_UNAVAILABLE', /^the database is unavailable/],
+    ];
+    for (const [args, env, exitCode, error, message] of cases) {
+      const r = await runCli(args, env, cwd);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(exitCode);
+      expect(r.stdout, args.join(' ')).to.equal('');
+      const lines = r.stderr.split('\n').filter((l) => l !== '');
+      expect(lines, r.stderr).to.have.length(1);
+      const body = JSON.parse(lines[0] as string) as Record<string, unknown>;
+      expect(Object.keys(body)).to.deep.equal(['error', 'message']);
+      expect(body['error'], args.join(' ')).to.equal(error);
+      expect(body['message']).to.match(message);
+    }
+  });
+
+  it('issue 15: --help documents the exit statuses and the --json error form', async () => {
+    const r = await runCli(['--help'], {}, cwd);
+    expect(r.stdout).to.match(/Exit status: 0 on success; 2 when the command line is wrong/);
+    expect(r.stdout).to.include('{"error": "<CODE>", "message": "<message>"}');
   });
 
   it('--help lists every command of the contract and the configuration table', async () => {

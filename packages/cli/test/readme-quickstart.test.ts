@@ -6,7 +6,7 @@
  * is 3000, which a test machine may have taken); nothing else is changed.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { ROOT, childEnv, jsonLines, printedKeys, tempDir } from './support/cli.js';
@@ -32,6 +32,33 @@ const blocks = shellBlocks(README);
 const startCommand = blocks.find((b) => b.includes('pnpm@10 start'))?.trim();
 const testCommand = blocks.find((b) => b.includes('pnpm@10 test'))?.trim();
 const curlBlock = blocks.find((b) => b.includes('export BASE='));
+const cosAdminBlock = blocks.find((b) => b.includes('cos-admin org list'));
+
+/** Markdown without HTML comments and without the bench's generated figures. */
+function prose(markdown: string): string {
+  return markdown.replace(/<!-- bench:begin[\s\S]*?<!-- bench:end[^>]*-->/g, '').replace(/<!--[\s\S]*?-->/g, '');
+}
+
+/**
+ * Commands that need pnpm on the PATH: a line of a ```sh block, or an inline `code` span, that
+ * starts with `pnpm ` (issue 15: the docs must work with only Node and npm; `npx -y pnpm@10 …`).
+ */
+function barePnpmCommands(markdown: string): string[] {
+  const text = prose(markdown);
+  const lines = [...text.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => (m[1] as string).split('\n'));
+  const spans = [...text.matchAll(/`([^`\n]+)`/g)].map((m) => m[1] as string);
+  return [...lines, ...spans].map((l) => l.trim()).filter((l) => /^(\S+=\S+ )*pnpm /.test(l));
+}
+
+/** A directory holding only node, npm and npx (and the shell tools every machine has), for PATH. */
+function nodeAndNpmOnly(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const which = (c: string): string => execFileSync('bash', ['-c', `command -v ${c}`], { encoding: 'utf8' }).trim();
+  for (const tool of ['node', 'npm', 'npx', 'bash', 'sh', 'env', 'cat', 'ls', 'mkdir', 'rm', 'dirname', 'uname']) {
+    symlinkSync(which(tool), join(dir, tool));
+  }
+  return dir;
+}
 
 describe('README quickstart from a fresh clone (issue 6)', function () {
   this.timeout(240_000);
@@ -41,6 +68,14 @@ describe('README quickstart from a fresh clone (issue 6)', function () {
     expect(testCommand, 'install-and-test command').to.match(/^npx -y pnpm@10 install\b.*&& npx -y pnpm@10 test$/);
     const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
     expect(ci, '.ci/run runs the README test command').to.match(/\$PNPM install\b/).and.to.match(/\$PNPM test\b/);
+  });
+
+  it('issue 15: README, operations.md and performance.md need only Node and npm: no command starts with a bare `pnpm`', () => {
+    for (const doc of ['README.md', 'docs/operations.md', 'docs/performance.md']) {
+      expect(barePnpmCommands(readFileSync(join(ROOT, doc), 'utf8')), doc).to.deep.equal([]);
+    }
+    expect(cosAdminBlock, 'the README block of cos-admin commands').to.be.a('string');
+    for (const line of (cosAdminBlock as string).trim().split('\n')) expect(line).to.match(/^npx -y pnpm@10 cos-admin /);
   });
 
   (CAN_RUN || process.env['CI'] === 'true' ? describe : describe.skip)('the start command and the curl flow, run by bash', () => {
@@ -111,6 +146,26 @@ describe('README quickstart from a fresh clone (issue 6)', function () {
         details: [],
       });
       expect(output).not.to.include(platformKey);
+    });
+
+    it("issue 15: the README's cos-admin commands run as written with only node, npm and npx on the PATH", function () {
+      this.timeout(180_000);
+      const runnable = (cosAdminBlock as string)
+        .trim()
+        .split('\n')
+        .map((l) => l.replace(/\s+#.*$/, '').trim())
+        .filter((l) => !l.includes('<') && !l.includes('https://'));
+      expect(runnable).to.include.members(['npx -y pnpm@10 cos-admin org list', 'npx -y pnpm@10 cos-admin --help']);
+      const PATH = nodeAndNpmOnly(join(tmp.dir, 'node-and-npm-only'));
+      expect(() => execFileSync('bash', ['-c', 'command -v pnpm'], { env: { PATH } }), 'pnpm is not on that PATH').to.throw();
+      const output = execFileSync('bash', ['-euo', 'pipefail', '-c', runnable.join('\n')], {
+        cwd: clone,
+        env: { ...childEnv({}), PATH },
+        encoding: 'utf8',
+      });
+      expect(output).to.match(/\nplatform|  platform  /); // org list: the bootstrap's organisation
+      expect(output).to.include('Created organisation:');
+      expect(output).to.include('Usage: cos-admin [options] [command]');
     });
   });
 });

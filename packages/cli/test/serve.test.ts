@@ -8,7 +8,8 @@ import { connect, createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cliJson, ensureBuilt, printedKeys, ROOT, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
+import { spawn } from 'node:child_process';
+import { childEnv, cliJson, ensureBuilt, jsonLines, nodeArgs, printedKeys, ROOT, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
 
 const VERSION = (JSON.parse(readFileSync(`${ROOT}/packages/cli/package.json`, 'utf8')) as { version: string }).version;
@@ -239,7 +240,7 @@ for (const target of databaseTargets()) {
         blocker.close();
       }
       const bad = await runCli(['serve', '--port', '99999'], env, db.cwd);
-      expect(bad.code).to.equal(1);
+      expect(bad.code, 'a malformed option value is a usage error').to.equal(2);
       expect(bad.stderr.trim()).to.equal('cos-admin: --port must be an integer from 0 to 65535');
     });
   });
@@ -331,6 +332,98 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
     const exit = await terminate(s);
     expect(exit, 'still running 15 s after SIGTERM').to.include({ code: 0, signal: null });
     expect(exit.ms).to.be.below(3_000);
+  });
+
+  it('issue 15: `cos-admin serve | head -2` in a real shell: head exits after two lines, serving goes on, SIGTERM then exits 0 within 3 s', async () => {
+    // A free port chosen here: head prints nothing before its second line (its stdout is a pipe, so
+    // it is buffered), so the start-up line cannot tell the port.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const env = childEnv({ DATABASE_URL: tmp!.databaseUrl, PORT: String(port), RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' });
+    const serveCommand = [process.execPath, ...nodeArgs(['serve'])].map((a) => `'${a}'`).join(' ');
+    // `> >(head -2)`: a pipe into head, with serve's own pid in $! for the signal and its exit status.
+    const script = `${serveCommand} > >(head -2) & pid=$!; echo "pid $pid" >&2; wait $pid; echo "status $?" >&2`;
+    const shell = spawn('bash', ['-c', script], { cwd: tmp!.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    shell.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    shell.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const shellExited = new Promise<void>((resolve) => shell.once('exit', () => resolve()));
+    let pid: number | undefined;
+    try {
+      const until = async (what: () => boolean, ms: number, label: string): Promise<void> => {
+        const deadline = Date.now() + ms;
+        while (!what()) {
+          if (Date.now() > deadline) throw new Error(`${label}; stdout: ${out}; stderr: ${err}`);
+          await sleep(50);
+        }
+      };
+      await until(() => /pid \d+/.test(err), 5_000, 'bash did not start serve');
+      pid = Number(/pid (\d+)/.exec(err)![1]);
+      const health = async (): Promise<number> => (await fetch(`http://127.0.0.1:${port}/v1/health`)).status;
+      const listening = async (): Promise<boolean> => health().then((status) => status === 200, () => false);
+      const deadline = Date.now() + 30_000;
+      while (!(await listening())) {
+        if (Date.now() > deadline) throw new Error(`serve did not start; stderr: ${err}`);
+        await sleep(100);
+      }
+      // The start-up line and a request's line fill head's two lines; once head has gone, every
+      // request's log line meets a closed pipe (EPIPE): serving goes on.
+      await until(() => out.split('\n').filter((l) => l !== '').length === 2, 5_000, 'head did not print two lines');
+      expect(jsonLines(out).some((l) => l['port'] === port), 'the start-up line went through head').to.equal(true);
+      await sleep(200);
+      for (let i = 0; i < 20; i += 1) expect(await health()).to.equal(200);
+      const t0 = performance.now();
+      process.kill(pid, 'SIGTERM');
+      await until(() => /status \d+/.test(err), 10_000, 'serve still running 10 s after SIGTERM');
+      expect(performance.now() - t0).to.be.below(3_000);
+      expect(/status (\d+)/.exec(err)![1], 'the exit status of serve').to.equal('0');
+      expect(out.split('\n').filter((l) => l !== ''), 'head printed exactly two lines').to.have.length(2);
+    } finally {
+      if (pid !== undefined) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // exited already
+        }
+      }
+      shell.kill('SIGKILL');
+      await shellExited;
+    }
+  });
+
+  it('issue 15: a second signal cuts the drain short, also with a closed stdout: exit 0 within 3 s although a request is still in flight', async () => {
+    const boot = await cliJson<{ key: { key: string } }>(['bootstrap', '--slug', 'signals'], { DATABASE_URL: tmp!.databaseUrl }, tmp!.cwd).catch(() => null);
+    const { s, url } = await start();
+    let key = boot?.key.key;
+    if (key === undefined) {
+      // A system organisation existed already: issue a platform key for it.
+      const orgs = await cliJson<{ data: { id: string; is_system: boolean }[] }>(['org', 'list', '--all'], { DATABASE_URL: tmp!.databaseUrl }, tmp!.cwd);
+      const system = orgs.data.find((o) => o.is_system)!;
+      key = (await cliJson<{ key: string }>(['key', 'issue', system.id, '--label', 'signals'], { DATABASE_URL: tmp!.databaseUrl }, tmp!.cwd)).key;
+    }
+    s.child.stdout!.destroy();
+    const port = Number(new URL(url).port);
+    // a write whose body never finishes arriving: without a second signal it would hold the drain for 10 s
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.on('error', () => undefined);
+    socket.write(
+      `POST /v1/organisations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":',
+    );
+    await sleep(300);
+    const t0 = performance.now();
+    s.child.kill('SIGTERM');
+    await sleep(300);
+    expect(s.child.exitCode, 'still draining after the first signal').to.equal(null);
+    s.child.kill('SIGINT');
+    const exit = await Promise.race([s.exited(), sleep(15_000).then(() => ({ code: null, signal: null }))]);
+    expect(exit).to.deep.equal({ code: 0, signal: null });
+    expect(performance.now() - t0).to.be.below(3_000);
+    socket.destroy();
   });
 
   it('the reader of stdout stalls (pipe full, a flush that never completes): exit within 3 s of SIGTERM', async () => {

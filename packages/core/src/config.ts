@@ -12,6 +12,8 @@ export interface CoreConfig {
   readonly healthTimeoutMs: number;
   /** Signed secret-scanning alerts per UTC minute, one global counter (SECRET_SCANNING_RATE_LIMIT_PER_MINUTE). */
   readonly secretScanningRateLimitPerMinute: number;
+  /** last_used_at: uses are written at most this often per instance, ms (precision of the field). */
+  readonly keyUsageFlushIntervalMs: number;
 }
 
 export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
@@ -21,4 +23,5 @@ export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
   maxActiveKeysPerOrg: 1000,
   healthTimeoutMs: 1000,
   secretScanningRateLimitPerMinute: 600,
+  keyUsageFlushIntervalMs: 60_000,
 });

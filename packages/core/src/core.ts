@@ -16,6 +16,7 @@ import { CredentialCache } from './use-cases/credential-cache.js';
 import { FencedUnitOfWork, fenceOuterStores } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
+import { KeyUsage } from './use-cases/key-usage.js';
 import { Members } from './use-cases/members.js';
 import { Organisations } from './use-cases/organisations.js';
 import { Notifications } from './use-cases/notifications.js';
@@ -30,6 +31,12 @@ export interface Core {
   readonly apiKeys: ApiKeys;
   readonly audit: AuditTrail;
   readonly authenticator: Authenticator;
+  /**
+   * The uses of keys the authenticator records, written in batches (last_used_at, issue 16). A
+   * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
+   * shutdown, before closing the store (it writes what is left).
+   */
+  readonly keyUsage: KeyUsage;
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
@@ -103,12 +110,19 @@ export function createCore(options: CreateCoreOptions): Core {
           ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
         })
       : null;
+  const keyUsage = new KeyUsage({
+    apiKeys: deps.stores.apiKeys,
+    clock: deps.clock,
+    logger: deps.logger,
+    flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
+  });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
     apiKeys: new ApiKeys(deps),
     audit: new AuditTrail(deps),
-    authenticator: new Authenticator(deps, cache),
+    authenticator: new Authenticator(deps, keyUsage, cache),
+    keyUsage,
     rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),

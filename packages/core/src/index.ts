@@ -21,7 +21,15 @@ export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
 export { Organisations, type CreateOrganisationOptions } from './use-cases/organisations.js';
 export { Members } from './use-cases/members.js';
-export { ApiKeys, type IssuedKey } from './use-cases/api-keys.js';
+export {
+  ApiKeys,
+  type IssuedKey,
+  type RolledKey,
+  KEY_NOT_FOUND_MESSAGE,
+  KEY_REVOKED_ROLL_MESSAGE,
+  KEY_EXPIRED_ROLL_MESSAGE,
+} from './use-cases/api-keys.js';
+export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './use-cases/key-usage.js';
 export { Authenticator, type Admitted } from './use-cases/authenticate.js';
 export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheOptions } from './use-cases/credential-cache.js';
 export type { Bounded } from './use-cases/timeout.js';
@@ -69,6 +77,7 @@ export {
   ISSUE_LABEL,
   ISSUE_EXPIRES_AT,
   ISSUE_ENVIRONMENT,
+  ISSUE_GRACE_PERIOD,
   ISSUE_EMAIL,
   ISSUE_LIMIT,
   ISSUE_CURSOR,
@@ -89,6 +98,7 @@ export {
   type ReplaceOrganisationInput,
   type PatchOrganisationInput,
   type IssueKeyInput,
+  type RollKeyInput,
   type AddMemberInput,
   type ListQuery,
   type AuditQuery,

@@ -4,7 +4,7 @@
  */
 import type { ApiKey, KeyStatus } from './domain/api-key.js';
 import { keyStatus } from './domain/api-key.js';
-import type { AuditEntry } from './domain/audit.js';
+import type { AuditActor, AuditEntry } from './domain/audit.js';
 import type { Member } from './domain/member.js';
 import type { Notification, WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
@@ -38,6 +38,10 @@ export interface ApiKeyView {
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;
+  /** Last successful authentication, accurate to 60 s; null when never used (issue 16). */
+  last_used_at: string | null;
+  /** The key this one replaced through a roll, or null (issue 16). */
+  rolled_from: string | null;
 }
 
 export interface IssuedKeyView extends ApiKeyView {
@@ -45,13 +49,20 @@ export interface IssuedKeyView extends ApiKeyView {
   key: string;
 }
 
-export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator' } | { type: 'secret_scanning' };
+/** The operator's `name` is there when one was recorded (issue 15; additive, C-56). */
+export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator'; name?: string } | { type: 'secret_scanning' };
 
 /** Where an exposed key was found (`api_key_exposed` entries only). */
 export interface KeyExposureView {
   type: string;
   url: string | null;
   source: string | null;
+}
+
+/** What a roll did (`api_key_rolled` entries only). */
+export interface KeyRollView {
+  to_key_id: string;
+  grace_period_seconds: number;
 }
 
 export interface AuditEntryView {
@@ -64,6 +75,10 @@ export interface AuditEntryView {
   actor: AuditActorView;
   /** Present on `api_key_exposed` entries only. */
   exposure?: KeyExposureView;
+  /** Present on `member_added` / `member_removed` entries only. */
+  member?: { id: string; email: string };
+  /** Present on `api_key_rolled` entries only. */
+  roll?: KeyRollView;
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -137,6 +152,8 @@ export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
     expires_at: isoOrNull(k.expiresAt),
     created_at: isoTimestamp(k.createdAt),
     revoked_at: isoOrNull(k.revokedAt),
+    last_used_at: isoOrNull(k.lastUsedAt ?? null),
+    rolled_from: k.rolledFromKeyId ?? null,
   };
 }
 
@@ -152,9 +169,17 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     organisation_id: e.organisationId,
     key_id: e.keyId,
     key_prefix: e.keyPrefix,
-    actor: e.actor.type === 'api_key' ? { type: 'api_key', key_id: e.actor.keyId } : { type: e.actor.type },
+    actor: auditActorView(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
+    ...(e.roll !== undefined ? { roll: { to_key_id: e.roll.toKeyId, grace_period_seconds: e.roll.gracePeriodSeconds } } : {}),
   };
+}
+
+function auditActorView(a: AuditActor): AuditActorView {
+  if (a.type === 'api_key') return { type: 'api_key', key_id: a.keyId };
+  if (a.type === 'operator') return a.name !== undefined ? { type: 'operator', name: a.name } : { type: 'operator' };
+  return { type: a.type };
 }
 
 export function webhookView(w: WebhookEndpoint, newSecret: string | null = null): WebhookView {

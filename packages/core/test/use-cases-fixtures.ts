@@ -116,7 +116,16 @@ export class CountingApiKeyStore implements ApiKeyStore {
   revoke(...a: Parameters<ApiKeyStore['revoke']>) {
     this.calls++;
     return this.inner.revoke(...a);
-  }  recordExposure(...a: Parameters<ApiKeyStore['recordExposure']>) {
+  }
+  shortenExpiry(...a: Parameters<ApiKeyStore['shortenExpiry']>) {
+    this.calls++;
+    return this.inner.shortenExpiry(...a);
+  }
+  recordUses(...a: Parameters<ApiKeyStore['recordUses']>) {
+    this.calls++;
+    return this.inner.recordUses(...a);
+  }
+  recordExposure(...a: Parameters<ApiKeyStore['recordExposure']>) {
     this.calls++;
     return this.inner.recordExposure(...a);
   }

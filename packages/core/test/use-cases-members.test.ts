@@ -5,6 +5,7 @@ import {
   ForbiddenError,
   ISSUE_EXTRA_FIELD,
   NotFoundError,
+  namedOperator,
   OPERATOR,
   OPERATOR_REQUIRED_MESSAGE,
   ValidationError,
@@ -31,6 +32,41 @@ describe('use case: members', () => {
       expect(add.message).to.equal(OPERATOR_REQUIRED_MESSAGE);
       await rejectsWith(f.core.members.remove(principal, tenant.org.id, member.id), ForbiddenError);
     }
+  });
+
+  it('issue 15, C-58: add and remove write member_added / member_removed with the member and the named operator; failures write nothing', async () => {
+    const f = fixture();
+    const org = await f.org('acme');
+    const audit = async () => (await f.store.stores.audit.list({ organisationId: org.id }, { limit: 100, after: null })).filter((e) => e.kind.startsWith('member_'));
+    const ada = namedOperator('ada');
+    const m = await f.core.members.add(ada, org.id, { email: 'ada@example.org' });
+    await rejectsWith(f.core.members.add(ada, org.id, { email: 'ADA@example.org' }), ConflictError);
+    await f.core.members.remove(OPERATOR, org.id, m.id);
+    await rejectsWith(f.core.members.remove(ada, org.id, m.id), NotFoundError);
+    const entries = await audit();
+    expect(entries.map((e) => ({ kind: e.kind, actor: e.actor, member: e.member, keyId: e.keyId, at: e.occurredAt }))).to.deep.equal([
+      { kind: 'member_added', actor: { type: 'operator', name: 'ada' }, member: { id: m.id, email: 'ada@example.org' }, keyId: null, at: f.clock.now() },
+      { kind: 'member_removed', actor: { type: 'operator' }, member: { id: m.id, email: 'ada@example.org' }, keyId: null, at: f.clock.now() },
+    ]);
+  });
+
+  it('issue 15: a member_removed entry that cannot be written leaves the member in place (same unit of work)', async () => {
+    const f = fixture();
+    const org = await f.org('acme');
+    const m = await f.core.members.add(OPERATOR, org.id, { email: 'ada@example.org' });
+    const append = f.store.stores.audit.append.bind(f.store.stores.audit);
+    const audit = f.store.stores.audit as { append: typeof append };
+    const original = Object.getPrototypeOf(audit).append as typeof append;
+    Object.getPrototypeOf(audit).append = () => Promise.reject(new Error('audit down'));
+    try {
+      await f.core.members.remove(OPERATOR, org.id, m.id).then(
+        () => expect.fail('remove succeeded'),
+        (e: Error) => expect(e.message).to.equal('audit down'),
+      );
+    } finally {
+      Object.getPrototypeOf(audit).append = original;
+    }
+    expect((await f.store.stores.members.list(org.id, { limit: 10, after: null })).map((x) => x.id)).to.deep.equal([m.id]);
   });
 
   it('a duplicate e-mail in the organisation is ConflictError from the store', async () => {

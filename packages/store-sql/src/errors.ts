@@ -6,7 +6,7 @@
  * Domain errors pass through untouched. A ConflictError never carries the driver error as its cause:
  * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
  */
-import { ConflictError, isDomainError, NotFoundError, UnavailableError } from '@cos/core';
+import { ConflictError, isDomainError, KEY_ALREADY_ROLLED_MESSAGE, NotFoundError, UnavailableError } from '@cos/core';
 import type { ErrorDetail, Logger, Metrics } from '@cos/core';
 
 const NETWORK_CODES = new Set([
@@ -71,7 +71,7 @@ export function isUnavailable(e: unknown): boolean {
   return typeof err.message === 'string' && UNAVAILABLE_MESSAGES.test(err.message) && !/constraint/i.test(err.message);
 }
 
-type UniqueTarget = 'slug' | 'email' | 'digest' | 'id' | 'unknown';
+type UniqueTarget = 'slug' | 'email' | 'digest' | 'rolled_key' | 'id' | 'unknown';
 
 function uniqueTarget(err: DriverError): UniqueTarget | null {
   const code = typeof err.code === 'string' ? err.code : '';
@@ -81,6 +81,7 @@ function uniqueTarget(err: DriverError): UniqueTarget | null {
     if (constraint === 'organisations_slug_unique') return 'slug';
     if (constraint === 'members_organisation_email_unique') return 'email';
     if (constraint === 'api_keys_digest_unique') return 'digest';
+    if (constraint === 'api_keys_rolled_from_unique') return 'rolled_key';
     if (constraint.endsWith('_pkey')) return 'id';
     return 'unknown';
   }
@@ -88,6 +89,7 @@ function uniqueTarget(err: DriverError): UniqueTarget | null {
     if (/organisations\.slug/.test(message)) return 'slug';
     if (/members\.email_normalized/.test(message)) return 'email';
     if (/api_keys\.digest/.test(message)) return 'digest';
+    if (/api_keys\.rolled_from_key_id/.test(message)) return 'rolled_key';
     if (/\.id\b/.test(message)) return 'id';
     return 'unknown';
   }
@@ -112,6 +114,8 @@ export function conflictFor(target: UniqueTarget): ConflictError {
       ]);
     case 'digest':
       return new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
+    case 'rolled_key':
+      return new ConflictError(KEY_ALREADY_ROLLED_MESSAGE, NO_DETAILS);
     case 'id':
       return new ConflictError('A record with this id already exists', [{ field: 'id', issue: 'already exists' }]);
     case 'unknown':

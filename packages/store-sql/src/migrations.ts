@@ -189,8 +189,47 @@ const leakedKeys: SqlMigration = {
   },
 };
 
+/**
+ * Key lifecycle (issue 16, C-58): a key's last successful authentication (written in batches,
+ * accurate to 60 s), the key a rolled key replaced (unique: a key is rolled at most once, which is
+ * what lets exactly one of concurrent rolls commit, on both dialects; NULLs never collide), and
+ * what an `api_key_rolled` audit entry records. ADD COLUMN only: nothing is rebuilt or rewritten
+ * (SQLite adds one column per statement).
+ */
+const keyLifecycle: SqlMigration = {
+  name: '0003_key_lifecycle',
+  statements(dialect) {
+    const ID = idType(dialect);
+    return [
+      'ALTER TABLE api_keys ADD COLUMN last_used_at bigint NULL',
+      `ALTER TABLE api_keys ADD COLUMN rolled_from_key_id ${ID} NULL`,
+      'CREATE UNIQUE INDEX api_keys_rolled_from_unique ON api_keys (rolled_from_key_id)',
+      `ALTER TABLE audit_entries ADD COLUMN rolled_to_key_id ${ID} NULL`,
+      'ALTER TABLE audit_entries ADD COLUMN grace_period_seconds integer NULL',
+    ];
+  },
+};
+
+/**
+ * Operator audit (issue 15, C-58): the operator's name as the actor of an entry (`--actor`, default
+ * the OS user name), and the member of `member_added` / `member_removed` entries. Only ADD COLUMN
+ * (nullable): older entries keep no name and no member; `kind` has no CHECK, and the actor_type
+ * CHECK of 0002 already admits 'operator'. One column per statement, as SQLite requires.
+ */
+const operatorAudit: SqlMigration = {
+  name: '0004_operator_audit',
+  statements(dialect) {
+    const ID = idType(dialect);
+    return [
+      'ALTER TABLE audit_entries ADD COLUMN actor_name text NULL',
+      `ALTER TABLE audit_entries ADD COLUMN member_id ${ID} NULL`,
+      'ALTER TABLE audit_entries ADD COLUMN member_email text NULL',
+    ];
+  },
+};
+
 /** Every migration, oldest first. Append only; never edit or reorder a released entry. */
-export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([initial, leakedKeys]);
+export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([initial, leakedKeys, keyLifecycle, operatorAudit]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {
   return {

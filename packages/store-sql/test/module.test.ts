@@ -16,7 +16,7 @@ describe('sqlStoreModule', () => {
     expect(container.get<Stores>(TOKENS.Stores)).to.equal(store.stores);
     expect(container.get<UnitOfWork>(TOKENS.UnitOfWork)).to.equal(store.unitOfWork);
     expect(container.get<HealthProbe>(TOKENS.HealthProbe)).to.equal(store.health);
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit']);
     const o = organisation();
     await container.get<Stores>(TOKENS.Stores).organisations.create(o);
     expect((await store.stores.organisations.findById(o.id))?.id).to.equal(o.id);

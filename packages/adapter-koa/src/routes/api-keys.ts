@@ -1,10 +1,22 @@
-/** The four API key operations (spec §3, §4; C-2, C-16, C-22, C-35). */
-import { apiKeyView, issuedKeyView, listView, type ApiKey } from '@cos/core';
+/** The four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (issue 16, C-56). */
+import type Koa from 'koa';
+import { apiKeyView, issuedKeyView, listView, type ApiKey, type IssuedKey } from '@cos/core';
+import { originalPath } from '../paths.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
 
+/** The path a roll was addressed at, less its last two segments (`/{key_id}/roll`): the key collection. */
+function keyCollectionOf(rollPath: string): string {
+  return rollPath.slice(0, rollPath.lastIndexOf('/', rollPath.lastIndexOf('/') - 1));
+}
+
 export function apiKeyRoutes(kit: RouteKit): Route[] {
   const { core } = kit;
+  // C-16: the only responses that carry a raw key must not be stored by any cache.
+  const createdKey = (ctx: Koa.Context, collectionPath: string, issued: IssuedKey): void => {
+    ctx.set('Cache-Control', 'no-store');
+    kit.createdIn(ctx, collectionPath, issued.key.id, issuedKeyView(issued, core.clock.now()));
+  };
   return [
     keyRoute('GET', '/v1/organisations/:org_id/api-keys', async (ctx, [orgId], principal) => {
       const page = await core.apiKeys.list(principal, orgId!, ctx.query);
@@ -13,10 +25,11 @@ export function apiKeyRoutes(kit: RouteKit): Route[] {
     }),
     keyRoute('POST', '/v1/organisations/:org_id/api-keys', async (ctx, [orgId], principal) => {
       const body = await kit.body(ctx, principal, 'api_keys.issue', orgId!);
-      const issued = await core.apiKeys.issue(principal, orgId!, body);
-      // C-16: the only response that carries a raw key must not be stored by any cache.
-      ctx.set('Cache-Control', 'no-store');
-      kit.created(ctx, issued.key.id, issuedKeyView(issued, core.clock.now()));
+      createdKey(ctx, originalPath(ctx), await core.apiKeys.issue(principal, orgId!, body));
+    }),
+    keyRoute('POST', '/v1/organisations/:org_id/api-keys/:key_id/roll', async (ctx, [orgId, keyId], principal) => {
+      const body = await kit.optionalBody(ctx, principal, 'api_keys.issue', orgId!);
+      createdKey(ctx, keyCollectionOf(originalPath(ctx)), await core.apiKeys.roll(principal, orgId!, keyId!, body));
     }),
     keyRoute('GET', '/v1/organisations/:org_id/api-keys/:key_id', async (ctx, [orgId, keyId], principal) => {
       const key = await core.apiKeys.get(principal, orgId!, keyId!);

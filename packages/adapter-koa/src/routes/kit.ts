@@ -1,7 +1,7 @@
 /** What every route handler needs: the core, and the few ways a successful response is written. */
 import type Koa from 'koa';
 import { authorise, type Core, type KeyPrincipal, type Operation, type OrganisationArgument } from '@cos/core';
-import { readJsonBody } from '../body.js';
+import { readJsonBody, readOptionalJsonBody } from '../body.js';
 import { JSON_CONTENT_TYPE } from '../errors.js';
 import { originalPath } from '../paths.js';
 
@@ -13,6 +13,8 @@ export interface RouteKit {
   jsonText(ctx: Koa.Context, status: number, text: string): void;
   /** C-2: 201 Created with `Location` = the request path plus `/{id}` (so it is right under any mount prefix). */
   created(ctx: Koa.Context, id: string, body: unknown): void;
+  /** 201 Created with `Location` = `collectionPath` (as the client addressed it) plus `/{id}`. */
+  createdIn(ctx: Koa.Context, collectionPath: string, id: string, body: unknown): void;
   /** 204 with an empty body. */
   noContent(ctx: Koa.Context): void;
   /**
@@ -21,6 +23,13 @@ export interface RouteKit {
    * take a body call it; the use case they call next authorises again by the same rule.
    */
   body<O extends Operation>(
+    ctx: Koa.Context,
+    principal: KeyPrincipal,
+    operation: O,
+    ...organisation: OrganisationArgument<O>
+  ): Promise<Record<string, unknown>>;
+  /** `body` for a route whose body is optional: none at all (no Content-Type either) is `{}`. */
+  optionalBody<O extends Operation>(
     ctx: Koa.Context,
     principal: KeyPrincipal,
     operation: O,
@@ -36,14 +45,18 @@ export function createRouteKit(core: Core, bodyLimitBytes: number): RouteKit {
     ctx.body = text;
   };
   const json = (ctx: Koa.Context, status: number, body: unknown): void => jsonText(ctx, status, JSON.stringify(body));
+  const createdIn = (ctx: Koa.Context, collectionPath: string, id: string, body: unknown): void => {
+    ctx.set('Location', `${collectionPath}/${encodeURIComponent(id)}`);
+    json(ctx, 201, body);
+  };
   return {
     core,
     json,
     jsonText,
     created(ctx, id, body) {
-      ctx.set('Location', `${originalPath(ctx)}/${encodeURIComponent(id)}`);
-      json(ctx, 201, body);
+      createdIn(ctx, originalPath(ctx), id, body);
     },
+    createdIn,
     noContent(ctx) {
       ctx.status = 204;
       ctx.body = null;
@@ -51,6 +64,10 @@ export function createRouteKit(core: Core, bodyLimitBytes: number): RouteKit {
     async body(ctx, principal, operation, ...organisation) {
       authorise(principal, operation, ...organisation);
       return readJsonBody(ctx.req, bodyLimitBytes);
+    },
+    async optionalBody(ctx, principal, operation, ...organisation) {
+      authorise(principal, operation, ...organisation);
+      return readOptionalJsonBody(ctx.req, bodyLimitBytes);
     },
   };
 }

@@ -80,7 +80,7 @@ export class OpenApiDocument {
     addFormats(this.ajv);
     this.ajv.addVocabulary(OPENAPI_ROOT_KEYWORDS);
     this.ajv.addSchema({ ...doc, $id: DOC_ID });
-    this.templates = Object.keys(this.paths()).map((template) => ({
+    this.templates = [...Object.keys(this.paths()), ...Object.keys(this.extensionPaths())].map((template) => ({
       template,
       regex: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
     }));
@@ -94,6 +94,33 @@ export class OpenApiDocument {
 
   paths(): Record<string, Json> {
     return this.doc['paths'] as Record<string, Json>;
+  }
+
+  /**
+   * The extensions beyond v1 that are always on (C-56): path items of `components/pathItems` that
+   * name their path in `x-path` (relative to the server url), by that path, with the pointer of
+   * each. (`paths` holds exactly the twelve v1 operations, spec §9; an extension that only a
+   * configuration turns on, such as the secret-scanning alerts, has no `x-path`: its tests add it.)
+   */
+  extensionPaths(): Record<string, { readonly item: Json; readonly pointer: string }> {
+    const out: Record<string, { item: Json; pointer: string }> = {};
+    const items = ((this.doc['components'] as Json)['pathItems'] ?? {}) as Record<string, Json>;
+    for (const [name, item] of Object.entries(items)) {
+      if (typeof item['x-path'] === 'string') out[item['x-path']] = { item, pointer: `#/components/pathItems/${escapePointer(name)}` };
+    }
+    return out;
+  }
+
+  /** The operations of the always-on extensions (see extensionPaths). */
+  extensionOperations(): OperationRef[] {
+    const out: OperationRef[] = [];
+    for (const [template, { item }] of Object.entries(this.extensionPaths())) {
+      for (const method of HTTP_METHODS) {
+        const op = item[method] as Json | undefined;
+        if (op !== undefined) out.push({ method: method.toUpperCase(), template, operationId: String(op['operationId']) });
+      }
+    }
+    return out;
   }
 
   operations(): OperationRef[] {
@@ -149,22 +176,26 @@ export class OpenApiDocument {
     const where = `${x.method} ${x.path} -> ${x.status}`;
     const template = this.templateOf(x.path);
     const method = x.method.toLowerCase();
+    const extension = template === undefined ? undefined : this.extensionPaths()[template];
+    const item = template === undefined ? undefined : (this.paths()[template] ?? extension?.item);
+    const itemPointer = extension !== undefined && this.paths()[template!] === undefined ? extension.pointer : `#/paths/${escapePointer(template ?? '')}`;
     let responsePointer: string;
-    if (template === undefined || (this.paths()[template]![method] as Json | undefined) === undefined) {
+    if (item === undefined || (item[method] as Json | undefined) === undefined) {
       const unmatched = this.doc['x-unmatched-responses'] as Json;
       const expected = template === undefined ? '404' : '405';
       if (String(x.status) !== expected) {
         throw new Error(`${where}: a request matching no operation must answer ${expected} (x-unmatched-responses)`);
       }
-      responsePointer = (unmatched[expected] as Json)['$ref'] as string;
+      const entry = unmatched[expected] as Json;
+      responsePointer = typeof entry['$ref'] === 'string' ? entry['$ref'] : `#/x-unmatched-responses/${expected}`;
       this.seen.add(`unmatched ${expected}`);
     } else {
-      const op = this.paths()[template]![method] as Json;
+      const op = item[method] as Json;
       const responses = op['responses'] as Json;
       if (responses[String(x.status)] === undefined) {
         throw new Error(`${where}: status ${x.status} is not documented for ${String(op['operationId'])}`);
       }
-      responsePointer = `#/paths/${escapePointer(template)}/${method}/responses/${x.status}`;
+      responsePointer = `${itemPointer}/${method}/responses/${x.status}`;
       const direct = responses[String(x.status)] as Json;
       if (typeof direct['$ref'] === 'string') responsePointer = direct['$ref'];
       this.seen.add(`${String(op['operationId'])} ${x.status}`);

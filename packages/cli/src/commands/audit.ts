@@ -1,47 +1,51 @@
 import type { Command } from 'commander';
-import { AUDIT_KINDS, auditEntryView, listView, OPERATOR } from '@cos/core';
+import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView, type AuditEntryView } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { jsonWanted, nextPageCommand, withJson } from './shared.js';
+import { fetchPaged, jsonWanted, nextPageCommand, withJson, withPaging, type PagingOptions } from './shared.js';
 
-interface AuditOptions {
+interface AuditOptions extends PagingOptions {
   org?: string;
   kind?: string;
-  limit?: string;
-  cursor?: string;
 }
 
+
+function actorText(a: AuditActorView): string {
+  if (a.type === 'api_key') return `api_key ${a.key_id}`;
+  if (a.type === 'operator' && a.name !== undefined) return `operator ${a.name}`;
+  return a.type;
+}
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('the append-only audit log');
 
+  const list = audit
+    .command('list')
+    .description('list audit entries, oldest first, a page at a time (--all: every one)')
+    .option('--org <org_id>', 'only entries of this organisation')
+    .option('--kind <kind>', `only entries of this kind: ${AUDIT_KINDS.join(', ')}`);
   withJson(
-    audit
-      .command('list')
-      .description('list audit entries, oldest first')
-      .option('--org <org_id>', 'only entries of this organisation')
-      .option('--kind <kind>', `only entries of this kind: ${AUDIT_KINDS.join(', ')}`)
-      .option('--limit <n>', 'at most this many entries (1 to 100, default 20)')
-      .option('--cursor <cursor>', 'continue after the previous page (its next_cursor)')
-      .action(async (opts: AuditOptions, cmd: Command) => {
+    withPaging(list, 'entries', 'entry').action(async (opts: AuditOptions, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const page = await core.audit.list(OPERATOR, {
-            ...(opts.org !== undefined ? { org: opts.org } : {}),
-            ...(opts.kind !== undefined ? { kind: opts.kind } : {}),
-            ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
-            ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
-          });
+          const page = await fetchPaged(opts, (query) =>
+            core.audit.list(OPERATOR, {
+              ...(opts.org !== undefined ? { org: opts.org } : {}),
+              ...(opts.kind !== undefined ? { kind: opts.kind } : {}),
+              ...query,
+            }),
+          );
           const view = listView(page, auditEntryView);
           emit(json, view, () =>
             [
               table(
-                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR'],
+                ['OCCURRED', 'KIND', 'ORGANISATION', 'KEY PREFIX', 'ACTOR', 'DETAIL'],
                 view.data.map((e) => [
                   e.occurred_at,
                   e.kind,
                   e.organisation_id,
                   orNone(e.key_prefix),
-                  e.actor.type === 'api_key' ? `api_key ${e.actor.key_id}` : e.actor.type,
+                  actorText(e.actor),
+                  detailOf(e),
                 ]),
                 'No audit entries.',
               ),
@@ -51,4 +55,12 @@ export function registerAudit(program: Command): void {
         });
       }),
   );
+}
+
+/** What some kinds add: where an exposed key was found, what a roll replaced the key with. */
+function detailOf(e: AuditEntryView): string {
+  if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
+  if (e.exposure !== undefined) return `exposed at ${e.exposure.url ?? '(no url)'}`;
+  if (e.member !== undefined) return `member ${e.member.email} (${e.member.id})`;
+  return '-';
 }

@@ -41,13 +41,14 @@ export function registerBootstrap(program: Command): void {
       .option('--name <name>', 'name of the system organisation (default "Platform")')
       .option('--slug <slug>', 'slug of the system organisation (default "platform")')
       .action(async (opts: { name?: string; slug?: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const result = await core.bootstrap.run({
+            operator,
             ...(opts.name !== undefined ? { name: opts.name } : {}),
             ...(opts.slug !== undefined ? { slug: opts.slug } : {}),
           });
           emit(json, bootstrapView(result, core), () => bootstrapText(result));
-        });
+        }, { mayCreateDatabase: true });
       }),
   );
 }

@@ -1,21 +1,35 @@
 import { Option, type Command } from 'commander';
-import { apiKeyView, issuedKeyView, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
+import { apiKeyView, issuedKeyView, keyStatus, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
-import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
-const UNIT_MS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000 };
+const UNIT_MS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 };
 
-/** `90d`, `12h`, `30m` -> milliseconds. */
-export function parseDuration(text: string): number {
+/** `90d`, `12h`, `30m` -> milliseconds (`option` names the flag in the error). */
+export function parseDuration(text: string, option = '--expires-in'): number {
   const match = /^(\d{1,6})([dhm])$/.exec(text.trim());
   const amount = match ? Number(match[1]) : 0;
   if (!match || amount < 1) {
-    throw new CliError(`invalid --expires-in "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`);
+    throw new CliError(`invalid ${option} "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`, { usage: true });
   }
   return amount * (UNIT_MS[match[2] as string] as number);
+}
+
+/** `--grace`: `0`, or a whole number followed by d, h, m or s -> seconds (the core checks 0..604800). */
+export function parseGrace(text: string): number {
+  const match = /^(\d{1,7})([dhms]?)$/.exec(text.trim());
+  if (!match || (match[2] === '' && match[1] !== '0')) {
+    throw new CliError(`invalid --grace "${text}": use 0 or a whole number followed by d, h, m or s (e.g. 24h, 90m)`, { usage: true });
+  }
+  return match[2] === '' ? 0 : (Number(match[1]) * (UNIT_MS[match[2] as string] as number)) / 1000;
+}
+
+/** `--unused-for`: active keys whose last use (or, never used, whose creation) is before `cutoff`. */
+function isStale(k: ApiKey, now: Date, cutoff: number): boolean {
+  return keyStatus(k, now) === 'active' && (k.lastUsedAt ?? k.createdAt).getTime() < cutoff;
 }
 
 function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
@@ -29,7 +43,18 @@ function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
     ['expires at', orNone(v.expires_at, 'never')],
     ['created at', v.created_at],
     ...(v.revoked_at !== null ? [['revoked at', v.revoked_at] as const] : []),
+    ['last used at', orNone(v.last_used_at, 'never')],
+    ...(v.rolled_from !== null ? [['rolled from', v.rolled_from] as const] : []),
   ];
+}
+
+interface ListOptions extends PagingOptions {
+  unusedFor?: string;
+}
+
+interface RollOptions {
+  grace?: string;
+  label?: string;
 }
 
 interface IssueOptions {
@@ -40,7 +65,7 @@ interface IssueOptions {
 }
 
 export function registerKey(program: Command): void {
-  const key = program.command('key').description('API keys of an organisation: issue, list, revoke');
+  const key = program.command('key').description('API keys of an organisation: issue, list, roll, revoke');
 
   withJson(
     key
@@ -53,10 +78,10 @@ export function registerKey(program: Command): void {
       .addOption(new Option('--expires-in <duration>', 'expiry from now: 90d, 12h or 30m').conflicts('expiresAt'))
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
         const expiresInMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn) : undefined;
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             expiresInMs !== undefined ? new Date(core.clock.now().getTime() + expiresInMs).toISOString() : opts.expiresAt;
-          const issued = await core.apiKeys.issue(OPERATOR, orgId, {
+          const issued = await core.apiKeys.issue(operator, orgId, {
             label: opts.label,
             environment: opts.test === true ? 'test' : 'live',
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
@@ -69,26 +94,74 @@ export function registerKey(program: Command): void {
   );
 
   withJson(
-    key
-      .command('list')
-      .description('list the API keys of an organisation (prefixes only: raw keys are never shown again)')
-      .argument('<org_id>', 'organisation id (UUID)')
-      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
+    withPaging(
+      key
+        .command('list')
+        .description('list the API keys of an organisation, a page at a time (--all: every one); prefixes only: raw keys are never shown again')
+        .argument('<org_id>', 'organisation id (UUID)'),
+      'keys',
+      'key',
+    )
+      .option(
+        '--unused-for <duration>',
+        'only active keys not used for that long (never used: created that long ago), e.g. 90d; looks through every key of the organisation (as --all); last use is accurate to 60 s',
+      )
+      .action(async (orgId: string, opts: ListOptions, cmd: Command) => {
+        const unusedForMs = opts.unusedFor !== undefined ? parseDuration(opts.unusedFor, '--unused-for') : undefined;
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const all = await collectAll((cursor) =>
-            core.apiKeys.list(OPERATOR, orgId, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
+          const fetched = await fetchPaged(unusedForMs === undefined ? opts : { limit: opts.limit, all: true }, (query) =>
+            core.apiKeys.list(OPERATOR, orgId, query),
           );
           const now = core.clock.now();
+          const page =
+            unusedForMs === undefined ? fetched : { items: fetched.items.filter((k) => isStale(k, now, now.getTime() - unusedForMs)), nextCursor: null };
+          const all = page.items;
           const views = all.map((k) => apiKeyView(k, now));
-          emit(json, listView({ items: all, nextCursor: null }, (k) => apiKeyView(k, now)), () =>
+          emit(json, listView(page, (k) => apiKeyView(k, now)), () =>
             [
               table(
-                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED'],
-                views.map((v) => [v.id, v.key_prefix, v.label, v.status, orNone(v.expires_at, 'never'), v.created_at]),
-                'No API keys.',
+                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED', 'LAST USED'],
+                views.map((v) => [
+                  v.id,
+                  v.key_prefix,
+                  v.label,
+                  v.status,
+                  orNone(v.expires_at, 'never'),
+                  v.created_at,
+                  orNone(v.last_used_at, 'never'),
+                ]),
+                unusedForMs === undefined ? 'No API keys.' : `No active API key unused for ${opts.unusedFor}.`,
               ),
-              ...(all.length > 0 ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
+              ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
+              ...(page.nextCursor !== null ? [`More keys: ${nextPageCommand(`key list ${orgId}`, { limit: opts.limit }, page.nextCursor)}`] : []),
             ].join('\n'),
+          );
+        });
+      }),
+  );
+
+  withJson(
+    key
+      .command('roll')
+      .description('replace a key with a new one (same environment, label and expiry); the old key stops after the grace period')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<key_id>', 'id of the key to replace (UUID)')
+      .option('--grace <duration>', 'how long the old key keeps working: 0 (default: it is revoked now) up to 7d, e.g. 24h')
+      .option('--label <label>', "the new key's label (default: the old key's)")
+      .action(async (orgId: string, keyId: string, opts: RollOptions, cmd: Command) => {
+        const grace = opts.grace !== undefined ? parseGrace(opts.grace) : 0;
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const rolled = await core.apiKeys.roll(OPERATOR, orgId, keyId, {
+            grace_period_seconds: grace,
+            ...(opts.label !== undefined ? { label: opts.label } : {}),
+          });
+          const old = await core.apiKeys.get(OPERATOR, orgId, keyId);
+          const oldView = apiKeyView(old, core.clock.now());
+          const oldEnd = oldView.status === 'active' ? `works until ${orNone(oldView.expires_at, 'never')}` : oldView.status;
+          emit(json, issuedKeyView(rolled, core.clock.now()), () =>
+            [`Rolled API key ${keyId} (old key: ${oldEnd}); new key:`, fields(keyRows(rolled.key, core)), '', `  ${rolled.rawKey}`, '', STORE_KEY_NOW].join(
+              '\n',
+            ),
           );
         });
       }),
@@ -101,8 +174,8 @@ export function registerKey(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<key_id>', 'key id (UUID)')
       .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.apiKeys.revoke(OPERATOR, orgId, keyId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.apiKeys.revoke(operator, orgId, keyId);
           const revoked = await core.apiKeys.get(OPERATOR, orgId, keyId);
           emit(json, apiKeyView(revoked, core.clock.now()), () => `Revoked API key:\n${fields(keyRows(revoked, core))}`);
         });

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { listView, memberView, OPERATOR } from '@cos/core';
 import { emit, fields, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 export function registerMember(program: Command): void {
   const member = program.command('member').description('members of an organisation: add, remove, list');
@@ -14,8 +14,8 @@ export function registerMember(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .requiredOption('--email <email>', 'e-mail address of the member')
       .action(async (orgId: string, opts: { email: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const m = await core.members.add(OPERATOR, orgId, { email: opts.email });
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const m = await core.members.add(operator, orgId, { email: opts.email });
           emit(json, memberView(m), () =>
             `Added member:\n${fields([
               ['id', m.id],
@@ -35,8 +35,8 @@ export function registerMember(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<member_id>', 'member id')
       .action(async (orgId: string, memberId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.members.remove(OPERATOR, orgId, memberId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.members.remove(operator, orgId, memberId);
           emit(json, { id: memberId, organisation_id: orgId, removed: true }, () =>
             `Removed member ${memberId} from organisation ${orgId}.`,
           );
@@ -45,26 +45,29 @@ export function registerMember(program: Command): void {
   );
 
   withJson(
-    member
-      .command('list')
-      .description('list the members of an organisation, oldest first')
-      .argument('<org_id>', 'organisation id (UUID)')
-      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const all = await collectAll((cursor) =>
-            core.members.list(OPERATOR, orgId, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
-          );
-          emit(json, listView({ items: all, nextCursor: null }, memberView), () =>
-            [
-              table(
-                ['ID', 'E-MAIL', 'CREATED'],
-                all.map((m) => [m.id, m.email, m.createdAt.toISOString()]),
-                'No members.',
-              ),
-              ...(all.length > 0 ? [`(${plural(all.length, 'member')})`] : []),
-            ].join('\n'),
-          );
-        });
-      }),
+    withPaging(
+      member
+        .command('list')
+        .description('list the members of an organisation, oldest first, a page at a time (--all: every one)')
+        .argument('<org_id>', 'organisation id (UUID)'),
+      'members',
+      'member',
+    ).action(async (orgId: string, opts: PagingOptions, cmd: Command) => {
+      await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        const page = await fetchPaged(opts, (query) => core.members.list(OPERATOR, orgId, query));
+        const all = page.items;
+        emit(json, listView(page, memberView), () =>
+          [
+            table(
+              ['ID', 'E-MAIL', 'CREATED'],
+              all.map((m) => [m.id, m.email, m.createdAt.toISOString()]),
+              'No members.',
+            ),
+            ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'member')})`] : []),
+            ...(page.nextCursor !== null ? [`More members: ${nextPageCommand(`member list ${orgId}`, { limit: opts.limit }, page.nextCursor)}`] : []),
+          ].join('\n'),
+        );
+      });
+    }),
   );
 }

@@ -19,7 +19,7 @@ export function registerMigrate(program: Command): void {
                 : `Applied ${plural(applied.length, 'migration')} to the ${store.dialect} database:\n${applied.map((m) => `  ${m}`).join('\n')}`,
             );
           },
-          { prepare: 'none' },
+          { prepare: 'none', mayCreateDatabase: true },
         );
       }),
   );

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { listView, NACE_SECTIONS, OPERATOR, organisationView, type Organisation } from '@cos/core';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { collectAll, jsonWanted, PAGE_SIZE, plural, withJson } from './shared.js';
+import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 import { registerWebhook } from './webhook.js';
 
 function organisationText(o: Organisation): string {
@@ -34,9 +34,9 @@ export function registerOrg(program: Command): void {
       .requiredOption('--slug <slug>', 'immutable slug: 1 to 63 of a-z, 0-9 and -, not starting or ending with -')
       .option('--system', 'a system (platform) organisation: its keys are platform keys')
       .action(async (opts: { name: string; slug: string; system?: boolean }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const created = await core.organisations.create(
-            OPERATOR,
+            operator,
             { name: opts.name, slug: opts.slug },
             { isSystem: opts.system === true },
           );
@@ -46,22 +46,20 @@ export function registerOrg(program: Command): void {
   );
 
   withJson(
-    org
-      .command('list')
-      .description('list every organisation, oldest first')
-      .action(async (_opts: unknown, cmd: Command) => {
+    withPaging(org.command('list').description('list organisations, oldest first, a page at a time (--all: every one)'), 'organisations', 'organisation')
+      .action(async (opts: PagingOptions, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const all = await collectAll((cursor) =>
-            core.organisations.list(OPERATOR, { limit: PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }),
-          );
-          emit(json, listView({ items: all, nextCursor: null }, organisationView), () =>
+          const page = await fetchPaged(opts, (query) => core.organisations.list(OPERATOR, query));
+          const all = page.items;
+          emit(json, listView(page, organisationView), () =>
             [
               table(
                 ['ID', 'SLUG', 'NAME', 'SECTION', 'SYSTEM', 'CREATED'],
                 all.map((o) => [o.id, o.slug, o.name, orNone(o.industrySection), o.isSystem ? 'yes' : 'no', o.createdAt.toISOString()]),
                 'No organisations yet (cos-admin bootstrap creates the system organisation).',
               ),
-              ...(all.length > 0 ? [`(${plural(all.length, 'organisation')})`] : []),
+              ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'organisation')})`] : []),
+              ...(page.nextCursor !== null ? [`More organisations: ${nextPageCommand('org list', { limit: opts.limit }, page.nextCursor)}`] : []),
             ].join('\n'),
           );
         });
@@ -76,8 +74,8 @@ export function registerOrg(program: Command): void {
       .requiredOption('--section <section>', 'a NACE Rev. 2 section letter A..U, or none')
       .addHelpText('after', naceHelp())
       .action(async (orgId: string, opts: { section: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const updated = await core.organisations.classify(OPERATOR, orgId, opts.section);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const updated = await core.organisations.classify(operator, orgId, opts.section);
           emit(json, organisationView(updated), () => `Classified organisation:\n${organisationText(updated)}`);
         });
       }),

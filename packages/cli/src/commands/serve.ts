@@ -24,7 +24,7 @@ interface ServeOptions {
 function portOption(text: string | undefined, config: AppConfig): number {
   if (text === undefined) return config.port;
   const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
-  if (!(port >= 0 && port <= 65535)) throw new CliError('--port must be an integer from 0 to 65535');
+  if (!(port >= 0 && port <= 65535)) throw new CliError('--port must be an integer from 0 to 65535', { usage: true });
   return port;
 }
 
@@ -44,6 +44,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   let running: Awaited<ReturnType<typeof listen>> | undefined;
   let ops: { app: import('../ops-server.js').OpsApp; server: Awaited<ReturnType<typeof listen>> } | undefined;
   let delivery: import('@cos/core').WebhookDelivery | undefined;
+  let keyUsage: import('@cos/core').KeyUsage | undefined;
   let storeKind = 'unknown';
   try {
     const store = storeOf(container);
@@ -51,6 +52,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     const applied = await makeStoreReady(store);
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
     const core = coreOf(container);
+    keyUsage = core.keyUsage;
     if (opts.bootstrap === true) {
       const result = await core.bootstrap.run();
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
@@ -83,7 +85,9 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
 
   const server = running;
   const sender = delivery!;
+  const usage = keyUsage!;
   sender.start();
+  usage.start();
   lifecycle.daemon = true;
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
@@ -104,6 +108,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       try {
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
         await ops?.server.stop(OPS_CLOSE_MS);
+        // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
       } catch (e) {

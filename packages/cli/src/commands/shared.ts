@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { Page } from '@cos/core';
 
 /** Every command takes --json (contract, "Operator interface"). */
@@ -11,8 +11,41 @@ export function jsonWanted(cmd: Command): boolean {
   return cmd.optsWithGlobals<{ json?: boolean }>().json === true;
 }
 
-/** Largest page the contract allows (C-5): lists fetch every page with it. */
+/** Largest page the contract allows (C-5): `--all` fetches every page with it. */
 export const PAGE_SIZE = '100';
+
+/** The paging options of a list command (issue 15). */
+export interface PagingOptions {
+  limit?: string;
+  cursor?: string;
+  all?: boolean;
+}
+
+/** Adds --limit, --cursor and --all to a list command; `what` and `one` name its items ("organisations", "organisation"). */
+export function withPaging(cmd: Command, what: string, one: string): Command {
+  return cmd
+    .addOption(new Option('--limit <n>', `at most this many ${what} per page (1 to 100, default 20)`))
+    .addOption(new Option('--cursor <cursor>', 'continue after the previous page (its next_cursor)').conflicts('all'))
+    .addOption(new Option('--all', `every ${one}, following each next_cursor to the last page`).conflicts('cursor'));
+}
+
+/**
+ * One page as asked (`--limit`, `--cursor`; the core's default size without `--limit`), or with
+ * `--all` every page (`--limit` then sets the size of each fetch) as one page without a next cursor.
+ */
+export async function fetchPaged<T>(
+  opts: PagingOptions,
+  fetchPage: (query: { limit?: string; cursor?: string }) => Promise<Page<T>>,
+): Promise<Page<T>> {
+  if (opts.all === true) {
+    const items = await collectAll((cursor) => fetchPage({ limit: opts.limit ?? PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) }));
+    return { items, nextCursor: null };
+  }
+  return fetchPage({
+    ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+    ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
+  });
+}
 
 /** Follows next_cursor from the first page to the last (C-6) and returns every item. */
 export async function collectAll<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>): Promise<T[]> {

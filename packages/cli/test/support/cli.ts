@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CONFIG_TABLE } from '../../src/config.js';
 
 export const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 export const MAIN_SOURCE = join(ROOT, 'packages/cli/src/main.ts');
@@ -31,31 +32,10 @@ export function ensureBuilt(): Promise<void> {
   return built;
 }
 
-export const CONFIG_VARIABLES = [
-  'DATABASE_URL',
-  'REDIS_URL',
-  'HOST',
-  'PORT',
-  'RATE_LIMIT_PER_MINUTE',
-  'UNAUTH_RATE_LIMIT_PER_MINUTE',
-  'LOG_LEVEL',
-  'MAX_ACTIVE_KEYS_PER_ORG',
-  'ERRORS_URL',
-  'REDIS_TIMEOUT_MS',
-  'TRUST_PROXY',
-  'DATABASE_PREPARED_STATEMENTS',
-  'SECRET_SCANNING_PUBLIC_KEYS',
-  'SECRET_SCANNING_RATE_LIMIT_PER_MINUTE',
-  'WEBHOOK_TIMEOUT_MS',
-  'WEBHOOK_MAX_ATTEMPTS',
-  'WEBHOOK_RETRY_BASE_MS',
-  'WEBHOOK_POLL_INTERVAL_MS',
-  'CREDENTIAL_CACHE',
-  'OPS_PORT',
-  'OPS_HOST',
-] as const;
+/** Every configuration variable (the one table, config.ts): a child starts without any of them. */
+export const CONFIG_VARIABLES: readonly string[] = CONFIG_TABLE.map((r) => r.variable);
 
-export type Env = Partial<Record<(typeof CONFIG_VARIABLES)[number], string>> & Record<string, string>;
+export type Env = Record<string, string>;
 
 /** The parent's environment without any service configuration, plus `env`. */
 export function childEnv(env: Env): NodeJS.ProcessEnv {

@@ -24,6 +24,25 @@ export interface ApiKey {
   readonly expiresAt: Date | null;
   readonly createdAt: Date;
   readonly revokedAt: Date | null;
+  /**
+   * Time of the last successful authentication with the key, accurate to 60 s (it is written in
+   * batches by KeyUsage, never on the request path); null when never used. Stores always return it;
+   * a record being inserted may leave it out (a new key has not been used).
+   */
+  readonly lastUsedAt?: Date | null;
+  /** The key this one replaced through a roll, or null. At most one key is rolled from any key. */
+  readonly rolledFromKeyId?: string | null;
+}
+
+/** Longest grace period of a roll: 7 days (the old key keeps working at most that long). */
+export const MAX_ROLL_GRACE_SECONDS = 604_800;
+
+/** 409 of a roll whose key already has a replacement (the store's unique rolledFromKeyId). */
+export const KEY_ALREADY_ROLLED_MESSAGE = 'This API key has already been rolled; roll its replacement instead';
+
+/** The environment a key was issued in, read from its prefix (a roll keeps it). */
+export function keyEnvironmentOf(key: Pick<ApiKey, 'keyPrefix'>): KeyEnvironment {
+  return key.keyPrefix.startsWith(KEY_PREFIXES.test) ? 'test' : 'live';
 }
 
 /** Largest multiple of the alphabet size that fits in a byte: bytes at or above it are rejected. */

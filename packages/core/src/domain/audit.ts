@@ -4,14 +4,20 @@ export type AuditKind =
   | 'api_key_revoked'
   | 'api_key_issued'
   | 'api_key_exposed'
+  | 'api_key_rolled'
   | 'organisation_created'
-  | 'organisation_updated';
+  | 'organisation_updated'
+  | 'member_added'
+  | 'member_removed';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
   'api_key_exposed',
+  'api_key_rolled',
   'organisation_created',
   'organisation_updated',
+  'member_added',
+  'member_removed',
 ];
 
 /**
@@ -20,8 +26,18 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
  */
 export type AuditActor =
   | { readonly type: 'api_key'; readonly keyId: string }
-  | { readonly type: 'operator' }
+  | OperatorActor
   | { readonly type: 'secret_scanning' };
+
+/**
+ * The operator, with the name the CLI ran under (`--actor`, default the OS user name; issue 15).
+ * Entries written before names were recorded, and operators of embedders that give none, have no
+ * `name` property.
+ */
+export interface OperatorActor {
+  readonly type: 'operator';
+  readonly name?: string;
+}
 
 export const AUDIT_ACTOR_TYPES: readonly AuditActor['type'][] = ['api_key', 'operator', 'secret_scanning'];
 
@@ -35,6 +51,18 @@ export interface KeyExposure {
   readonly source: string | null;
 }
 
+/** The member of a `member_added` / `member_removed` entry (C-58). */
+export interface AuditMember {
+  readonly id: string;
+  readonly email: string;
+}
+
+/** What a roll did (`api_key_rolled` only): the replacement key and the old key's grace period. */
+export interface KeyRoll {
+  readonly toKeyId: string;
+  readonly gracePeriodSeconds: number;
+}
+
 export interface AuditEntry {
   readonly id: string;
   readonly kind: AuditKind;
@@ -46,4 +74,8 @@ export interface AuditEntry {
   readonly actor: AuditActor;
   /** `api_key_exposed` entries only: where the key was found. */
   readonly exposure?: KeyExposure;
+  /** `member_added` / `member_removed` entries only: which member. */
+  readonly member?: AuditMember;
+  /** `api_key_rolled` entries only: the new key and the grace period (C-58). */
+  readonly roll?: KeyRoll;
 }

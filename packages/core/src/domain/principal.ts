@@ -10,8 +10,15 @@ export interface KeyPrincipal {
 
 export interface OperatorPrincipal {
   readonly kind: 'operator';
+  /** Who the operator is (the CLI's `--actor`, default the OS user name); recorded in audit entries. */
+  readonly name?: string;
 }
 
 export type Principal = KeyPrincipal | OperatorPrincipal;
 
 export const OPERATOR: OperatorPrincipal = Object.freeze({ kind: 'operator' });
+
+/** The operator under a name, recorded as the actor of what it does (issue 15). */
+export function namedOperator(name: string): OperatorPrincipal {
+  return Object.freeze({ kind: 'operator', name });
+}

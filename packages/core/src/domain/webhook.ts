@@ -5,8 +5,8 @@
  */
 import type { Random } from '../ports/random.js';
 
-export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed';
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed'];
+export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled';
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled'];
 
 /** An organisation's webhook endpoint. The secret signs every delivery (`whsec_` + base64). */
 export interface WebhookEndpoint {
@@ -48,6 +48,10 @@ export interface KeyEventData {
   readonly label: string;
   readonly url?: string | null;
   readonly source?: string | null;
+  /** `api_key.rolled` only: the replacement key and the old key's grace period. */
+  readonly new_key_id?: string;
+  readonly new_key_prefix?: string;
+  readonly grace_period_seconds?: number;
 }
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';

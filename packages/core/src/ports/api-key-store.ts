@@ -8,8 +8,18 @@ export interface Credential {
   readonly organisation: Organisation;
 }
 
+/** One successful authentication with a key, as KeyUsage flushes it. */
+export interface KeyUse {
+  readonly keyId: string;
+  readonly at: Date;
+}
+
 export interface ApiKeyStore {
-  /** Inserts; a duplicate digest throws ConflictError. */
+  /**
+   * Inserts (lastUsedAt is stored null). A duplicate digest throws ConflictError; so does a second
+   * key rolled from the same key (rolledFromKeyId is unique: KEY_ALREADY_ROLLED_MESSAGE), which is
+   * what lets exactly one of concurrent rolls of a key commit.
+   */
   insert(key: ApiKey): Promise<void>;
   /** The key with that id inside that organisation, or null (also null when it belongs to another). */
   findById(organisationId: string, keyId: string): Promise<ApiKey | null>;
@@ -24,6 +34,21 @@ export interface ApiKeyStore {
    * false when it was already revoked or does not exist in that organisation.
    */
   revoke(organisationId: string, keyId: string, at: Date): Promise<boolean>;
+  /**
+   * Sets expiresAt to `expiresAt` if the key is still active at `now` (not revoked, not expired)
+   * and `expiresAt` is earlier than its current expiry (none counts as later): a key's life is
+   * only ever shortened. Returns true when this call changed the key, false otherwise (unknown,
+   * another organisation's, revoked, expired, or already ending at or before `expiresAt`).
+   * One conditional statement: of concurrent calls, only those that still see an active key with a
+   * later expiry change it. Like revoke, a write that affects authentication (C-36).
+   */
+  shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean>;
+  /**
+   * Records successful authentications: each key's lastUsedAt becomes the latest of its current
+   * value and the given times (never earlier, so instances may flush in any order). Unknown key ids
+   * are ignored. One statement for the whole batch (KeyUsage flushes at most once a minute).
+   */
+  recordUses(uses: readonly KeyUse[]): Promise<void>;
   /**
    * Remembers that the key was reported exposed at `url` (null: no URL given). True the first time
    * for that (key, url) pair, false for a repeat (a redelivered secret-scanning alert).

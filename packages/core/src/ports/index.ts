@@ -1,4 +1,4 @@
-export type { ApiKeyStore, Credential } from './api-key-store.js';
+export type { ApiKeyStore, Credential, KeyUse } from './api-key-store.js';
 export type { AuditFilter, AuditLog } from './audit-log.js';
 export type { Clock } from './clock.js';
 export type { HealthProbe } from './health-probe.js';

@@ -4,13 +4,13 @@
  * the transaction's writes are replayed, atomically, onto the then-current tables, so a failing
  * `run` leaves no trace and writes made outside the run meanwhile are kept. Runs are serialised.
  */
-import { digestsEqual, type ApiKey } from '../domain/api-key.js';
+import { digestsEqual, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from '../domain/api-key.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
 import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Organisation } from '../domain/organisation.js';
-import type { ApiKeyStore, Credential } from '../ports/api-key-store.js';
+import type { ApiKeyStore, Credential, KeyUse } from '../ports/api-key-store.js';
 import type { AuditFilter, AuditLog } from '../ports/audit-log.js';
 import type { HealthProbe } from '../ports/health-probe.js';
 import type { MemberStore } from '../ports/member-store.js';
@@ -96,11 +96,15 @@ function copyApiKey(k: ApiKey): ApiKey {
     expiresAt: copyDateOrNull(k.expiresAt),
     createdAt: copyDate(k.createdAt),
     revokedAt: copyDateOrNull(k.revokedAt),
+    lastUsedAt: copyDateOrNull(k.lastUsedAt ?? null),
+    rolledFromKeyId: k.rolledFromKeyId ?? null,
   };
 }
 
 function copyActor(a: AuditActor): AuditActor {
-  return a.type === 'api_key' ? { type: 'api_key', keyId: a.keyId } : { type: a.type };
+  if (a.type === 'api_key') return { type: 'api_key', keyId: a.keyId };
+  if (a.type === 'operator') return a.name !== undefined ? { type: 'operator', name: a.name } : { type: 'operator' };
+  return { type: a.type };
 }
 
 function copyWebhook(w: WebhookEndpoint): WebhookEndpoint {
@@ -138,6 +142,8 @@ function copyAudit(e: AuditEntry): AuditEntry {
     keyPrefix: e.keyPrefix,
     actor: copyActor(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
+    ...(e.roll !== undefined ? { roll: { toKeyId: e.roll.toKeyId, gracePeriodSeconds: e.roll.gracePeriodSeconds } } : {}),
   };
 }
 
@@ -326,6 +332,13 @@ class InMemoryMemberStore implements MemberStore {
     });
   }
 
+  async find(organisationId: string, memberId: string): Promise<Member | null> {
+    return this.session.read((t) => {
+      const m = t.members.get(memberId);
+      return m === undefined || m.organisationId !== organisationId ? null : copyMember(m);
+    });
+  }
+
   async remove(organisationId: string, memberId: string): Promise<boolean> {
     return this.session.write((t) => {
       const m = t.members.get(memberId);
@@ -351,12 +364,15 @@ class InMemoryApiKeyStore implements ApiKeyStore {
   constructor(private readonly session: Session) {}
 
   async insert(key: ApiKey): Promise<void> {
-    const record = copyApiKey(key);
+    const record = { ...copyApiKey(key), lastUsedAt: null };
     this.session.write((t) => {
       if (t.apiKeys.has(record.id)) throw duplicateId('API key');
       for (const k of t.apiKeys.values()) {
         if (digestsEqual(k.digest, record.digest)) {
           throw new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
+        }
+        if (record.rolledFromKeyId !== null && k.rolledFromKeyId === record.rolledFromKeyId) {
+          throw new ConflictError(KEY_ALREADY_ROLLED_MESSAGE);
         }
       }
       t.apiKeys.set(record.id, record);
@@ -414,6 +430,31 @@ class InMemoryApiKeyStore implements ApiKeyStore {
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
       t.apiKeys.set(keyId, { ...k, revokedAt: copyDate(revokedAt) });
       return true;
+    });
+  }
+
+  async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
+    const target = expiresAt.getTime();
+    const nowMs = now.getTime();
+    return this.session.write((t) => {
+      const k = t.apiKeys.get(keyId);
+      if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
+      const current = k.expiresAt === null ? Number.POSITIVE_INFINITY : k.expiresAt.getTime();
+      if (current <= nowMs || current <= target) return false;
+      t.apiKeys.set(keyId, { ...k, expiresAt: new Date(target) });
+      return true;
+    });
+  }
+
+  async recordUses(uses: readonly KeyUse[]): Promise<void> {
+    const latest = new Map<string, number>();
+    for (const u of uses) latest.set(u.keyId, Math.max(latest.get(u.keyId) ?? Number.NEGATIVE_INFINITY, u.at.getTime()));
+    this.session.write((t) => {
+      for (const [keyId, ms] of latest) {
+        const k = t.apiKeys.get(keyId);
+        if (k === undefined || (k.lastUsedAt != null && k.lastUsedAt.getTime() >= ms)) continue;
+        t.apiKeys.set(keyId, { ...k, lastUsedAt: new Date(ms) });
+      }
     });
   }
 

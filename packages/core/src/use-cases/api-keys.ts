@@ -1,15 +1,19 @@
 import {
   digestKey,
   generateRawKey,
+  keyEnvironmentOf,
   keyPrefixOf,
+  keyStatus,
+  KEY_ALREADY_ROLLED_MESSAGE,
   type ApiKey,
+  type KeyEnvironment,
 } from '../domain/api-key.js';
 import type { AuditActor } from '../domain/audit.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
-import { checkIssueKey } from '../validation/api-key.js';
+import { checkIssueKey, checkRollKey } from '../validation/api-key.js';
 import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
@@ -27,7 +31,45 @@ export interface IssuedKey {
   readonly rawKey: string;
 }
 
+/** A roll's result: the new key (its rolledFromKeyId names the old one) and its raw key, shown once. */
+export type RolledKey = IssuedKey;
+
 export const KEY_NOT_FOUND_MESSAGE = 'API key not found';
+export const KEY_REVOKED_ROLL_MESSAGE = 'This API key is revoked and cannot be rolled; issue a new key instead';
+export const KEY_EXPIRED_ROLL_MESSAGE = 'This API key has expired and cannot be rolled; issue a new key instead';
+
+/** The 409 of a roll of a key that is not (or no longer) active and unrolled. */
+function rollRefusal(key: ApiKey, now: Date): ConflictError {
+  const status = keyStatus(key, now);
+  if (status === 'revoked') return new ConflictError(KEY_REVOKED_ROLL_MESSAGE);
+  if (status === 'expired') return new ConflictError(KEY_EXPIRED_ROLL_MESSAGE);
+  return new ConflictError(KEY_ALREADY_ROLLED_MESSAGE);
+}
+
+interface NewKeySpec {
+  readonly label: string;
+  readonly environment: KeyEnvironment;
+  readonly expiresAt: Date | null;
+  readonly rolledFromKeyId: string | null;
+}
+
+/** A new key record and its raw key; only the digest is ever stored (C-30, C-31). */
+function newKey(deps: Pick<CoreDeps, 'random'>, organisationId: string, spec: NewKeySpec, now: Date): IssuedKey {
+  const rawKey = generateRawKey(spec.environment, deps.random);
+  const key: ApiKey = {
+    id: deps.random.uuid(),
+    organisationId,
+    label: spec.label,
+    keyPrefix: keyPrefixOf(rawKey),
+    digest: digestKey(rawKey),
+    expiresAt: spec.expiresAt,
+    createdAt: now,
+    revokedAt: null,
+    lastUsedAt: null,
+    rolledFromKeyId: spec.rolledFromKeyId,
+  };
+  return { key, rawKey };
+}
 
 export function maxActiveKeysMessage(max: number): string {
   return `The organisation already has the maximum number of active API keys (${max}); revoke one before issuing another`;
@@ -50,21 +92,12 @@ export async function issueKeyIn(
   if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
   const max = deps.config.maxActiveKeysPerOrg;
   if ((await stores.apiKeys.countActive(organisationId, now)) >= max) throw new ConflictError(maxActiveKeysMessage(max));
-  const rawKey = generateRawKey(input.environment, deps.random);
-  const key: ApiKey = {
-    id: deps.random.uuid(),
-    organisationId,
-    label: input.label,
-    keyPrefix: keyPrefixOf(rawKey),
-    digest: digestKey(rawKey),
-    expiresAt: input.expiresAt,
-    createdAt: now,
-    revokedAt: null,
-  };
+  const issued = newKey(deps, organisationId, { ...input, rolledFromKeyId: null }, now);
+  const { key } = issued;
   await stores.apiKeys.insert(key);
   await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
   await notifyKeyEvents(stores, deps.random, ['api_key.issued'], now, key);
-  return { key, rawKey };
+  return issued;
 }
 
 /** API key lifecycle: issue -> active -> revoked | expired (spec §3). */
@@ -90,6 +123,47 @@ export class ApiKeys {
     const now = this.deps.clock.now();
     const [id, input] = all(checkUuid(orgId, 'org_id'), checkIssueKey(body, now));
     return this.deps.unitOfWork.run((stores) => issueKeyIn(stores, this.deps, id, input, actorOf(principal), now));
+  }
+
+  /**
+   * POST .../api-keys/{key_id}/roll (issue 16), body {grace_period_seconds?: 0..604800, label?}:
+   * the same authorisation as issuing a key. A new key of the same environment, label (unless one
+   * is given) and expires_at replaces the old one, which stops at the earlier of its expiry and now
+   * + grace (never later); grace 0 revokes it in the same unit of work (api_key_revoked). A revoked
+   * or expired key, or one already rolled, is 409. C-25 counts only the new key: the old one, still
+   * active until its grace ends, is not held against the cap. Audit api_key_rolled (old id, new id,
+   * grace) and the `api_key.rolled` event commit with the change. Of concurrent rolls of one key
+   * exactly one commits: the store lets only one key be rolled from any key.
+   */
+  async roll(principal: Principal, orgId: string, keyId: string, body: unknown): Promise<RolledKey> {
+    authorise(principal, 'api_keys.issue', orgId);
+    const [org, kid, input] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'), checkRollKey(body));
+    const now = this.deps.clock.now();
+    return this.deps.unitOfWork.run(async (stores) => {
+      const old = await stores.apiKeys.findById(org, kid);
+      if (old === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+      if (keyStatus(old, now) !== 'active') throw rollRefusal(old, now);
+      const max = this.deps.config.maxActiveKeysPerOrg;
+      if ((await stores.apiKeys.countActive(org, now)) - 1 >= max) throw new ConflictError(maxActiveKeysMessage(max));
+      const label = input.label ?? old.label;
+      const rolled = newKey(this.deps, org, { label, environment: keyEnvironmentOf(old), expiresAt: old.expiresAt, rolledFromKeyId: old.id }, now);
+      // A second key rolled from `old` (a concurrent or earlier roll) fails here with 409.
+      await stores.apiKeys.insert(rolled.key);
+      const grace = input.gracePeriodSeconds;
+      const end = new Date(now.getTime() + grace * 1000);
+      const stopped =
+        grace === 0
+          ? await stores.apiKeys.revoke(org, old.id, now)
+          : (old.expiresAt !== null && old.expiresAt.getTime() <= end.getTime()) || (await stores.apiKeys.shortenExpiry(org, old.id, end, now));
+      if (!stopped) throw rollRefusal((await stores.apiKeys.findById(org, old.id)) ?? old, now);
+      const actor = actorOf(principal);
+      const roll = { toKeyId: rolled.key.id, gracePeriodSeconds: grace };
+      await stores.audit.append({ ...auditEntry(this.deps.random, 'api_key_rolled', now, actor, org, old), roll });
+      if (grace === 0) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actor, org, old));
+      const events = grace === 0 ? (['api_key.rolled', 'api_key.revoked'] as const) : (['api_key.rolled'] as const);
+      await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
+      return rolled;
+    });
   }
 
   /** GET .../api-keys/{key_id}: a key id not in the named organisation is 404 (C-34). */

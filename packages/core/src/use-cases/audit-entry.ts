@@ -1,4 +1,4 @@
-import type { AuditActor, AuditEntry, AuditKind } from '../domain/audit.js';
+import type { AuditActor, AuditEntry, AuditKind, AuditMember } from '../domain/audit.js';
 import type { Random } from '../ports/random.js';
 
 /** A new audit entry (C-40, C-41); key fields null for organisation events. */
@@ -9,6 +9,7 @@ export function auditEntry(
   actor: AuditActor,
   organisationId: string,
   key: { readonly id: string; readonly keyPrefix: string } | null = null,
+  member?: AuditMember,
 ): AuditEntry {
   return {
     id: random.uuid(),
@@ -18,5 +19,6 @@ export function auditEntry(
     keyId: key?.id ?? null,
     keyPrefix: key?.keyPrefix ?? null,
     actor,
+    ...(member !== undefined ? { member: { id: member.id, email: member.email } } : {}),
   };
 }

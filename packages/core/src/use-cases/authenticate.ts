@@ -8,6 +8,7 @@ import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { CoreDeps } from './deps.js';
+import type { KeyUsage } from './key-usage.js';
 
 /** admit()'s answer: the principal, and the organisation's rate decision when admit() counted it. */
 export interface Admitted {
@@ -48,6 +49,8 @@ export class Authenticator {
 
   constructor(
     private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
+    /** Told of every successful authentication (last_used_at, written in batches); never of a failed one. */
+    private readonly usage: Pick<KeyUsage, 'record'> | null = null,
     private readonly cache: CredentialCache | null = null,
   ) {
     this.metrics = deps.metrics ?? noopMetrics;
@@ -59,8 +62,10 @@ export class Authenticator {
     const digest = digestKey(raw);
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
     if (credential === null || !digestsEqual(credential.key.digest, digest)) throw this.refused('unknown_key');
-    const status = keyStatus(credential.key, this.deps.clock.now());
+    const now = this.deps.clock.now();
+    const status = keyStatus(credential.key, now);
     if (status !== 'active') throw this.refused(status);
+    this.usage?.record(credential.key.id, now);
     return principalOf(credential);
   }
 
@@ -69,7 +74,8 @@ export class Authenticator {
    * request is also counted against its organisation in the same Redis call, and `decision` is
    * that count's decision (the caller must not count it again); without it, the same as
    * authenticate() and no decision. A key that does not authenticate is UnauthorizedError and
-   * was counted nowhere (the caller counts it in the source scope, C-50).
+   * was counted nowhere (the caller counts it in the source scope, C-50). A key that does is
+   * recorded as used (last_used_at), cached or not.
    */
   async admit(authorization: string | undefined): Promise<Admitted> {
     if (this.cache === null) return { principal: await this.authenticate(authorization) };
@@ -77,6 +83,7 @@ export class Authenticator {
     if (raw === null) throw this.refused(authorization === undefined || authorization === '' ? 'missing' : 'malformed');
     const admission = await this.cache.admit(digestKey(raw));
     if (typeof admission === 'string') throw this.refused(admission);
+    this.usage?.record(admission.credential.key.id, this.deps.clock.now());
     return { principal: principalOf(admission.credential), decision: admission.decision };
   }
 

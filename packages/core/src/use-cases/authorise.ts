@@ -102,5 +102,6 @@ export function authorise<O extends Operation>(principal: Principal, operation: 
 
 /** The audit actor of a principal (C-40). */
 export function actorOf(principal: Principal): AuditActor {
-  return principal.kind === 'api_key' ? { type: 'api_key', keyId: principal.keyId } : { type: 'operator' };
+  if (principal.kind === 'api_key') return { type: 'api_key', keyId: principal.keyId };
+  return principal.name !== undefined ? { type: 'operator', name: principal.name } : { type: 'operator' };
 }

@@ -4,6 +4,8 @@ import { checkCreateOrganisation } from '../validation/organisation.js';
 import type { CoreDeps } from './deps.js';
 import { issueKeyIn, type IssuedKey } from './api-keys.js';
 import { createOrganisationIn } from './organisations.js';
+import { actorOf } from './authorise.js';
+import { OPERATOR, type OperatorPrincipal } from '../domain/principal.js';
 
 export type BootstrapResult =
   | { readonly created: true; readonly organisation: Organisation; readonly issued: IssuedKey }
@@ -19,7 +21,8 @@ export const BOOTSTRAP_DEFAULTS = Object.freeze({ name: 'Platform', slug: 'platf
 export class Bootstrap {
   constructor(private readonly deps: CoreDeps) {}
 
-  async run(options?: { readonly name?: string; readonly slug?: string }): Promise<BootstrapResult> {
+  /** `operator`: who runs it, recorded as the actor of both audit entries (default: the unnamed operator). */
+  async run(options?: { readonly name?: string; readonly slug?: string; readonly operator?: OperatorPrincipal }): Promise<BootstrapResult> {
     const input = unwrap(
       checkCreateOrganisation({ name: options?.name ?? BOOTSTRAP_DEFAULTS.name, slug: options?.slug ?? BOOTSTRAP_DEFAULTS.slug }),
     );
@@ -27,7 +30,7 @@ export class Bootstrap {
       const existing = await stores.organisations.findFirstSystem();
       if (existing !== null) return { created: false, organisation: existing };
       const now = this.deps.clock.now();
-      const actor = { type: 'operator' } as const;
+      const actor = actorOf(options?.operator ?? OPERATOR);
       const organisation = await createOrganisationIn(stores, this.deps, input, true, actor, now);
       const issued = await issueKeyIn(
         stores,

@@ -4,14 +4,29 @@
  * webhook endpoint.
  */
 import type { ApiKey } from '../domain/api-key.js';
-import type { KeyExposure } from '../domain/audit.js';
-import { newNotification, type WebhookEventType } from '../domain/webhook.js';
+import type { KeyExposure, KeyRoll } from '../domain/audit.js';
+import { newNotification, type KeyEventData, type WebhookEventType } from '../domain/webhook.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 
+/** What the `api_key.rolled` event adds: the replacement key and the old key's grace period. */
+export interface RollEventDetail extends KeyRoll {
+  readonly toKeyPrefix: string;
+}
+
+/** The fields only one event type carries: `url`/`source` (exposed), the new key and grace (rolled). */
+function eventDetail(type: WebhookEventType, exposure: KeyExposure | undefined, roll: RollEventDetail | undefined): Partial<KeyEventData> {
+  if (type === 'api_key.exposed' && exposure !== undefined) return { url: exposure.url, source: exposure.source };
+  if (type === 'api_key.rolled' && roll !== undefined) {
+    return { new_key_id: roll.toKeyId, new_key_prefix: roll.toKeyPrefix, grace_period_seconds: roll.gracePeriodSeconds };
+  }
+  return {};
+}
+
 /**
  * Enqueues one event per entry of `types` about `key` (one read of the organisation's endpoint for
- * all of them); `exposure` adds `url` and `source` to the `api_key.exposed` event.
+ * all of them); `exposure` adds `url` and `source` to the `api_key.exposed` event, `roll` the new
+ * key and the grace period to the `api_key.rolled` event.
  */
 export async function notifyKeyEvents(
   stores: Stores,
@@ -20,6 +35,7 @@ export async function notifyKeyEvents(
   at: Date,
   key: Pick<ApiKey, 'id' | 'organisationId' | 'keyPrefix' | 'label'>,
   exposure?: KeyExposure,
+  roll?: RollEventDetail,
 ): Promise<void> {
   if (types.length === 0 || (await stores.webhooks.get(key.organisationId)) === null) return;
   for (const type of types) {
@@ -29,7 +45,7 @@ export async function notifyKeyEvents(
         key_id: key.id,
         key_prefix: key.keyPrefix,
         label: key.label,
-        ...(type === 'api_key.exposed' && exposure !== undefined ? { url: exposure.url, source: exposure.source } : {}),
+        ...eventDetail(type, exposure, roll),
       }),
     );
   }

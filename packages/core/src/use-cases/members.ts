@@ -5,7 +5,8 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkAddMember } from '../validation/member.js';
 import { checkListQuery } from '../validation/query.js';
-import { authorise } from './authorise.js';
+import { auditEntry } from './audit-entry.js';
+import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 import type { Page } from './page.js';
@@ -36,14 +37,20 @@ export class Members {
       if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
       const member: Member = { id: this.deps.random.uuid(), organisationId: id, email: input.email, createdAt: now };
       await stores.members.add(member);
+      await stores.audit.append(auditEntry(this.deps.random, 'member_added', now, actorOf(principal), id, null, member));
       return member;
     });
   }
 
-  /** Operator: 404 when the member is not in that organisation. */
+  /** Operator: 404 when the member is not in that organisation; a `member_removed` entry in the same unit of work. */
   async remove(principal: Principal, orgId: string, memberId: string): Promise<void> {
     authorise(principal, 'members.remove');
-    const [org, member] = all(checkUuid(orgId, 'org_id'), checkUuid(memberId, 'member_id'));
-    if (!(await this.deps.stores.members.remove(org, member))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE);
+    const [org, id] = all(checkUuid(orgId, 'org_id'), checkUuid(memberId, 'member_id'));
+    const now = this.deps.clock.now();
+    await this.deps.unitOfWork.run(async (stores) => {
+      const member = await stores.members.find(org, id);
+      if (member === null || !(await stores.members.remove(org, id))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE);
+      await stores.audit.append(auditEntry(this.deps.random, 'member_removed', now, actorOf(principal), org, null, member));
+    });
   }
 }

@@ -1,11 +1,13 @@
 /** Issuance body (C-23): {label, expires_at?, environment?}. */
 import { z } from 'zod';
-import { LABEL_MAX, type KeyEnvironment } from '../domain/api-key.js';
+import { LABEL_MAX, MAX_ROLL_GRACE_SECONDS, type KeyEnvironment } from '../domain/api-key.js';
 import { checkBody, hasNoControlCharacters, ISSUE_CONTROL_CHARACTERS, type Checked } from './issues.js';
 
 export const ISSUE_LABEL = `must be a string of 1 to ${LABEL_MAX} characters`;
 export const ISSUE_EXPIRES_AT = 'must be an ISO 8601 timestamp in the future';
 export const ISSUE_ENVIRONMENT = "must be 'live' or 'test'";
+
+export const ISSUE_GRACE_PERIOD = `must be an integer from 0 to ${MAX_ROLL_GRACE_SECONDS}`;
 
 export interface IssueKeyInput {
   readonly label: string;
@@ -13,16 +15,19 @@ export interface IssueKeyInput {
   readonly environment: KeyEnvironment;
 }
 
+/** A key's label (C-23): trimmed, 1 to 100 characters, no control characters. */
+const labelSchema = z
+  .string({ error: ISSUE_LABEL })
+  .trim()
+  .min(1, { error: ISSUE_LABEL })
+  .max(LABEL_MAX, { error: ISSUE_LABEL })
+  .refine(hasNoControlCharacters, { error: ISSUE_CONTROL_CHARACTERS });
+
 /** The schema depends on `now`: expires_at must lie after it. */
 export function issueKeySchema(now: Date) {
   return z
     .strictObject({
-      label: z
-        .string({ error: ISSUE_LABEL })
-        .trim()
-        .min(1, { error: ISSUE_LABEL })
-        .max(LABEL_MAX, { error: ISSUE_LABEL })
-        .refine(hasNoControlCharacters, { error: ISSUE_CONTROL_CHARACTERS }),
+      label: labelSchema,
       expires_at: z
         .iso.datetime({ offset: true, error: ISSUE_EXPIRES_AT })
         .transform((s) => new Date(s))
@@ -39,4 +44,27 @@ export function issueKeySchema(now: Date) {
 /** `expires_at: null` is accepted as "no expiry"; environment defaults to 'live'. */
 export function checkIssueKey(body: unknown, now: Date): Checked<IssueKeyInput> {
   return checkBody(issueKeySchema(now), body);
+}
+
+/** Roll body (issue 16): {grace_period_seconds?, label?}; the new key keeps the old label unless one is given. */
+export interface RollKeyInput {
+  readonly gracePeriodSeconds: number;
+  readonly label: string | null;
+}
+
+export const rollKeySchema = z
+  .strictObject({
+    grace_period_seconds: z
+      .number({ error: ISSUE_GRACE_PERIOD })
+      .int({ error: ISSUE_GRACE_PERIOD })
+      .min(0, { error: ISSUE_GRACE_PERIOD })
+      .max(MAX_ROLL_GRACE_SECONDS, { error: ISSUE_GRACE_PERIOD })
+      .optional(),
+    label: labelSchema.optional(),
+  })
+  .transform((b): RollKeyInput => ({ gracePeriodSeconds: b.grace_period_seconds ?? 0, label: b.label ?? null }));
+
+/** Grace defaults to 0 (the old key stops at once). */
+export function checkRollKey(body: unknown): Checked<RollKeyInput> {
+  return checkBody(rollKeySchema, body);
 }

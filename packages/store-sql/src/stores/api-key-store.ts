@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { ApiKey, ApiKeyStore, Credential, PageRequest } from '@cos/core';
-import { execute, msOrNull, query, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
+import type { ApiKey, ApiKeyStore, Credential, KeyUse, PageRequest } from '@cos/core';
+import { execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
-const COLUMNS = 'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at';
+const COLUMNS = 'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id';
 
 function keyFromRow(row: Record<string, unknown>): ApiKey {
   return {
@@ -14,6 +14,8 @@ function keyFromRow(row: Record<string, unknown>): ApiKey {
     expiresAt: toDateOrNull(row.expires_at),
     createdAt: toDate(row.created_at),
     revokedAt: toDateOrNull(row.revoked_at),
+    lastUsedAt: toDateOrNull(row.last_used_at),
+    rolledFromKeyId: stringOrNull(row.rolled_from_key_id),
   };
 }
 
@@ -33,10 +35,11 @@ function credentialFromRow(row: Record<string, unknown> | undefined): Credential
   };
 }
 
-const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`;
 const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
 /** The authentication hot path: one query on the unique digest index, joined to the organisation. */
 const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
+  k.last_used_at, k.rolled_from_key_id,
   o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
   o.created_at AS o_created_at, o.updated_at AS o_updated_at
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
@@ -51,6 +54,26 @@ const COUNT_ACTIVE = `SELECT count(*) AS n FROM api_keys
  */
 const LOCK_ORGANISATION = 'SELECT id FROM organisations WHERE id = ? FOR NO KEY UPDATE';
 const REVOKE = 'UPDATE api_keys SET revoked_at = ? WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL';
+/**
+ * Only ever earlier, only on a key active at `now`: the one conditional statement that decides
+ * whether this call changed the key (a concurrent revocation or roll makes it match nothing).
+ */
+const SHORTEN_EXPIRY = `UPDATE api_keys SET expires_at = ?
+  WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR (expires_at > ? AND expires_at > ?))`;
+/**
+ * A whole batch of uses in one statement with one parameter (a JSON array of [key id, epoch ms]),
+ * so the text never changes with the batch size (one prepared statement, no bound-parameter limit).
+ * Each key takes the latest of its current value and its latest use in the batch: instances may
+ * flush in any order and a late flush never moves a key's last use back.
+ */
+const RECORD_USES: Readonly<Record<StoreContext['dialect'], string>> = {
+  postgres: `UPDATE api_keys AS k SET last_used_at = u.at
+  FROM (SELECT e ->> 0 AS id, max((e ->> 1)::bigint) AS at FROM json_array_elements(?::json) AS e GROUP BY 1) AS u
+  WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
+  sqlite: `UPDATE api_keys SET last_used_at = u.at
+  FROM (SELECT value ->> 0 AS id, max(value ->> 1) AS at FROM json_each(?) GROUP BY 1) AS u
+  WHERE api_keys.id = u.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < u.at)`,
+};
 /** The primary key (key_id, url_hash) decides "first time": a repeat inserts nothing. */
 const RECORD_EXPOSURE = 'INSERT INTO api_key_exposures (key_id, url_hash, recorded_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
 
@@ -73,6 +96,7 @@ export class SqlApiKeyStore implements ApiKeyStore {
         msOrNull(k.expiresAt),
         k.createdAt.getTime(),
         msOrNull(k.revokedAt),
+        k.rolledFromKeyId ?? null,
       ]);
     } catch (e) {
       throw this.ctx.errors.translate(e);
@@ -147,6 +171,25 @@ export class SqlApiKeyStore implements ApiKeyStore {
   async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
     try {
       return (await execute(this.ctx, REVOKE, [at.getTime(), organisationId, keyId])) > 0;
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
+    const target = expiresAt.getTime();
+    try {
+      return (await execute(this.ctx, SHORTEN_EXPIRY, [target, organisationId, keyId, now.getTime(), target])) > 0;
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async recordUses(uses: readonly KeyUse[]): Promise<void> {
+    if (uses.length === 0) return;
+    const batch = JSON.stringify(uses.map((u) => [u.keyId, u.at.getTime()]));
+    try {
+      await execute(this.ctx, RECORD_USES[this.ctx.dialect], [batch]);
     } catch (e) {
       throw this.ctx.errors.translate(e);
     }

@@ -3,10 +3,11 @@ import { execute, query, stringOrNull, toDate, type StoreContext } from '../cont
 import { KeysetListSql } from '../keyset-list.js';
 
 const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds';
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
   if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
+  if (row.actor_type === 'operator' && typeof row.actor_name === 'string') return { type: 'operator', name: row.actor_name };
   return { type: String(row.actor_type) as Exclude<AuditActor['type'], 'api_key'> };
 }
 
@@ -20,15 +21,22 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     keyPrefix: stringOrNull(row.key_prefix),
     actor: actorFromRow(row),
   };
-  // Only entries that have one carry the property (C-58: api_key_exposed).
-  if (row.exposure_type === null || row.exposure_type === undefined) return entry;
+  // Only entries that have one carry the property (C-58: api_key_exposed; member_added/_removed; api_key_rolled).
+  const hasExposure = row.exposure_type !== null && row.exposure_type !== undefined;
+  const hasMember = row.member_id !== null && row.member_id !== undefined;
+  const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
+  if (!hasExposure && !hasMember && !hasRoll) return entry;
   return {
     ...entry,
-    exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) },
+    ...(hasExposure
+      ? { exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) } }
+      : {}),
+    ...(hasMember ? { member: { id: String(row.member_id), email: String(row.member_email) } } : {}),
+    ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
@@ -49,6 +57,11 @@ export class SqlAuditLog implements AuditLog {
         e.exposure?.type ?? null,
         e.exposure?.url ?? null,
         e.exposure?.source ?? null,
+        e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
+        e.member?.id ?? null,
+        e.member?.email ?? null,
+        e.roll?.toKeyId ?? null,
+        e.roll?.gracePeriodSeconds ?? null,
       ]);
     } catch (err) {
       throw this.ctx.errors.translate(err);

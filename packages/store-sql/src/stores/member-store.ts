@@ -21,6 +21,7 @@ export function normalizeEmail(email: string): string {
 }
 
 const INSERT = 'INSERT INTO members (id, organisation_id, email, email_normalized, created_at) VALUES (?, ?, ?, ?, ?)';
+const FIND = `SELECT ${COLUMNS} FROM members WHERE organisation_id = ? AND id = ?`;
 const DELETE = 'DELETE FROM members WHERE organisation_id = ? AND id = ?';
 const LIST_FIRST = `SELECT ${COLUMNS} FROM members WHERE organisation_id = ? ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${COLUMNS} FROM members WHERE organisation_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
@@ -31,6 +32,15 @@ export class SqlMemberStore implements MemberStore {
   async add(m: Member): Promise<void> {
     try {
       await execute(this.ctx, INSERT, [m.id, m.organisationId, m.email, normalizeEmail(m.email), m.createdAt.getTime()]);
+    } catch (e) {
+      throw this.ctx.errors.translate(e);
+    }
+  }
+
+  async find(organisationId: string, memberId: string): Promise<Member | null> {
+    try {
+      const rows = await query(this.ctx, FIND, [organisationId, memberId]);
+      return rows[0] === undefined ? null : memberFromRow(rows[0]);
     } catch (e) {
       throw this.ctx.errors.translate(e);
     }

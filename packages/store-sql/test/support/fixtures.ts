@@ -53,6 +53,8 @@ export function issuedKey(organisationId: string, overrides: Partial<ApiKey> = {
       expiresAt: null,
       createdAt: T0,
       revokedAt: null,
+      lastUsedAt: null,
+      rolledFromKeyId: null,
       ...overrides,
     },
   };

@@ -85,7 +85,8 @@ const schemas = {
   apiKey: {
     type: 'object',
     additionalProperties: false,
-    required: ['id', 'organisation_id', 'label', 'key_prefix', 'is_active', 'status', 'expires_at', 'created_at', 'revoked_at'],
+    // C-22's fields, plus last_used_at and rolled_from added by issue 16 (C-56: fields may be added).
+    required: ['id', 'organisation_id', 'label', 'key_prefix', 'is_active', 'status', 'expires_at', 'created_at', 'revoked_at', 'last_used_at', 'rolled_from'],
     properties: {
       id: uuid,
       organisation_id: uuid,
@@ -96,6 +97,8 @@ const schemas = {
       expires_at: nullableTimestamp,
       created_at: timestamp,
       revoked_at: nullableTimestamp,
+      last_used_at: nullableTimestamp,
+      rolled_from: { anyOf: [uuid, { type: 'null' }] },
     },
   },
   health: {

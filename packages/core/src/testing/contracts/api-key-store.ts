@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import type { ApiKey } from '../../domain/api-key.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
+import { KEY_ALREADY_ROLLED_MESSAGE } from '../../domain/api-key.js';
 import { at, expectConflictError, expectSameInstant, newApiKey, newDigest, newOrganisation } from './fixtures.js';
 import { expectOrganisation } from './organisation-store.js';
 import { describeKeysetPaging } from './paging.js';
@@ -21,8 +22,12 @@ export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey
   else expectSameInstant(k.expiresAt, expected.expiresAt, 'expiresAt');
   if (expected.revokedAt === null) expect(k.revokedAt, 'revokedAt').to.equal(null);
   else expectSameInstant(k.revokedAt, expected.revokedAt, 'revokedAt');
+  const lastUsedAt = expected.lastUsedAt ?? null;
+  if (lastUsedAt === null) expect(k.lastUsedAt, 'lastUsedAt').to.equal(null);
+  else expectSameInstant(k.lastUsedAt ?? null, lastUsedAt, 'lastUsedAt');
+  expect(k.rolledFromKeyId, 'rolledFromKeyId').to.equal(expected.rolledFromKeyId ?? null);
   expect(Object.keys(k).sort()).to.deep.equal(
-    ['createdAt', 'digest', 'expiresAt', 'id', 'keyPrefix', 'label', 'organisationId', 'revokedAt'],
+    ['createdAt', 'digest', 'expiresAt', 'id', 'keyPrefix', 'label', 'lastUsedAt', 'organisationId', 'revokedAt', 'rolledFromKeyId'],
     'no other fields',
   );
 }
@@ -251,6 +256,143 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         expect(results.filter((r) => r)).to.have.length(1);
         const winner = results.indexOf(true);
         expectApiKey(await keys().findById(orgA.id, k.id), { ...k, revokedAt: at(1_000 + winner) });
+      });
+    });
+
+    describe('shortenExpiry (issue 16: a roll never extends a key; C-36)', () => {
+      it('shortens an active key without expiry, or with a later one, and returns true', async () => {
+        const open = newApiKey(orgA.id);
+        const later = newApiKey(orgA.id, { expiresAt: at(1_000_000) });
+        for (const k of [open, later]) await keys().insert(k);
+        expect(await keys().shortenExpiry(orgA.id, open.id, at(5_000), at(100))).to.equal(true);
+        expect(await keys().shortenExpiry(orgA.id, later.id, at(5_000), at(100))).to.equal(true);
+        expectApiKey(await keys().findById(orgA.id, open.id), { ...open, expiresAt: at(5_000) });
+        expectApiKey(await keys().findById(orgA.id, later.id), { ...later, expiresAt: at(5_000) });
+        expect(await keys().countActive(orgA.id, at(4_999))).to.equal(2);
+        expect(await keys().countActive(orgA.id, at(5_000)), 'C-36: expired at the new expiresAt exactly').to.equal(0);
+      });
+
+      it('never extends: a key ending at or before the target is unchanged and the call returns false', async () => {
+        const sooner = newApiKey(orgA.id, { expiresAt: at(3_000) });
+        const same = newApiKey(orgA.id, { expiresAt: at(5_000) });
+        for (const k of [sooner, same]) await keys().insert(k);
+        expect(await keys().shortenExpiry(orgA.id, sooner.id, at(5_000), at(100))).to.equal(false);
+        expect(await keys().shortenExpiry(orgA.id, same.id, at(5_000), at(100))).to.equal(false);
+        expectApiKey(await keys().findById(orgA.id, sooner.id), sooner);
+        expectApiKey(await keys().findById(orgA.id, same.id), same);
+      });
+
+      it('changes nothing on a revoked, an expired, an unknown or another organisation\'s key', async () => {
+        const revoked = newApiKey(orgA.id, { revokedAt: at(1) });
+        const expired = newApiKey(orgA.id, { expiresAt: at(50) });
+        const mine = newApiKey(orgA.id);
+        for (const k of [revoked, expired, mine]) await keys().insert(k);
+        expect(await keys().shortenExpiry(orgA.id, revoked.id, at(5_000), at(100))).to.equal(false);
+        expect(await keys().shortenExpiry(orgA.id, expired.id, at(40), at(100))).to.equal(false);
+        expect(await keys().shortenExpiry(orgB.id, mine.id, at(5_000), at(100))).to.equal(false);
+        expect(await keys().shortenExpiry(orgA.id, UNKNOWN_ID, at(5_000), at(100))).to.equal(false);
+        expectApiKey(await keys().findById(orgA.id, revoked.id), revoked);
+        expectApiKey(await keys().findById(orgA.id, expired.id), expired);
+        expectApiKey(await keys().findById(orgA.id, mine.id), mine);
+      });
+
+      it('C-36: the credential read next sees the shorter life', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        expect((await keys().findCredential(k.digest))!.key.expiresAt).to.equal(null);
+        await keys().shortenExpiry(orgA.id, k.id, at(5_000), at(100));
+        expectSameInstant((await keys().findCredential(k.digest))!.key.expiresAt, at(5_000), 'expiresAt');
+      });
+
+      it('concurrent shortenings to the same end: exactly one returns true', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        const results = await Promise.all(Array.from({ length: 8 }, () => keys().shortenExpiry(orgA.id, k.id, at(5_000), at(100))));
+        expect(results.filter((r) => r)).to.have.length(1);
+      });
+    });
+
+    describe('rolledFromKeyId (issue 16: a key is rolled at most once)', () => {
+      it('round-trips; a second key rolled from the same key is a ConflictError and is not stored', async () => {
+        const old = newApiKey(orgA.id);
+        await keys().insert(old);
+        const first = newApiKey(orgA.id, { rolledFromKeyId: old.id });
+        await keys().insert(first);
+        expectApiKey(await keys().findById(orgA.id, first.id), first);
+        const second = newApiKey(orgA.id, { rolledFromKeyId: old.id });
+        const error = await expectConflictError(keys().insert(second));
+        expect(error.message).to.equal(KEY_ALREADY_ROLLED_MESSAGE);
+        expect(await keys().findById(orgA.id, second.id)).to.equal(null);
+        await keys().insert(newApiKey(orgA.id, { rolledFromKeyId: first.id }));
+        await keys().insert(newApiKey(orgA.id));
+        await keys().insert(newApiKey(orgA.id));
+      });
+
+      it('concurrent inserts of keys rolled from one key: exactly one is stored', async () => {
+        const old = newApiKey(orgA.id);
+        await keys().insert(old);
+        const results = await Promise.allSettled(
+          Array.from({ length: 6 }, () => keys().insert(newApiKey(orgA.id, { rolledFromKeyId: old.id }))),
+        );
+        expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
+        expect((await keys().list(orgA.id, ALL)).filter((k) => k.rolledFromKeyId === old.id)).to.have.length(1);
+      });
+    });
+
+    describe('recordUses (issue 16: last_used_at, written in batches)', () => {
+      it('a new key has never been used: lastUsedAt is null, whatever the inserted record said', async () => {
+        const k = newApiKey(orgA.id, { lastUsedAt: at(5) });
+        await keys().insert(k);
+        expect((await keys().findById(orgA.id, k.id))!.lastUsedAt).to.equal(null);
+      });
+
+      it('sets lastUsedAt of every key of the batch at ms precision, seen by findById, list and findCredential', async () => {
+        const k1 = newApiKey(orgA.id);
+        const k2 = newApiKey(orgB.id);
+        const untouched = newApiKey(orgA.id);
+        for (const k of [k1, k2, untouched]) await keys().insert(k);
+        await keys().recordUses([
+          { keyId: k1.id, at: at(1_001) },
+          { keyId: k2.id, at: at(2_002) },
+          { keyId: UNKNOWN_ID, at: at(3_003) },
+        ]);
+        expectApiKey(await keys().findById(orgA.id, k1.id), { ...k1, lastUsedAt: at(1_001) });
+        expectApiKey(await keys().findById(orgB.id, k2.id), { ...k2, lastUsedAt: at(2_002) });
+        expectApiKey(await keys().findById(orgA.id, untouched.id), untouched);
+        expectApiKey((await keys().list(orgA.id, ALL)).find((k) => k.id === k1.id), { ...k1, lastUsedAt: at(1_001) });
+        expectApiKey((await keys().findCredential(k2.digest))!.key, { ...k2, lastUsedAt: at(2_002) });
+      });
+
+      it('never moves back: an older use (a late flush of another instance) leaves the later one; the latest of a batch wins', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        await keys().recordUses([{ keyId: k.id, at: at(5_000) }]);
+        await keys().recordUses([{ keyId: k.id, at: at(4_000) }]);
+        expectSameInstant((await keys().findById(orgA.id, k.id))!.lastUsedAt ?? null, at(5_000), 'lastUsedAt');
+        await keys().recordUses([
+          { keyId: k.id, at: at(7_000) },
+          { keyId: k.id, at: at(9_000) },
+          { keyId: k.id, at: at(8_000) },
+        ]);
+        expectSameInstant((await keys().findById(orgA.id, k.id))!.lastUsedAt ?? null, at(9_000), 'lastUsedAt');
+      });
+
+      it('an empty batch changes nothing; revoked and expired keys are recorded like any other', async () => {
+        const revoked = newApiKey(orgA.id, { revokedAt: at(1) });
+        await keys().insert(revoked);
+        await keys().recordUses([]);
+        expectApiKey(await keys().findById(orgA.id, revoked.id), revoked);
+        await keys().recordUses([{ keyId: revoked.id, at: at(0) }]);
+        expectApiKey(await keys().findById(orgA.id, revoked.id), { ...revoked, lastUsedAt: at(0) });
+      });
+
+      it('a batch of 1200 keys is written whole (no bound-parameter limit)', async () => {
+        const many = Array.from({ length: 1200 }, () => newApiKey(orgA.id));
+        for (const k of many) await keys().insert(k);
+        await keys().recordUses(many.map((k, i) => ({ keyId: k.id, at: at(i) })));
+        for (let i = 0; i < many.length; i += 97) {
+          expectSameInstant((await keys().findById(orgA.id, many[i]!.id))!.lastUsedAt ?? null, at(i), `lastUsedAt of key ${i}`);
+        }
       });
     });
 

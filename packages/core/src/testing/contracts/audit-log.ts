@@ -20,8 +20,23 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   expect(e.actor).to.deep.equal(expected.actor);
   if (expected.exposure === undefined) expect(e, 'no exposure property').to.not.have.property('exposure');
   else expect(e.exposure).to.deep.equal(expected.exposure);
+  if (expected.member === undefined) expect(e, 'no member property').to.not.have.property('member');
+  else expect(e.member).to.deep.equal(expected.member);
+  if (expected.roll === undefined) expect(e, 'no roll property').to.not.have.property('roll');
+  else expect(e.roll).to.deep.equal(expected.roll);
   expect(Object.keys(e).sort()).to.deep.equal(
-    ['actor', 'id', 'keyId', 'keyPrefix', 'kind', 'occurredAt', 'organisationId', ...(expected.exposure !== undefined ? ['exposure'] : [])].sort(),
+    [
+      'actor',
+      'id',
+      'keyId',
+      'keyPrefix',
+      'kind',
+      'occurredAt',
+      'organisationId',
+      ...(expected.exposure !== undefined ? ['exposure'] : []),
+      ...(expected.member !== undefined ? ['member'] : []),
+      ...(expected.roll !== undefined ? ['roll'] : []),
+    ].sort(),
     'no other fields',
   );
 }
@@ -91,6 +106,31 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       entries.forEach((e, i) => expectAuditEntry(listed[i], e));
     });
 
+    it('issue 15, C-58: round-trips member_added / member_removed with their member and a named operator', async () => {
+      const member = { id: randomUUID(), email: 'Ada.Lovelace@example.com' };
+      const added = newAuditEntry(orgA, { kind: 'member_added', occurredAt: at(10), actor: { type: 'operator', name: 'ada' }, member });
+      const removed = newAuditEntry(orgA, { kind: 'member_removed', occurredAt: at(11), actor: { type: 'operator', name: 'grace hopper' }, member });
+      await audit().append(added);
+      await audit().append(removed);
+      const listed = await audit().list({ organisationId: orgA }, ALL);
+      expect(listed).to.have.length(2);
+      expectAuditEntry(listed[0], added);
+      expectAuditEntry(listed[1], removed);
+      expectAuditEntry((await audit().list({ kind: 'member_removed' }, ALL))[0], removed);
+    });
+
+    it('issue 15: an operator without a name round-trips without a name property; a name never appears on another actor', async () => {
+      const unnamed = newAuditEntry(orgA, { kind: 'organisation_updated', occurredAt: at(1), actor: { type: 'operator' } });
+      const byKey = newAuditEntry(orgA, { kind: 'api_key_revoked', occurredAt: at(2), keyId: keyA.id, keyPrefix: keyA.keyPrefix, actor: { type: 'api_key', keyId: keyB.id } });
+      await audit().append(unnamed);
+      await audit().append(byKey);
+      const listed = await audit().list({}, ALL);
+      expect(listed[0]!.actor).to.deep.equal({ type: 'operator' });
+      expect(Object.keys(listed[0]!.actor)).to.deep.equal(['type']);
+      expect(listed[1]!.actor).to.deep.equal({ type: 'api_key', keyId: keyB.id });
+      for (const e of listed) expect(e, 'no member property').to.not.have.property('member');
+    });
+
     it('C-58: round-trips an api_key_exposed entry with its exposure and the secret_scanning actor', async () => {
       const e = newAuditEntry(orgA, {
         kind: 'api_key_exposed',
@@ -105,6 +145,26 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expect(listed).to.have.length(1);
       expectAuditEntry(listed[0], e);
       expect(listed[0]!.actor).to.deep.equal({ type: 'secret_scanning' });
+    });
+
+    it('C-58: round-trips an api_key_rolled entry with its roll (new key id, grace); other entries have no roll property', async () => {
+      const rolled = newAuditEntry(orgA, {
+        kind: 'api_key_rolled',
+        occurredAt: at(655),
+        keyId: keyA.id,
+        keyPrefix: keyA.keyPrefix,
+        actor: { type: 'api_key', keyId: keyA.id },
+        roll: { toKeyId: '5d8f3a2e-1b4c-4d6e-9f0a-1b2c3d4e5f60', gracePeriodSeconds: 604_800 },
+      });
+      const immediate = newAuditEntry(orgA, { ...rolled, id: randomUUID(), occurredAt: at(656), roll: { toKeyId: keyA.id, gracePeriodSeconds: 0 } });
+      const revoked = newAuditEntry(orgA, { kind: 'api_key_revoked', keyId: keyA.id, keyPrefix: keyA.keyPrefix, occurredAt: at(657) });
+      for (const e of [rolled, immediate, revoked]) await audit().append(e);
+      const listed = await audit().list({}, ALL);
+      expect(listed).to.have.length(3);
+      expectAuditEntry(listed[0], rolled);
+      expectAuditEntry(listed[1], immediate);
+      expectAuditEntry(listed[2], revoked);
+      expect((await audit().list({ kind: 'api_key_rolled' }, ALL)).map((e) => e.id)).to.deep.equal([rolled.id, immediate.id]);
     });
 
     it('C-58: an exposure without url and source keeps both as null', async () => {

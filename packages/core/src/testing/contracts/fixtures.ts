@@ -61,6 +61,8 @@ export function newApiKey(organisationId: string, overrides: Partial<ApiKey> = {
     expiresAt: null,
     createdAt: T0,
     revokedAt: null,
+    lastUsedAt: null,
+    rolledFromKeyId: null,
     ...overrides,
   };
 }

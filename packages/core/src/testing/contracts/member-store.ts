@@ -109,6 +109,18 @@ export function describeMemberStore(name: string, factory: StoreHarnessFactory):
       });
     });
 
+    describe('find', () => {
+      it('issue 15: finds a member of that organisation only; null for another organisation, an unknown id or once removed', async () => {
+        const m = newMember(orgA, { createdAt: at(3) });
+        await members().add(m);
+        expectMember(await members().find(orgA, m.id), m);
+        expect(await members().find(orgB, m.id)).to.equal(null);
+        expect(await members().find(orgA, '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d')).to.equal(null);
+        await members().remove(orgA, m.id);
+        expect(await members().find(orgA, m.id)).to.equal(null);
+      });
+    });
+
     describe('remove', () => {
       it('returns true and the member is gone; a second remove returns false', async () => {
         const keep = newMember(orgA, { createdAt: at(0) });

@@ -1,0 +1,72 @@
+/**
+ * Issue 15: user-facing text says the rule itself, never an internal rule id (`C-25`, `C-51`, …)
+ * nor a document that is not in the repository. Checked: `cos-admin --help` of every command,
+ * docs/openapi.yaml (which Spectral and Redocly also lint in `pnpm check`) and the operator docs. Rule ids stay welcome
+ * in code comments and test names.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import type { Command } from 'commander';
+import { buildProgram } from '../src/program.js';
+import { ensureBuilt, ROOT, runCli } from './support/cli.js';
+
+const RULE_ID = /\bC-\d+\b/g;
+const EXTERNAL_DOCS = /service-api-v1\.md|contract\.md|architecture\.md|§/g;
+
+function allCommands(cmd: Command): Command[] {
+  return [cmd, ...cmd.commands.flatMap((c) => allCommands(c))];
+}
+
+/** The full help of a command as `--help` prints it (with the text added after it). */
+function helpOf(cmd: Command): string {
+  let out = '';
+  cmd.configureOutput({ writeOut: (s) => (out += s), writeErr: (s) => (out += s) });
+  cmd.outputHelp();
+  return out;
+}
+
+describe('no internal rule ids in user-facing text (issue 15)', function () {
+  this.timeout(60_000);
+
+  it('cos-admin --help, for the program and every command, names no rule id', async () => {
+    const commands = allCommands(buildProgram());
+    expect(commands.length).to.be.greaterThan(20);
+    for (const cmd of commands) {
+      const help = helpOf(cmd);
+      expect(help, cmd.name()).to.match(/^Usage: /);
+      expect(help.match(RULE_ID), `${cmd.name()} --help`).to.equal(null);
+    }
+    await ensureBuilt();
+    const top = await runCli(['--help'], {}, process.cwd());
+    expect(top.stdout).to.include('Configuration (environment variables');
+    expect(top.stdout.match(RULE_ID), 'cos-admin --help as run').to.equal(null);
+  });
+
+  it('docs/openapi.yaml names no rule id and cites no document outside the repository', () => {
+    const text = readFileSync(join(ROOT, 'docs', 'openapi.yaml'), 'utf8');
+    expect(text.match(RULE_ID)).to.equal(null);
+    expect(text.match(EXTERNAL_DOCS)).to.equal(null);
+  });
+
+  for (const doc of ['README.md', 'docs/operations.md', 'docs/performance.md', 'packages/cli/README.md']) {
+    it(`${doc} (operator documentation) names no rule id`, () => {
+      expect(readFileSync(join(ROOT, doc), 'utf8').match(RULE_ID)).to.equal(null);
+    });
+  }
+
+  it('docs/openapi.yaml passes Spectral (spectral:oas) and Redocly (recommended, warnings as errors), as `pnpm check` runs them', async () => {
+    const run = promisify(execFile);
+    const bin = (name: string): string => join(ROOT, 'node_modules', '.bin', name);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(pkg.scripts['check']).to.include('pnpm lint:openapi');
+    const spectral = await run(bin('spectral'), ['lint', '--fail-severity=hint', 'docs/openapi.yaml'], { cwd: ROOT });
+    expect(spectral.stdout).to.match(/No results with a severity of 'hint' or higher found/);
+    const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
+    const redocly = await run(bin('redocly'), ['lint', '--format=summary', 'docs/openapi.yaml'], { cwd: ROOT, env });
+    expect(`${redocly.stdout}${redocly.stderr}`).to.match(/Your API description is valid/);
+    expect(`${redocly.stdout}${redocly.stderr}`).not.to.match(/You have \d+ (warning|error)|^(warning|error) /m);
+  });
+});
