@@ -279,6 +279,20 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     await off.core.organisations.patch(OPERATOR, org.id, { name: 'Redis down' }); // no 503 with the cache off
   });
 
+  it('issue 16, key roll: the old key\'s shortened expiry reaches the other instance\'s cache at once (shortenExpiry is fenced), and a roll with no grace revokes it there', async () => {
+    await warm(two);
+    await one.core.apiKeys.roll(OPERATOR, org.id, keyId, { grace_period_seconds: 60 });
+    expect(await admit(two)).to.equal('ok'); // within the grace
+    await warm(two);
+    clock.advance(60_001);
+    expect(await admit(two), 'the grace has ended: the cached entry carries the shortened expiry').to.equal(401);
+    const other = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'roll-now' });
+    raw = other.rawKey;
+    await warm(two);
+    await one.core.apiKeys.roll(OPERATOR, org.id, other.key.id, { grace_period_seconds: 0 });
+    expect(await admit(two)).to.equal(401);
+  });
+
   it('the fenced writes are one list: revoke, shortenExpiry (key rolling) and organisations.update', () => {
     expect(CREDENTIAL_WRITES).to.deep.equal({ apiKeys: ['revoke', 'shortenExpiry'], organisations: ['update'] });
   });
