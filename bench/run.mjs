@@ -3,7 +3,7 @@
 //
 //   pnpm bench                         full run (~6-9 min), rewrites the figures in docs/performance.md
 //   pnpm bench -- --quick --dry        smoke run (~1-2 min, small data sets), writes nothing
-//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, b, c, d, e, g; f comes with them)
+//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, b, b' (or b-off), p, c, d, e, g; f comes with them)
 //
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
@@ -68,12 +68,13 @@ const settings = {
   pageLimit: 20,
   cliRuns: opt.quick ? 3 : 10,
 };
-const ALL = ['a', 'a-info', 'a-metrics', 'b', 'c', 'd', 'e', 'g'];
-const only = opt.only ? new Set(opt.only.split(',').map((s) => s.trim())) : new Set(ALL);
+const ALL = ['a', 'a-info', 'a-metrics', 'b', 'b-off', 'p', 'c', 'd', 'e', 'g'];
+const only = opt.only ? new Set(opt.only.split(',').map((s) => (s.trim() === "b'" ? 'b-off' : s.trim()))) : new Set(ALL);
 for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--only: unknown scenario ${id} (know ${ALL.join(', ')})`);
 const writeDocs = !opt.dry && (!opt.quick || opt.write);
 const RAISED = '1000000000';
-const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.45, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+const P_TARGET = "none (C-36: no 200 on B after A's 204)";
 
 const started = Date.now();
 const log = (line = '') => process.stdout.write(`${line}\n`);
@@ -469,52 +470,67 @@ try {
     await stop(svc);
   }
 
-  if (want('b')) {
-    const s = newScenario('b', '(b) production: Postgres + Redis', 'service', 'bare Koa', `≥ ${TARGET.b} ×`);
+  if (want('b') || want('b-off') || want('p')) {
     const dbUrl = process.env.TEST_DATABASE_URL || DEFAULT_DATABASE_URL;
     const redisUrl = process.env.TEST_REDIS_URL || DEFAULT_REDIS_URL;
     const [pg, redis] = await Promise.all([checkPostgres(dbUrl), checkRedis(redisUrl)]);
+    const bScenarios = [];
+    if (want('b')) bScenarios.push({ id: 'b', title: '(b) production: Postgres + Redis', cache: 'on', target: TARGET.b });
+    // (b'): the same with the credential cache off, so the cache's gain shows in the same run.
+    if (want('b-off')) bScenarios.push({ id: 'b-off', title: "(b') production, CREDENTIAL_CACHE=off (Postgres read per request)", cache: 'off', target: null });
     if (!pg.ok || !redis.ok) {
-      s.skipped = [pg.reason, redis.reason].filter(Boolean).join('; ');
-      log(`(b) skipped: ${s.skipped}`);
+      const reason = [pg.reason, redis.reason].filter(Boolean).join('; ');
+      for (const b of bScenarios) newScenario(b.id, b.title, 'service', 'bare Koa', b.target === null ? 'none' : `≥ ${b.target} ×`).skipped = reason;
+      if (want('p')) newScenario('p', '(p) revocation propagation across two instances', '', '', P_TARGET).skipped = reason;
+      log(`(b) skipped: ${reason}`);
     } else {
       infraLine = `${pg.version}, ${redis.version}, both on this machine`;
       let scratch;
-      let svc;
       try {
         scratch = await createScratchDatabase(dbUrl);
         cleanups.push(() => scratch.drop());
-        const env = { DATABASE_URL: scratch.url };
+        const env = { DATABASE_URL: scratch.url, REDIS_URL: redisUrl };
         step(`(b) setting up ${scratch.name} with cos-admin`);
         cosAdmin(['migrate'], env);
         cosAdmin(['bootstrap'], env);
         const pgOrgId = idOf(cosAdmin(['org', 'create', '--name', 'Bench Tenant', '--slug', 'bench-tenant'], env));
         const pgKey = rawKeyOf(cosAdmin(['key', 'issue', pgOrgId, '--label', 'bench'], env));
-        const bOptions = { name: 'b', env: { ...env, REDIS_URL: redisUrl, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'b.log') };
-        svc = await start('service', bOptions);
-        const url = `${svc.base}/v1/organisations/${pgOrgId}`;
-        const r = await preflight(url, `Bearer ${pgKey}`, 200, 'GET organisation (Postgres)');
-        if (r.headers.get('x-ratelimit-limit') !== RAISED) throw new Error(`X-RateLimit-Limit is ${r.headers.get('x-ratelimit-limit')}`);
-        await measure(s, {
-          a: { label: 'service (Postgres + Redis)', url, authorization: `Bearer ${pgKey}`, process: svc },
-          b: koaSide,
-          target: TARGET.b,
-          profileWith: { ...bOptions, name: 'b-prof' },
-        });
-        recordMemory('(b) Postgres + Redis', svc);
-        // Read before this instance stops (its shutdown closes the counter, which logs too).
-        const failOpen = readFileSync(bOptions.logFile, 'utf8')
-          .split('\n')
-          .filter((l) => /"level":"warn"/.test(l) && /fail(ing)? open/i.test(l));
-        if (failOpen.length > 0) {
-          const reason = /"reason":"([^"]*)"/.exec(failOpen[0])?.[1] ?? 'see the log';
-          s.notes.push(`the service logged ${failOpen.length} fail-open warning(s) while under load (first reason: ${reason}); limits were not enforced for a while`);
+        for (const b of bScenarios) {
+          const s = newScenario(b.id, b.title, 'service', 'bare Koa', b.target === null ? 'none: the cache off, for comparison' : `≥ ${b.target} ×`);
+          let svc;
+          try {
+            const bOptions = { name: b.id, env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED, CREDENTIAL_CACHE: b.cache }, logFile: path.join(work, `${b.id}.log`) };
+            svc = await start('service', bOptions);
+            const url = `${svc.base}/v1/organisations/${pgOrgId}`;
+            const r = await preflight(url, `Bearer ${pgKey}`, 200, 'GET organisation (Postgres)');
+            if (r.headers.get('x-ratelimit-limit') !== RAISED) throw new Error(`X-RateLimit-Limit is ${r.headers.get('x-ratelimit-limit')}`);
+            await measure(s, {
+              a: { label: `service (Postgres + Redis, cache ${b.cache})`, url, authorization: `Bearer ${pgKey}`, process: svc },
+              b: koaSide,
+              target: b.target,
+              profileWith: { ...bOptions, name: `${b.id}-prof` },
+            });
+            recordMemory(b.id === 'b' ? '(b) Postgres + Redis' : "(b') cache off", svc);
+            // Read before this instance stops (its shutdown closes the counter, which logs too).
+            const failOpen = readFileSync(bOptions.logFile, 'utf8')
+              .split('\n')
+              .filter((l) => /"level":"warn"/.test(l) && /fail(ing)? open/i.test(l));
+            if (failOpen.length > 0) {
+              const reason = /"reason":"([^"]*)"/.exec(failOpen[0])?.[1] ?? 'see the log';
+              s.notes.push(`the service logged ${failOpen.length} fail-open warning(s) while under load (first reason: ${reason}); limits were not enforced for a while`);
+            }
+          } catch (err) {
+            s.failed ??= err.message;
+            log(`  !! ${b.title} failed: ${err.message}`);
+          } finally {
+            await stop(svc);
+          }
         }
+        if (want('p')) await measurePropagation({ env, orgId: pgOrgId, ownerKey: pgKey });
       } catch (err) {
+        const s = scenarios.find((x) => x.id === 'b') ?? newScenario('b', '(b) production: Postgres + Redis', 'service', 'bare Koa', `≥ ${TARGET.b} ×`);
         s.failed ??= err.message;
         log(`  !! (b) failed: ${err.message}`);
-      } finally {
-        await stop(svc);
       }
     }
   }
@@ -522,7 +538,8 @@ try {
   await stopAll();
 
   // (f): peak RSS of every service process, read from /proc/<pid>/status VmHWM just before it stopped
-  const services = memory.filter((m) => m.label !== 'bare Koa');
+  // As shipped: (b') runs with CREDENTIAL_CACHE=off, an operator's setting, so it is shown but not judged.
+  const services = memory.filter((m) => m.label !== 'bare Koa' && m.label !== "(b') cache off");
   if (services.length) {
     const peak = services.reduce((a, b) => (b.hwmMiB > a.hwmMiB ? b : a));
     const s = newScenario('f', '(f) peak RSS under load (VmHWM)', '', '', `≤ ${TARGET.fMiB} MiB`);
@@ -588,6 +605,72 @@ if (opt.keep) log(`scratch directory kept: ${work}`);
 else rmSync(work, { recursive: true, force: true });
 if (scenarios.some((s) => s.failed)) exitCode = 1;
 process.exit(exitCode);
+
+// ---------- (p) ----------
+/**
+ * (p): one organisation's revocation seen by another instance. Two services on the same Postgres and
+ * Redis (cache on); per round a fresh key is issued on A and kept busy on B (back-to-back GETs),
+ * then revoked on A. Propagation = from sending the DELETE to B's first 401; a 200 on B for a request
+ * sent after the 204 arrived would break C-36 and fails the scenario.
+ */
+async function measurePropagation({ env, orgId, ownerKey }) {
+  const rounds = opt.quick ? 50 : 200;
+  const s = newScenario('p', '(p) revocation propagation across two instances', '', '', P_TARGET);
+  step(`(p) revocation propagation: ${rounds} revocations on A watched from B`);
+  let a;
+  let b;
+  try {
+    a = await start('service', { name: 'p-a', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'p-a.log') });
+    b = await start('service', { name: 'p-b', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'p-b.log') });
+    const owner = { authorization: `Bearer ${ownerKey}` };
+    const times = [];
+    const deletes = [];
+    let stale = 0;
+    // A new Redis answers "not settled" for its change bound (10 s): let the first rounds pass it.
+    for (let i = 0; i < rounds; i++) {
+      const issued = await fetch(`${a.base}/v1/organisations/${orgId}/api-keys`, { method: 'POST', headers: { ...owner, 'content-type': 'application/json' }, body: JSON.stringify({ label: `p${i}` }) });
+      if (issued.status !== 201) throw new Error(`(p) issue: HTTP ${issued.status}`);
+      const { id, key } = await issued.json();
+      const url = `${b.base}/v1/organisations/${orgId}`;
+      for (let w = 0; w < 3; w++) await (await fetch(url, { headers: { authorization: `Bearer ${key}` } })).arrayBuffer();
+      let answeredAt = Infinity;
+      let seenAt = 0;
+      const watch = (async () => {
+        for (;;) {
+          const sent = performance.now();
+          const r = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+          await r.arrayBuffer();
+          if (r.status === 401) return (seenAt = performance.now());
+          if (r.status === 200 && sent > answeredAt) stale++;
+        }
+      })();
+      const t0 = performance.now();
+      const del = await fetch(`${a.base}/v1/organisations/${orgId}/api-keys/${id}`, { method: 'DELETE', headers: owner });
+      answeredAt = performance.now();
+      if (del.status !== 204) throw new Error(`(p) DELETE: HTTP ${del.status}`);
+      await watch;
+      times.push(seenAt - t0);
+      deletes.push(answeredAt - t0);
+    }
+    const sorted = [...times].sort((x, y) => x - y);
+    const q = (arr, p) => arr[Math.min(arr.length - 1, Math.floor(p * arr.length))];
+    const p99 = q(sorted, 0.99);
+    s.value = p99;
+    s.unit = 'ms';
+    s.valueLabel = `p99 of ${rounds}; p50 ${q(sorted, 0.5).toFixed(1)} ms, max ${sorted[sorted.length - 1].toFixed(1)} ms`;
+    s.met = stale === 0 ? null : false;
+    const dSorted = [...deletes].sort((x, y) => x - y);
+    s.notes.push(`from sending DELETE on A to B's first 401 (B polling back to back); the DELETE itself took p50 ${q(dSorted, 0.5).toFixed(1)} ms, p99 ${q(dSorted, 0.99).toFixed(1)} ms; ${stale} requests sent on B after a 204 answered 200 (C-36: must be 0)`);
+    log(`  => propagation p50 ${q(sorted, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; stale 200s after the 204: ${stale}`);
+    if (stale > 0) s.failed = `${stale} stale 200s after a 204 (C-36)`;
+  } catch (err) {
+    s.failed ??= err.message;
+    log(`  !! (p) failed: ${err.message}`);
+  } finally {
+    await stop(a);
+    await stop(b);
+  }
+}
 
 // ---------- (g) ----------
 function timeCli(args, env) {

@@ -12,13 +12,14 @@ import {
   type Clock,
   type Core,
   type CoreConfig,
+  type CredentialFreshness,
   type Logger,
   type Metrics,
   type Random,
   type RateCounter,
   type ScannerKeySet,
 } from '@cos/core';
-import { createSqlStore, type SqlStore } from '@cos/store-sql';
+import { createSqlStore, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -28,8 +29,17 @@ export type LimiterKind = 'in-process' | 'redis';
 export interface LimiterHandle {
   readonly kind: LimiterKind;
   readonly counter: RateCounter;
+  /**
+   * The Redis counter's credential freshness (issue 14) when the store is Postgres and REDIS_URL is
+   * set: every instance and operator command then fences its credential writes in Redis, and caches
+   * credentials unless CREDENTIAL_CACHE=off. Null otherwise (SQLite keeps its own freshness check).
+   */
+  readonly freshness: CredentialFreshness | null;
   close(): Promise<void>;
 }
+
+/** How long an operator command waits for its Redis connection before a fenced write would be 503. */
+export const COMMAND_REDIS_CONNECT_MS = 2_000;
 
 /** What a Koa application offers that the HTTP server needs (structural: no Koa import here). */
 export interface HttpApp {
@@ -70,11 +80,29 @@ export async function createMetrics(config: AppConfig): Promise<import('./metric
 /** Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). */
 export async function createLimiter(config: AppConfig, logger: Logger, clock: Clock): Promise<LimiterHandle> {
   if (config.redisUrl === null) {
-    return { kind: 'in-process', counter: new InProcessRateCounter(clock), close: () => Promise.resolve() };
+    return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
   }
   const { createRedisCounter } = await import('@cos/limiter-redis');
   const counter = await createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
-  return { kind: 'redis', counter, close: () => counter.close() };
+  return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, close: () => counter.close() };
+}
+
+/** Postgres with a Redis: credential writes are fenced in Redis (and credentials cached unless CREDENTIAL_CACHE=off). */
+export function usesFreshness(config: AppConfig): boolean {
+  return config.redisUrl !== null && parseDatabaseUrl(config.databaseUrl).dialect === 'postgres';
+}
+
+/**
+ * The Redis credential freshness for a one-shot operator command (`key revoke`, `org classify`…),
+ * which must fence its credential writes like `serve` does (Postgres with REDIS_URL); null when it
+ * needs none. Connected (or given up on after COMMAND_REDIS_CONNECT_MS: its writes then answer 503).
+ */
+export async function createCommandFreshness(config: AppConfig, logger: Logger): Promise<{ freshness: CredentialFreshness; close(): Promise<void> } | null> {
+  if (config.redisUrl === null || !usesFreshness(config)) return null;
+  const { createRedisCounter } = await import('@cos/limiter-redis');
+  const counter = createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+  await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
+  return { freshness: counter, close: () => counter.close() };
 }
 
 export interface CorePorts {
@@ -85,10 +113,15 @@ export interface CorePorts {
   readonly logger: Logger;
   readonly metrics?: Metrics;
   readonly config: Partial<CoreConfig>;
+  /** See LimiterHandle.freshness. */
+  readonly freshness?: CredentialFreshness | null;
+  /** CREDENTIAL_CACHE (default true). */
+  readonly credentialCache?: boolean;
 }
 
 export function composeCore(ports: CorePorts): Core {
   return createCore({
+    ...(ports.freshness ? { freshness: ports.freshness, credentialCache: ports.credentialCache !== false } : {}),
     stores: ports.store.stores,
     unitOfWork: ports.store.unitOfWork,
     health: ports.store.health,

@@ -46,6 +46,13 @@ export interface AppConfig {
   /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
   readonly opsPort: number | null;
   readonly opsHost: string;
+  /**
+   * CREDENTIAL_CACHE (default on): with Postgres and REDIS_URL, keys and organisations are kept in
+   * memory and confirmed fresh in the Redis call that counts each request (issue 14), and every
+   * credential write is fenced in Redis (503 when Redis cannot be reached). Off: every request reads
+   * the store. Without REDIS_URL or on SQLite it has no effect.
+   */
+  readonly credentialCache: boolean;
 }
 
 export class ConfigError extends Error {
@@ -236,6 +243,15 @@ const VARIABLES = {
     optional(int('OPS_PORT', 0, 0, 65535)),
   ),
   OPS_HOST: variable('127.0.0.1', 'listen address of the operations listener', host('OPS_HOST')),
+  CREDENTIAL_CACHE: variable(
+    'on',
+    'Postgres with `REDIS_URL` only: keys and organisations kept in memory and confirmed fresh in the Redis call that counts each request (one round trip, no Postgres read); revocations and organisation changes answer 503 while Redis cannot be reached; `off`: every request reads Postgres (operations guide, section 3)',
+    z
+      .string()
+      .default('on')
+      .transform((s) => s.trim().toLowerCase())
+      .refine((s) => s === 'on' || s === 'off', { message: 'CREDENTIAL_CACHE must be on or off' }),
+  ),
 };
 
 type Shape = { [K in keyof typeof VARIABLES]: (typeof VARIABLES)[K]['schema'] };
@@ -323,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
     opsPort: v.OPS_PORT,
     opsHost: v.OPS_HOST,
+    credentialCache: v.CREDENTIAL_CACHE === 'on',
   });
 }
 

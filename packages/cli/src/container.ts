@@ -14,6 +14,7 @@ import {
   type Clock,
   type Core,
   type CoreConfig,
+  type CredentialFreshness,
   type HealthProbe,
   type Logger,
   type Metrics,
@@ -67,6 +68,8 @@ export interface ContainerOverrides {
   readonly counter?: RateCounter;
   /** Postgres pool size (default: the store's). */
   readonly poolMax?: number;
+  /** With `counter`: the credential freshness to use with it (default none). */
+  readonly freshness?: CredentialFreshness;
   /** Default: Prometheus metrics when OPS_PORT is set, else none (noopMetrics). */
   readonly metrics?: Metrics;
 }
@@ -88,7 +91,12 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   try {
     limiter =
       overrides.counter !== undefined
-        ? { kind: config.redisUrl === null ? 'in-process' : 'redis', counter: overrides.counter, close: () => Promise.resolve() }
+        ? {
+            kind: config.redisUrl === null ? 'in-process' : 'redis',
+            counter: overrides.counter,
+            freshness: overrides.freshness ?? null,
+            close: () => Promise.resolve(),
+          }
         : await createLimiter(config, logger, clock);
   } catch (e) {
     await store.close();
@@ -126,7 +134,21 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         log: Logger,
         cfg: Partial<CoreConfig>,
         meter: Metrics,
-      ) => createCore({ stores, unitOfWork, health, counter, clock: clk, random, logger: log, config: cfg, metrics: meter }),
+        limiter: LimiterHandle,
+        app: AppConfig,
+      ) =>
+        createCore({
+          stores,
+          unitOfWork,
+          health,
+          counter,
+          clock: clk,
+          random,
+          logger: log,
+          config: cfg,
+          metrics: meter,
+          ...(limiter.freshness !== null ? { freshness: limiter.freshness, credentialCache: app.credentialCache } : {}),
+        }),
       [
         TOKENS.Stores,
         TOKENS.UnitOfWork,
@@ -137,6 +159,8 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         TOKENS.Logger,
         TOKENS.Config,
         TOKENS.Metrics,
+        CLI_TOKENS.Limiter,
+        CLI_TOKENS.AppConfig,
       ],
     );
 

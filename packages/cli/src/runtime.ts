@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { cryptoRandom, InProcessRateCounter, namedOperator, silentLogger, systemClock, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
-import { composeCore, coreConfigOf, createStore } from './compose.js';
+import { composeCore, coreConfigOf, createCommandFreshness, createStore } from './compose.js';
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
 import { routeConsoleTo } from './console.js';
@@ -112,9 +112,12 @@ export async function runCommand(
       : (await import('./logger.js')).createLogger({ level, fd: 2, sync: true });
   routeConsoleTo(logger);
   const store = createStore(config, logger, 2);
+  let fence: Awaited<ReturnType<typeof createCommandFreshness>> = null;
   try {
     if ((options.prepare ?? 'ready') === 'ready') await makeStoreReady(store);
-    // Operator commands never count requests: an in-process counter, no Redis connection.
+    // Operator commands never count requests: an in-process counter. On Postgres with REDIS_URL
+    // they connect to Redis all the same, to fence their credential writes as serve does (issue 14).
+    fence = await createCommandFreshness(config, logger);
     const core = composeCore({
       store,
       counter: new InProcessRateCounter(),
@@ -122,9 +125,12 @@ export async function runCommand(
       random: cryptoRandom,
       logger,
       config: coreConfigOf(config),
+      freshness: fence?.freshness ?? null,
+      credentialCache: config.credentialCache,
     });
     await work({ config, core, store, logger, json, operator });
   } finally {
+    await fence?.close();
     await store.close();
     logger.flush();
   }

@@ -1,5 +1,6 @@
 import { DEFAULT_CORE_CONFIG, type CoreConfig } from './config.js';
 import type { Clock } from './ports/clock.js';
+import type { CredentialFreshness } from './ports/credential-freshness.js';
 import type { HealthProbe } from './ports/health-probe.js';
 import type { Logger } from './ports/logger.js';
 import type { Metrics } from './ports/metrics.js';
@@ -11,6 +12,8 @@ import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
 import { Authenticator } from './use-cases/authenticate.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
+import { CredentialCache } from './use-cases/credential-cache.js';
+import { FencedUnitOfWork, fenceOuterStores } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
 import { KeyUsage } from './use-cases/key-usage.js';
@@ -59,21 +62,54 @@ export interface CreateCoreOptions {
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   readonly config?: Partial<CoreConfig>;
+  /**
+   * The shared counter store's freshness tokens (Redis; issue 14). Given: every credential write is
+   * fenced (credential-fence.ts) and, unless `credentialCache` is false, the HTTP hot path keeps
+   * credentials in memory and confirms them in the call that counts the request
+   * (credential-cache.ts). With `credentialCache: false` the fence is best effort (a write never
+   * fails because of Redis) and every request reads the store.
+   */
+  readonly freshness?: CredentialFreshness;
+  /** Default true when `freshness` is given. */
+  readonly credentialCache?: boolean;
+  /** Bound on the credential cache's entries (default CREDENTIAL_CACHE_MAX_ENTRIES). */
+  readonly credentialCacheMaxEntries?: number;
 }
+
+/** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
+const FENCE_TIMEOUT_FLOOR_MS = 250;
 
 /** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger, no metrics. */
 export function createCore(options: CreateCoreOptions): Core {
+  const config = { ...DEFAULT_CORE_CONFIG, ...options.config };
+  const random = options.random ?? cryptoRandom;
+  const logger = options.logger ?? silentLogger;
+  const freshness = options.freshness;
+  const caching = freshness !== undefined && options.credentialCache !== false;
+  const fence =
+    freshness === undefined
+      ? undefined
+      : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), lastWarned: new Map<string, number>() };
   const deps: CoreDeps = {
-    stores: options.stores,
-    unitOfWork: options.unitOfWork,
+    stores: fence === undefined ? options.stores : fenceOuterStores(options.stores, fence),
+    unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),
     counter: options.counter,
     health: options.health,
     clock: options.clock ?? systemClock,
-    random: options.random ?? cryptoRandom,
-    logger: options.logger ?? silentLogger,
+    random,
+    logger,
     metrics: options.metrics ?? noopMetrics,
-    config: { ...DEFAULT_CORE_CONFIG, ...options.config },
+    config,
   };
+  const rateLimiter = new RateLimiter(deps);
+  const cache =
+    caching && freshness !== undefined
+      ? new CredentialCache(deps, {
+          freshness,
+          limiter: rateLimiter,
+          ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
+        })
+      : null;
   const keyUsage = new KeyUsage({
     apiKeys: deps.stores.apiKeys,
     clock: deps.clock,
@@ -85,9 +121,9 @@ export function createCore(options: CreateCoreOptions): Core {
     members: new Members(deps),
     apiKeys: new ApiKeys(deps),
     audit: new AuditTrail(deps),
-    authenticator: new Authenticator(deps, keyUsage),
+    authenticator: new Authenticator(deps, keyUsage, cache),
     keyUsage,
-    rateLimiter: new RateLimiter(deps),
+    rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),
     secretScanning: new SecretScanning(deps),

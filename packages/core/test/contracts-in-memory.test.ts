@@ -1,7 +1,7 @@
 /** The contract suites run against the in-memory implementations (the SQL and Redis packages run the same suites). */
 import { InProcessRateCounter } from '@cos/core';
-import { createInMemoryStore, InMemoryRateCounter } from '@cos/core/testing';
-import { describeRateCounter, describeStoreContract } from '@cos/core/testing/contracts';
+import { createInMemoryStore, InMemoryFreshCounter, InMemoryRateCounter } from '@cos/core/testing';
+import { describeCredentialFreshness, describeRateCounter, describeStoreContract } from '@cos/core/testing/contracts';
 
 describeStoreContract('in-memory', async () => createInMemoryStore());
 
@@ -14,3 +14,13 @@ describeRateCounter('in-memory (InMemoryRateCounter)', async () => ({
   counter: new InMemoryRateCounter(),
   close: async () => undefined,
 }));
+
+describeRateCounter('in-memory shared counter store (InMemoryFreshCounter)', async () => ({
+  counter: new InMemoryFreshCounter(),
+  close: async () => undefined,
+}));
+
+describeCredentialFreshness('in-memory (InMemoryFreshCounter)', async () => {
+  const shared = new InMemoryFreshCounter(undefined, 300);
+  return { first: shared, second: shared, changeBoundMs: 300, flush: async () => shared.flush(), close: async () => undefined };
+});

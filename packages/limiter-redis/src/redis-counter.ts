@@ -1,4 +1,12 @@
-import { silentLogger, type Logger, type RateCounter } from '@cos/core';
+import { randomBytes } from 'node:crypto';
+import {
+  silentLogger,
+  type CredentialFreshness,
+  type FreshnessCheck,
+  type FreshnessReply,
+  type Logger,
+  type RateCounter,
+} from '@cos/core';
 import { createClient, defineScript, type CommandParser, type RedisArgument } from 'redis';
 
 export interface RedisCounterConfig {
@@ -10,7 +18,15 @@ export interface RedisCounterConfig {
   logger?: Logger;
   /** First part of every key: `<keyPrefix>:{<scope>}:<windowStartMs>`. Default 'rl'. */
   keyPrefix?: string;
+  /**
+   * Credential freshness (issue 14): how long a change marker lives, and how long nothing counts as
+   * settled after the data was found gone (FLUSHALL, a restart). Must stay well above the store's
+   * transaction bound (2 s). Default 10 s.
+   */
+  changeBoundMs?: number;
 }
+
+export const DEFAULT_CHANGE_BOUND_MS = 10_000;
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 50;
 export const DEFAULT_KEY_PREFIX = 'rl';
@@ -75,6 +91,77 @@ const HIT_SCRIPT = defineScript({
   transformReply: (reply: unknown): number => Number(reply),
 });
 
+/**
+ * Credential freshness (the CredentialFreshness port, issue 14). Per organisation, next to its
+ * counters (same hash tag): `<prefix>:{org:<id>}:cc:token` (the current token, random, never
+ * reused) and `<prefix>:{org:<id>}:cc:changes` (a sorted set of changes in progress, scored by
+ * their expiry on Redis's clock). Globally: `<prefix>:cc:alive` (absent: the data is gone, or was
+ * never there) and `<prefix>:cc:unsettled` (set for the change bound when `alive` was found
+ * missing: markers of changes in flight may have been lost with it). Every script starts with that
+ * check, so a FLUSHALL or a restart without persistence is noticed by the first call after it.
+ */
+const NOT_COUNTED = -2;
+const ALIVE_CHECK = [
+  'if redis.call(\'EXISTS\', KEYS[4]) == 0 then',
+  "  redis.call('SET', KEYS[4], '1')",
+  "  redis.call('SET', KEYS[5], '1', 'PX', ARGV[6])",
+  'end',
+];
+type CheckReply = readonly [number, string, number, number] | number;
+const REDIS_NOW = ["local now = redis.call('TIME')", 'now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)'];
+/** A freshness script: five keys and six arguments, as the caller lists them. */
+function freshnessScript<R>(lines: readonly string[], transformReply: (reply: unknown) => R) {
+  return defineScript({
+    SCRIPT: lines.join('\n'),
+    NUMBER_OF_KEYS: 5,
+    parseCommand(parser: CommandParser, keys: readonly RedisArgument[], args: readonly RedisArgument[]) {
+      for (const k of keys) parser.pushKey(k);
+      for (const a of args) parser.push(a);
+    },
+    transformReply,
+  });
+}
+const CHECK_SCRIPT = freshnessScript(
+  // KEYS: counter, token, changes, alive, unsettled. ARGV: ttlMs, deadlineMs, tag, mode (a|f|n), new token, bound.
+  [
+    ...REDIS_NOW,
+    'if now > tonumber(ARGV[2]) then return -1 end',
+    ...ALIVE_CHECK,
+    "local token = redis.call('GET', KEYS[2])",
+    "if not token then token = ARGV[5]; redis.call('SET', KEYS[2], token) end",
+    "local settled = redis.call('EXISTS', KEYS[5]) == 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0",
+    'local fresh = settled and token == ARGV[3]',
+    `local count = ${NOT_COUNTED}`,
+    "if ARGV[4] == 'a' or (ARGV[4] == 'f' and fresh) then",
+    "  count = redis.call('INCR', KEYS[1])",
+    "  if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
+    'end',
+    'return {count, token, settled and 1 or 0, fresh and 1 or 0}',
+  ],
+  (reply: unknown): CheckReply => reply as CheckReply,
+);
+const BEGIN_SCRIPT = freshnessScript(
+  // KEYS: token, changes, (unused), alive, unsettled. ARGV: change id, new token, (unused), (unused), (unused), bound.
+  [
+    ...REDIS_NOW,
+    ...ALIVE_CHECK,
+    "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)",
+    "redis.call('ZADD', KEYS[2], now + tonumber(ARGV[6]), ARGV[1])",
+    "redis.call('PEXPIRE', KEYS[2], ARGV[6])",
+    "redis.call('SET', KEYS[1], ARGV[2])",
+    'return 1',
+  ],
+  Number,
+);
+// Same keys and arguments as BEGIN_SCRIPT.
+const END_SCRIPT = freshnessScript([...ALIVE_CHECK, "redis.call('SET', KEYS[1], ARGV[2])", "redis.call('ZREM', KEYS[2], ARGV[1])", 'return 1'], Number);
+const MODE = { always: 'a', 'if-fresh': 'f', never: 'n' } as const;
+/** Organisations whose freshness key names are kept (then the map starts over). */
+const KEYS_CACHE_MAX = 10_000;
+
+/** SHA1 of each credential-freshness script (EVALSHA; what Redis's INFO commandstats and SLOWLOG show). */
+export const FRESHNESS_SCRIPT_SHA1 = Object.freeze({ check: CHECK_SCRIPT.SHA1, beginChange: BEGIN_SCRIPT.SHA1, endChange: END_SCRIPT.SHA1 });
+
 /** Capped exponential backoff with a little jitter; a number means "retry", so it never gives up. */
 export function reconnectDelayMs(retries: number): number {
   const backoff = Math.min(50 * 2 ** Math.min(retries, 10), REDIS_MAX_RECONNECT_DELAY_MS);
@@ -84,7 +171,7 @@ export function reconnectDelayMs(retries: number): number {
 function makeClient(url: string) {
   return createClient({
     url,
-    scripts: { hit: HIT_SCRIPT },
+    scripts: { hit: HIT_SCRIPT, freshness: CHECK_SCRIPT, beginChange: BEGIN_SCRIPT, endChange: END_SCRIPT },
     // Never queue a command behind a connection that is not ready: reject it at once (C-54).
     disableOfflineQueue: true,
     commandsQueueMaxLength: MAX_PENDING_COMMANDS,
@@ -127,8 +214,13 @@ function errorMessage(err: unknown): string {
  * reconnecting, rejects at once while not connected (no offline queue), and rejects any call
  * still unanswered after `timeoutMs` (a frozen or partitioned Redis).
  */
-export class RedisRateCounter implements RateCounter {
+export class RedisRateCounter implements RateCounter, CredentialFreshness {
   readonly #client: Client;
+  readonly #changeBoundMs: number;
+  /** Tokens are `<this process's random nonce>.<sequence>`: never reused, by any process. */
+  readonly #tokenNonce = randomBytes(12).toString('base64url');
+  readonly #keysByScope = new Map<string, readonly [string, string, string, string]>();
+  #tokenSeq = 0;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
   readonly #logger: Logger;
@@ -156,6 +248,10 @@ export class RedisRateCounter implements RateCounter {
     }
     this.#timeoutMs = timeoutMs;
     this.#keyPrefix = config.keyPrefix ?? DEFAULT_KEY_PREFIX;
+    this.#changeBoundMs = config.changeBoundMs ?? DEFAULT_CHANGE_BOUND_MS;
+    if (!Number.isFinite(this.#changeBoundMs) || this.#changeBoundMs <= 0) {
+      throw new RangeError(`changeBoundMs must be a positive number of milliseconds, got ${String(config.changeBoundMs)}`);
+    }
     this.#logger = config.logger ?? silentLogger;
     this.#target = describeTarget(config.url);
     this.#client = makeClient(config.url);
@@ -169,6 +265,21 @@ export class RedisRateCounter implements RateCounter {
   /** True while the connection to Redis is up; hit() rejects at once otherwise. */
   get isReady(): boolean {
     return !this.#closed && this.#client.isReady;
+  }
+
+  /** Resolves true once connected, or false after `timeoutMs` (a one-shot command's wait; never rejects). */
+  whenReady(timeoutMs: number): Promise<boolean> {
+    if (this.isReady) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.#client.off('ready', onReady);
+        resolve(ok);
+      };
+      const onReady = (): void => done(true);
+      const timer = setTimeout(() => done(this.isReady), timeoutMs);
+      this.#client.on('ready', onReady);
+    });
   }
 
   /** The Redis key of one scope's window (hash tag on the scope, so a cluster keeps it on one slot). */
@@ -205,6 +316,85 @@ export class RedisRateCounter implements RateCounter {
         },
       );
     });
+  }
+
+  /**
+   * One round trip (CredentialFreshness.check): the organisation's token and whether it is
+   * settled, and its counter counted as asked. Not bounded here (the core races it against
+   * REDIS_TIMEOUT_MS); a call that reaches Redis after that deadline counts nothing and rejects.
+   */
+  check(request: FreshnessCheck): Promise<FreshnessReply> {
+    const ready = this.#readyError();
+    if (ready !== null) return Promise.reject(ready);
+    const scope = `org:${request.organisationId}`;
+    const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
+    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
+    const keys = [this.keyFor(scope, request.windowStartMs), token, changes, alive, unsettled];
+    const args = [
+      String(Math.max(1, Math.ceil(request.ttlMs))),
+      String(deadlineMs),
+      request.tag ?? '',
+      MODE[request.count],
+      this.#newToken(),
+      String(this.#changeBoundMs),
+    ];
+    return this.#client.freshness(keys, args).then(
+      (reply) => {
+        if (typeof reply === 'number' || !Array.isArray(reply)) {
+          throw new RedisCounterError('expired', `redis credential freshness: the call reached ${this.#target} after its deadline; not counted`);
+        }
+        const [count, token, settled, fresh] = reply;
+        return { count: count === NOT_COUNTED ? null : Number(count), token: String(token), settled: Number(settled) === 1, fresh: Number(fresh) === 1 };
+      },
+      (err: unknown) => {
+        throw err instanceof RedisCounterError ? err : new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });
+      },
+    );
+  }
+
+  /** Registers a change of the organisation in progress (a marker for changeBoundMs) and replaces its token. */
+  async beginChange(organisationId: string, changeId: string): Promise<void> {
+    await this.#change('beginChange', organisationId, changeId);
+  }
+
+  /** Replaces the organisation's token again and removes the change's marker. */
+  async endChange(organisationId: string, changeId: string): Promise<void> {
+    await this.#change('endChange', organisationId, changeId);
+  }
+
+  async #change(script: 'beginChange' | 'endChange', organisationId: string, changeId: string): Promise<void> {
+    const ready = this.#readyError();
+    if (ready !== null) throw ready;
+    const scope = `org:${organisationId}`;
+    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
+    try {
+      // KEYS[3] is unused (the same layout as CHECK_SCRIPT's keys, so ALIVE_CHECK reads KEYS[4], KEYS[5], ARGV[6]).
+      await this.#client[script]([token, changes, token, alive, unsettled], [changeId, this.#newToken(), '', '', '', String(this.#changeBoundMs)]);
+    } catch (err) {
+      throw new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  /** token, changes, alive, unsettled (kept per organisation: the hot path builds no key strings). */
+  #freshnessKeys(scope: string): readonly [string, string, string, string] {
+    let keys = this.#keysByScope.get(scope);
+    if (keys === undefined) {
+      keys = [`${this.#keyPrefix}:{${scope}}:cc:token`, `${this.#keyPrefix}:{${scope}}:cc:changes`, `${this.#keyPrefix}:cc:alive`, `${this.#keyPrefix}:cc:unsettled`];
+      if (this.#keysByScope.size >= KEYS_CACHE_MAX) this.#keysByScope.clear();
+      this.#keysByScope.set(scope, keys);
+    }
+    return keys;
+  }
+
+  #newToken(): string {
+    return `${this.#tokenNonce}.${++this.#tokenSeq}`;
+  }
+
+  #readyError(): RedisCounterError | null {
+    if (this.#closed) return new RedisCounterError('closed', 'redis rate counter is closed');
+    if (!this.#client.isReady) return new RedisCounterError('not-connected', `redis rate counter: not connected to ${this.#target}`);
+    if (this.#recoveryUnannounced) this.#announceRecovery();
+    return null;
   }
 
   /** Stops reconnecting and closes the connection (waits at most 1 s for in-flight replies). */

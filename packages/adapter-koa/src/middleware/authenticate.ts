@@ -1,7 +1,9 @@
 /**
  * Authentication (spec §5, C-32, C-36) through the core's Authenticator. A rejected key (401) is
  * counted in the per-source-address scope (C-50) so that key guessing is throttled: once that scope
- * is over its limit the answer is 429 instead of 401 (RateLimiter.enforce throws it).
+ * is over its limit the answer is 429 instead of 401 (RateLimiter.enforce throws it). With the
+ * core's credential cache (production, issue 14) the key is confirmed and the request counted
+ * against its organisation in one Redis call: the decision is left in `state.decision`.
  */
 import type Koa from 'koa';
 import { isDomainErrorWithCode, type Core, type KeyPrincipal } from '@cos/core';
@@ -13,8 +15,11 @@ export type AuthenticateStep = (ctx: Koa.Context, state: CosRequestState) => Pro
 export function authenticateStep(core: Core, sourceAddress: SourceAddress): AuthenticateStep {
   return async (ctx, state) => {
     try {
-      const principal = await core.authenticator.authenticate(ctx.req.headers.authorization);
+      const { principal, decision } = await core.authenticator.admit(ctx.req.headers.authorization);
       state.principal = principal;
+      // Already counted against the organisation in the same call (the credential cache):
+      // the rate-limit step uses this decision instead of counting again.
+      if (decision !== undefined) state.decision = decision;
       return principal;
     } catch (err) {
       // by code, not instanceof: the Core may come from another copy of @cos/core

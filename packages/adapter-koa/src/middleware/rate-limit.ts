@@ -28,6 +28,8 @@ export function rateLimitSteps(core: Core, refuse: RateLimitResponder): RateLimi
   };
   return {
     async organisation(ctx, principal, state) {
+      // Counted already by the authentication step (the credential cache's one round trip).
+      if (state.decision !== undefined) return counted(ctx, state, state.decision);
       return counted(ctx, state, await limiter.check({ kind: 'organisation', organisationId: principal.organisationId }));
     },
     async unauthenticated(ctx, state) {

@@ -1,11 +1,21 @@
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
+import type { RateDecision } from '../domain/rate-window.js';
 import { noopMetrics } from '../defaults.js';
+import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import { rememberAuthenticatedOrganisation } from './authenticated-organisation.js';
+import type { CredentialCache } from './credential-cache.js';
 import type { CoreDeps } from './deps.js';
 import type { KeyUsage } from './key-usage.js';
+
+/** admit()'s answer: the principal, and the organisation's rate decision when admit() counted it. */
+export interface Admitted {
+  readonly principal: KeyPrincipal;
+  /** Set when the request was already counted against its organisation (the credential cache). */
+  readonly decision?: RateDecision;
+}
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -28,8 +38,11 @@ export function parseAuthorization(authorization: unknown): string | null {
  * Authentication (spec §5, C-32, C-36). `Authorization` must be exactly `Bearer <key>` (scheme
  * case-insensitive, one space, key matching KEY_PATTERN); anything else is UnauthorizedError
  * without touching the store. A well-formed key is digested and looked up in one query; unknown,
- * revoked or expired keys are UnauthorizedError. No cache: a revoked key fails on the next request.
- * Each refusal is counted by its reason (Metrics.authFailure), which never carries key material.
+ * revoked or expired keys are UnauthorizedError. authenticate() always reads the store; admit()
+ * goes through the credential cache when the core has one (credential-cache.ts: an entry is used
+ * only when Redis confirms it fresh in the call that counts the request), so a revoked key fails on
+ * the next request either way (C-36, C-57). Each refusal is counted by its reason
+ * (Metrics.authFailure), which never carries key material.
  */
 export class Authenticator {
   private readonly metrics: Metrics;
@@ -38,6 +51,7 @@ export class Authenticator {
     private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
     /** Told of every successful authentication (last_used_at, written in batches); never of a failed one. */
     private readonly usage: Pick<KeyUsage, 'record'> | null = null,
+    private readonly cache: CredentialCache | null = null,
   ) {
     this.metrics = deps.metrics ?? noopMetrics;
   }
@@ -48,25 +62,47 @@ export class Authenticator {
     const digest = digestKey(raw);
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
     if (credential === null || !digestsEqual(credential.key.digest, digest)) throw this.refused('unknown_key');
-    const { key, organisation } = credential;
     const now = this.deps.clock.now();
-    const status = keyStatus(key, now);
+    const status = keyStatus(credential.key, now);
     if (status !== 'active') throw this.refused(status);
-    this.usage?.record(key.id, now);
-    const principal: KeyPrincipal = {
-      kind: 'api_key',
-      keyId: key.id,
-      keyPrefix: key.keyPrefix,
-      organisationId: key.organisationId,
-      isPlatform: organisation.isSystem,
-    };
-    // The same request's GET of its own organisation reuses this read (authenticated-organisation.ts).
-    if (organisation.id === key.organisationId) rememberAuthenticatedOrganisation(principal, organisation);
-    return principal;
+    this.usage?.record(credential.key.id, now);
+    return principalOf(credential);
+  }
+
+  /**
+   * Authentication for the HTTP hot path (C-33: 401 before 429). With the credential cache the
+   * request is also counted against its organisation in the same Redis call, and `decision` is
+   * that count's decision (the caller must not count it again); without it, the same as
+   * authenticate() and no decision. A key that does not authenticate is UnauthorizedError and
+   * was counted nowhere (the caller counts it in the source scope, C-50). A key that does is
+   * recorded as used (last_used_at), cached or not.
+   */
+  async admit(authorization: string | undefined): Promise<Admitted> {
+    if (this.cache === null) return { principal: await this.authenticate(authorization) };
+    const raw = parseAuthorization(authorization);
+    if (raw === null) throw this.refused(authorization === undefined || authorization === '' ? 'missing' : 'malformed');
+    const admission = await this.cache.admit(digestKey(raw));
+    if (typeof admission === 'string') throw this.refused(admission);
+    this.usage?.record(admission.credential.key.id, this.deps.clock.now());
+    return { principal: principalOf(admission.credential), decision: admission.decision };
   }
 
   private refused(reason: AuthFailureReason): UnauthorizedError {
     this.metrics.authFailure(reason);
     return new UnauthorizedError();
   }
+}
+
+function principalOf(credential: Credential): KeyPrincipal {
+  const { key, organisation } = credential;
+  const principal: KeyPrincipal = {
+    kind: 'api_key',
+    keyId: key.id,
+    keyPrefix: key.keyPrefix,
+    organisationId: key.organisationId,
+    isPlatform: organisation.isSystem,
+  };
+  // The same request's GET of its own organisation reuses this read (authenticated-organisation.ts).
+  if (organisation.id === key.organisationId) rememberAuthenticatedOrganisation(principal, organisation);
+  return principal;
 }

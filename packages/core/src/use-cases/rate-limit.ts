@@ -1,7 +1,7 @@
 import { RateLimitedError } from '../domain/errors.js';
 import { noopMetrics } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
-import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision } from '../domain/rate-window.js';
+import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
 import type { CoreDeps } from './deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 
@@ -90,8 +90,30 @@ export class RateLimiter {
     }
 
     const outcome = await this.count(key, window.startMs);
+    return this.decideAfter(scope, key, limit, window, outcome);
+  }
+
+  /**
+   * True when `scope` is already known (locally) to be over its limit in the window starting at
+   * `windowStartMs`: check() would answer 429 without a counter call.
+   */
+  isBlocked(scope: RateScope, windowStartMs: number): boolean {
+    this.forgetEndedWindows(windowStartMs);
+    return this.blocked.get(scopeKey(scope)) === windowStartMs;
+  }
+
+  /**
+   * The decision for a hit of `scope` in `window` that was counted elsewhere in the same round trip
+   * (the credential cache's freshness call): `outcome` is its bounded result. Fails open and logs
+   * exactly as check() does when it is not a count.
+   */
+  conclude(scope: RateScope, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
+    return this.decideAfter(scope, scopeKey(scope), this.limitFor(scope), window, outcome);
+  }
+
+  private decideAfter(scope: RateScope, key: string, limit: number, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
     const nowMs = this.deps.clock.now().getTime();
-    if (outcome.kind !== 'value' || !Number.isFinite(outcome.value)) {
+    if (outcome.kind !== 'value' || typeof outcome.value !== 'number' || !Number.isFinite(outcome.value)) {
       const reason =
         outcome.kind === 'error'
           ? describe(outcome.error)

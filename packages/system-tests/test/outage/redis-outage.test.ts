@@ -4,6 +4,8 @@
  * is killed (SIGKILL) and later frozen (SIGSTOP), with traffic arriving at a steady rate all along:
  * zero 5xx, no request waits on the dead counter, the rate-limit headers show fail-open
  * (Remaining = Limit), a warning is logged but not per request, and counting resumes by itself.
+ * Organisation changes are the exception: with the credential cache on (the default) they are
+ * refused with 503 while Redis cannot be reached (docs/operations.md, credential cache).
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -146,8 +148,15 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
 
     expect(result.skipped, 'arrivals skipped because 200 requests were in flight').to.equal(0);
     expect(samples.filter((s) => s.status === 0).map((s) => s.error), 'transport errors').to.deep.equal([]);
-    expect(samples.filter((s) => s.status >= 500).map((s) => `${s.label} ${s.status}`), '5xx').to.deep.equal([]);
-    expect(samples.filter((s) => s.status !== 200).map((s) => `${s.label} ${s.status}`), 'non-200').to.deep.equal([]);
+    // With the credential cache on (the default with Postgres + REDIS_URL, issue 14) an organisation
+    // change is refused with 503 while Redis cannot be reached (it could not be announced to the
+    // other instances' caches); reads keep being served. 1.5 s after the restart / thaw for the reconnect.
+    const redisDown = (s: Sample): boolean =>
+      inWindow(s, at('kill'), at('restart') + 1500) || inWindow(s, at('freeze') - 100, at('thaw') + 1500);
+    const refusedChange = (s: Sample): boolean => s.label === 'patch' && s.status === 503 && redisDown(s);
+    expect(samples.filter((s) => s.status >= 500 && !refusedChange(s)).map((s) => `${s.label} ${s.status}@${Math.round(s.at)}`), '5xx').to.deep.equal([]);
+    expect(samples.filter((s) => s.status !== 200 && !refusedChange(s)).map((s) => `${s.label} ${s.status}`), 'non-200').to.deep.equal([]);
+    expect(samples.filter((s) => s.label === 'patch' && !redisDown(s) && s.status !== 200).length, 'changes while Redis is up').to.equal(0);
     expect(problems.slice(0, 5), 'contract shape').to.deep.equal([]);
 
     // Requests never queue behind a dead or frozen Redis (C-54: bounded by REDIS_TIMEOUT_MS = 50 ms).
@@ -171,7 +180,8 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
     const logLines = stamped.filter((l) => l.level !== 'debug' && !l.message.startsWith('request ')).map((l) => `${l.at} ${l.level} ${l.message}`);
     console.log(`      ${samples.length} requests, slowest ${Math.round(slowest)} ms; timeline ${events.map((e) => `${Math.round(e.at)} ${e.what}`).join(', ')}; log: ${logLines.join(' / ')}`);
     expect(stamped.filter((l) => l.level === 'warn').length, 'warnings logged').to.be.greaterThan(0);
-    expect(tooFrequent(stamped), `warnings closer than 10 s; timeline ${JSON.stringify(events.map((e) => `${Math.round(e.at)} ${e.what}`))}; log ${JSON.stringify(logLines)}`).to.deep.equal([]);
+    // The access log's per-request lines ("request failed" for the refused changes' 503s) are not counter warnings.
+    expect(tooFrequent(stamped.filter((l) => !l.message.startsWith('request '))), `warnings closer than 10 s; timeline ${JSON.stringify(events.map((e) => `${Math.round(e.at)} ${e.what}`))}; log ${JSON.stringify(logLines)}`).to.deep.equal([]);
   });
 
   it('C-54: a Redis that stalls 80 ms every 250 ms (DEBUG SLEEP) under load: zero 5xx, no request waits on it, and the fail-open warning is logged at most once per 10 s, not once per stall', async () => {

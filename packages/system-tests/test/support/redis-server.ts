@@ -80,15 +80,19 @@ export class RedisServer {
 
   /** Blocks the (single-threaded) server for `ms` with DEBUG SLEEP: every client waits meanwhile. */
   stall(ms: number): Promise<void> {
-    const seconds = (ms / 1000).toFixed(3);
-    const command = `*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$${seconds.length}\r\n${seconds}\r\n`;
+    return this.command(['DEBUG', 'SLEEP', (ms / 1000).toFixed(3)], ms + 2000);
+  }
+
+  /** Sends one command on a connection of its own (FLUSHALL, SCRIPT FLUSH, DEBUG SLEEP); resolves on +OK. */
+  command(args: readonly string[], timeoutMs = 2000): Promise<void> {
+    const command = `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
     return new Promise((resolve, reject) => {
       const socket = createConnection({ host: '127.0.0.1', port: this.port }, () => socket.write(command));
-      socket.setTimeout(ms + 2000, () => socket.destroy(new Error('DEBUG SLEEP got no answer')));
+      socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`${args.join(' ')} got no answer`)));
       socket.on('data', (d: Buffer) => {
         socket.destroy();
         if (d.toString('utf8').startsWith('+OK')) resolve();
-        else reject(new Error(`DEBUG SLEEP: ${d.toString('utf8').trim()}`));
+        else reject(new Error(`${args.join(' ')}: ${d.toString('utf8').trim()}`));
       });
       socket.on('error', reject);
     });

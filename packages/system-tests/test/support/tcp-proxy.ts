@@ -35,6 +35,8 @@ export class TcpProxy {
   private trap: { pattern: RegExp; mode: 'cut' | 'blackhole'; sprung: () => void } | null = null;
   /** Connections accepted in total (a reconnecting service opens new ones). */
   accepted = 0;
+  /** Bytes received from clients in total (whether forwarded or not): did the service talk at all? */
+  bytesFromClients = 0;
   /** SQL of every named prepared statement seen in a Parse message (names are the same on every connection). */
   private readonly statements = new Map<string, string>();
 
@@ -81,6 +83,7 @@ export class TcpProxy {
     }
     // In a blackhole the client's bytes are swallowed; the upstream is never reached.
     client.on('data', (chunk: Buffer) => {
+      this.bytesFromClients += chunk.length;
       const trap = this.trap;
       const text = chunk.toString('latin1');
       for (const [, name, sql] of text.matchAll(PARSE_NAMED)) this.statements.set(name!, sql!);

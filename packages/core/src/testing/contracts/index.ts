@@ -14,3 +14,4 @@ export { describeStoreContract } from './store.js';
 export { describeUnitOfWork } from './unit-of-work.js';
 export { describeWebhookStore, expectWebhookEndpoint } from './webhook-store.js';
 export { describeWebhookSender } from './webhook-sender.js';
+export { describeCredentialFreshness, type FreshnessHarness } from './credential-freshness.js';

@@ -1,0 +1,48 @@
+/**
+ * The freshness of cached credentials (issue 14, C-36, C-57): one token per organisation in the
+ * shared counter store (Redis), replaced by every change that can affect an authentication or the
+ * organisation record, and read in the same call that counts the request.
+ *
+ * - `check` answers the organisation's current token, whether it is *settled* (no change of that
+ *   organisation in progress, and the store was not just emptied: see below) and whether `tag`
+ *   is still *fresh* (equal to the current token, and settled). It counts a hit of the
+ *   organisation's rate-limit scope (the same counter RateCounter.hit counts as `org:<id>`)
+ *   according to `count`: 'always', 'if-fresh' (only when fresh), or 'never'.
+ * - `beginChange` registers a change in progress (a marker that expires after the
+ *   implementation's change bound, well above the store's transaction bound) and replaces the
+ *   token; `endChange` replaces the token again and removes the marker. Writers call them around
+ *   the write (credential-fence.ts).
+ * - A token is never reused (each is random), so a store that lost its data (FLUSHALL, a restart)
+ *   cannot make an old tag match again. When an implementation finds its data gone, it answers
+ *   "not settled" for the change bound, because the markers of changes in flight were lost too.
+ *
+ * Calls reject (or throw) when the backing store fails; the caller bounds them in time.
+ */
+export interface FreshnessReply {
+  /** The organisation scope's count including this hit, or null when nothing was counted. */
+  readonly count: number | null;
+  /** The organisation's current token. */
+  readonly token: string;
+  /** No change of the organisation in progress (and none can have been lost). */
+  readonly settled: boolean;
+  /** `tag` equals `token` and the organisation is settled: a cache filled under `tag` may be used. */
+  readonly fresh: boolean;
+}
+
+export type FreshnessCount = 'always' | 'if-fresh' | 'never';
+
+export interface FreshnessCheck {
+  readonly organisationId: string;
+  /** The token the caller's cache entry was filled under; null: none (never fresh). */
+  readonly tag: string | null;
+  readonly count: FreshnessCount;
+  /** The rate window the hit belongs to, and the counter's TTL (as RateCounter.hit). */
+  readonly windowStartMs: number;
+  readonly ttlMs: number;
+}
+
+export interface CredentialFreshness {
+  check(request: FreshnessCheck): Promise<FreshnessReply>;
+  beginChange(organisationId: string, changeId: string): Promise<void>;
+  endChange(organisationId: string, changeId: string): Promise<void>;
+}

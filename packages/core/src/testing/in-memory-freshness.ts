@@ -1,0 +1,120 @@
+import { systemClock } from '../defaults.js';
+import type { Clock } from '../ports/clock.js';
+import type { CredentialFreshness, FreshnessCheck, FreshnessReply } from '../ports/credential-freshness.js';
+import type { RateCounter } from '../ports/rate-counter.js';
+import { InProcessRateCounter } from '../in-process-counter.js';
+import { scopeKey } from '../use-cases/rate-limit.js';
+
+/** How long a change marker lives, and how long after losing its data the store answers "not settled". */
+export const IN_MEMORY_CHANGE_BOUND_MS = 10_000;
+
+/**
+ * The shared counter store in memory, as Redis plays it in production (limiter-redis): the
+ * RateCounter and the CredentialFreshness port over one set of counters, so a hit counted by a
+ * freshness check is the same counter RateCounter.hit counts. Time is the given clock (a FakeClock
+ * in tests). `flush()` plays FLUSHALL / a restart without persistence; `failing` makes every call
+ * reject (a Redis that cannot be reached); `hold()` keeps the next calls' answers until released.
+ * Several cores (instances) may share one.
+ */
+export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
+  private counters: InProcessRateCounter;
+  private readonly tokens = new Map<string, string>();
+  /** organisation -> change id -> marker expiry (ms). */
+  private readonly markers = new Map<string, Map<string, number>>();
+  private alive = false;
+  private unsettledUntilMs = Number.NEGATIVE_INFINITY;
+  private nextToken = 0;
+  /** Every call rejects while true. */
+  failing = false;
+  /** Calls made (tests count round trips). */
+  calls = 0;
+
+  constructor(
+    private readonly clock: Clock = systemClock,
+    readonly changeBoundMs: number = IN_MEMORY_CHANGE_BOUND_MS,
+  ) {
+    this.counters = new InProcessRateCounter(clock);
+  }
+
+  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
+    return this.run(() => this.counters.hit(scope, windowStartMs, ttlMs));
+  }
+
+  check(request: FreshnessCheck): Promise<FreshnessReply> {
+    return this.run(() => {
+      const nowMs = this.clock.now().getTime();
+      const token = this.tokenOf(request.organisationId, nowMs);
+      const settled = this.settled(request.organisationId, nowMs);
+      const fresh = settled && request.tag === token;
+      const counts = request.count === 'always' || (request.count === 'if-fresh' && fresh);
+      const count = counts ? this.counters.hit(scopeKey({ kind: 'organisation', organisationId: request.organisationId }), request.windowStartMs, request.ttlMs) : null;
+      return { count, token, settled, fresh };
+    });
+  }
+
+  beginChange(organisationId: string, changeId: string): Promise<void> {
+    return this.run(() => {
+      const nowMs = this.clock.now().getTime();
+      this.tokenOf(organisationId, nowMs);
+      let live = this.markers.get(organisationId);
+      if (live === undefined) this.markers.set(organisationId, (live = new Map()));
+      live.set(changeId, nowMs + this.changeBoundMs);
+      this.tokens.set(organisationId, this.newToken());
+    });
+  }
+
+  endChange(organisationId: string, changeId: string): Promise<void> {
+    return this.run(() => {
+      this.tokenOf(organisationId, this.clock.now().getTime());
+      this.tokens.set(organisationId, this.newToken());
+      this.markers.get(organisationId)?.delete(changeId);
+    });
+  }
+
+  /** FLUSHALL: every token, marker and counter is gone. */
+  flush(): void {
+    this.tokens.clear();
+    this.markers.clear();
+    this.counters = new InProcessRateCounter(this.clock);
+    this.alive = false;
+  }
+
+  /** The organisation's current token (tests). */
+  tokenFor(organisationId: string): string | undefined {
+    return this.tokens.get(organisationId);
+  }
+
+  private run<T>(work: () => T): Promise<T> {
+    this.calls++;
+    if (this.failing) return Promise.reject(new Error('in-memory freshness: unreachable'));
+    try {
+      return Promise.resolve(work());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private tokenOf(organisationId: string, nowMs: number): string {
+    if (!this.alive) {
+      // Data lost (or never there): changes in flight lost their markers, so nothing is settled
+      // until any of them must have ended.
+      this.alive = true;
+      this.unsettledUntilMs = nowMs + this.changeBoundMs;
+    }
+    let token = this.tokens.get(organisationId);
+    if (token === undefined) this.tokens.set(organisationId, (token = this.newToken()));
+    return token;
+  }
+
+  private settled(organisationId: string, nowMs: number): boolean {
+    if (nowMs < this.unsettledUntilMs) return false;
+    const live = this.markers.get(organisationId);
+    if (live === undefined) return true;
+    for (const [id, until] of live) if (until <= nowMs) live.delete(id);
+    return live.size === 0;
+  }
+
+  private newToken(): string {
+    return `t${++this.nextToken}`;
+  }
+}

@@ -1,0 +1,402 @@
+/**
+ * Issue 14 end to end (C-36, C-57): two real `cos-admin serve` processes on one Postgres and one
+ * Redis (a redis-server this test spawns, so it may kill, freeze, flush and restart it), each with
+ * the credential cache on (the default). Instance A reaches Redis through a TcpProxy the test owns
+ * (the partition cases); B directly. Load of the same key runs on both instances while a key is
+ * revoked or the organisation renamed on one of them: no request *sent after* the change's 2xx
+ * arrived may be answered from the state before it, on either instance.
+ */
+import { expect } from 'chai';
+import { FRESHNESS_SCRIPT_SHA1 } from '@cos/limiter-redis';
+import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
+import { databaseTargets } from '../../../cli/test/support/databases.js';
+import { postgresUrl } from '../support/env.js';
+import { RedisServer, redisServerAvailable } from '../support/redis-server.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { Client } from '../support/http.js';
+import { freePort, sleep } from '../support/free-port.js';
+
+async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await ok())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+const REPETITIONS = Number(process.env['CREDENTIAL_CACHE_REPETITIONS'] ?? 200);
+/** Loops per instance that keep sending the key under test. */
+const LOOPS = 3;
+
+interface Shot {
+  readonly instance: 'A' | 'B';
+  readonly sentAt: number;
+  readonly status: number;
+  readonly elapsedMs: number;
+  readonly name?: string;
+}
+
+describe('system: the credential cache across two serve instances (issue 14, C-36, C-57)', function () {
+  this.timeout(300_000);
+  let redis: RedisServer;
+  let proxy: TcpProxy;
+  let pgProxy: TcpProxy;
+  let databaseUrl: string;
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let work: { dir: string; remove(): void };
+  let env: Env;
+  const servers: ServeProcess[] = [];
+  let a: Client;
+  let b: Client;
+  let orgId: string;
+  let ownerKey: string;
+
+  before(async function () {
+    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
+      this.skip();
+      return;
+    }
+    await ensureBuilt();
+    redis = await RedisServer.start();
+    proxy = await new TcpProxy('127.0.0.1', redis.port).listen();
+    const target = databaseTargets().find((t) => t.name === 'Postgres');
+    if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
+    const db = await target.create();
+    databaseUrl = db.databaseUrl;
+    dropDatabase = () => db.drop();
+    work = tempDir('cos-cc-');
+    env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' };
+    await cliJson(['migrate'], env, work.dir);
+    const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Cache Ltd', '--slug', 'cache-ltd'], env, work.dir);
+    orgId = org.id;
+    ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], env, work.dir)).key;
+    const viaProxy = new URL(redis.url);
+    viaProxy.port = String(proxy.port);
+    // LOG_LEVEL=warn keeps the access log quiet, so the start-up line is not printed either: fixed
+    // ports, and ready once /v1/health answers.
+    // B reaches Postgres through a proxy that counts bytes: the test can see B serve from its cache.
+    const pgTarget = new URL(databaseUrl);
+    pgProxy = await new TcpProxy(pgTarget.hostname || '127.0.0.1', Number(pgTarget.port || 5432)).listen();
+    const pgViaProxy = new URL(databaseUrl);
+    pgViaProxy.hostname = '127.0.0.1';
+    pgViaProxy.port = String(pgProxy.port);
+    const [portA, portB] = [await freePort(), await freePort()];
+    servers.push(startServe([], { ...env, PORT: String(portA), REDIS_URL: viaProxy.toString() }, work.dir));
+    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgViaProxy.toString() }, work.dir));
+    a = new Client(`http://127.0.0.1:${portA}`);
+    b = new Client(`http://127.0.0.1:${portB}`);
+    for (const c of [a, b]) await until(async () => (await c.call('GET', '/v1/health').catch(() => null))?.status === 200, 15_000, 'serve to answer');
+    // A fresh Redis answers "not settled" for its change bound (10 s) from the first call on: make
+    // that call, then wait the bound out, or nothing would be cached during the tests.
+    for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
+    await sleep(10_500);
+  });
+
+  after(async () => {
+    for (const s of servers) s.kill();
+    await proxy?.close();
+    await pgProxy?.close();
+    await redis?.kill();
+    await dropDatabase?.();
+    work?.remove();
+  });
+
+  const client = (i: 'A' | 'B') => (i === 'A' ? a : b);
+  const getOrg = (i: 'A' | 'B', key: string) => client(i).call('GET', `/v1/organisations/${orgId}`, { key, timeoutMs: 5_000 });
+
+  /** Keeps sending GET of the organisation with `key` on both instances until stopped. */
+  function load(key: string): { shots: Shot[]; stop(): Promise<void> } {
+    const shots: Shot[] = [];
+    let running = true;
+    const loop = async (instance: 'A' | 'B') => {
+      while (running) {
+        const sentAt = performance.now();
+        try {
+          const r = await getOrg(instance, key);
+          const name = r.status === 200 ? r.json<{ name: string }>().name : undefined;
+          shots.push({ instance, sentAt, status: r.status, elapsedMs: r.elapsedMs, ...(name !== undefined ? { name } : {}) });
+        } catch (e) {
+          shots.push({ instance, sentAt, status: 0, elapsedMs: performance.now() - sentAt });
+        }
+      }
+    };
+    const loops = [...Array.from({ length: LOOPS }, () => loop('A')), ...Array.from({ length: LOOPS }, () => loop('B'))];
+    return {
+      shots,
+      async stop() {
+        running = false;
+        await Promise.all(loops);
+      },
+    };
+  }
+
+  async function issueKey(label: string): Promise<{ id: string; key: string }> {
+    const r = await a.call('POST', `/v1/organisations/${orgId}/api-keys`, { key: ownerKey, body: { label } });
+    expect(r.status, r.text).to.equal(201);
+    const body = r.json<{ id: string; key: string }>();
+    return { id: body.id, key: body.key };
+  }
+
+  /** Waits until both instances have answered `key` with 200 several times (their caches are warm). */
+  async function until200s(shots: Shot[], n = 4): Promise<void> {
+    const deadline = performance.now() + 5_000;
+    while (['A', 'B'].some((i) => shots.filter((s) => s.instance === i && s.status === 200).length < n)) {
+      if (performance.now() > deadline) throw new Error(`no 200s on both instances: ${JSON.stringify(shots.slice(-6))}`);
+      await sleep(5);
+    }
+  }
+
+  it('the cache is in use: a warm key is answered without a byte to Postgres, by its one Redis call', async () => {
+    for (let n = 0; n < 5; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+    const before = pgProxy.bytesFromClients;
+    for (let n = 0; n < 50; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+    expect(pgProxy.bytesFromClients - before, 'bytes sent to Postgres for 50 cached requests').to.equal(0);
+  });
+
+  it(`C-36: a key revoked on one instance is 401 on both for every request sent after the 204, under load of that key on both or with it idle in both caches (${REPETITIONS} times)`, async () => {
+    const problems: string[] = [];
+    let checked = 0;
+    let uncached = 0;
+    for (let i = 0; i < REPETITIONS; i++) {
+      const { id, key } = await issueKey(`rev-${i}`);
+      const traffic = load(key);
+      try {
+        await until200s(traffic.shots);
+        // B answers this key from its cache before the revocation (not from a store read each time).
+        const pgBytes = pgProxy.bytesFromClients;
+        await sleep(30);
+        if (pgProxy.bytesFromClients !== pgBytes) uncached++;
+        // Every other pair of repetitions the key is idle while it is revoked: then no request
+        // during the change has dropped the entries, and the very next one must see it by the token.
+        if (Math.floor(i / 2) % 2 === 1) await traffic.stop();
+        const revoker = i % 2 === 0 ? a : b;
+        const r = await revoker.call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+        const answered = performance.now();
+        expect(r.status, r.text).to.equal(204);
+        await sleep(20);
+        await traffic.stop();
+        const after = traffic.shots.filter((s) => s.sentAt > answered);
+        checked += after.length;
+        const stale = after.filter((s) => s.status !== 401);
+        if (stale.length > 0) problems.push(`repetition ${i}: ${stale.map((s) => `${s.instance} ${s.status}`).join(', ')}`);
+        for (const inst of ['A', 'B'] as const) {
+          const first = (await getOrg(inst, key)).status;
+          if (first !== 401) problems.push(`repetition ${i}: ${inst} answered ${first} after the 204`);
+        }
+      } finally {
+        await traffic.stop();
+      }
+    }
+    console.log(`      ${REPETITIONS} revocations, ${checked} requests sent after a 204 checked; B read Postgres under load in ${uncached} of them`);
+    expect(problems).to.deep.equal([]);
+    expect(uncached, 'repetitions in which B did not serve the key from its cache').to.be.lessThan(REPETITIONS / 2);
+  });
+
+  it(`C-57: an organisation renamed on one instance is served renamed by both for every request sent after the answer, under load and idle (${REPETITIONS} + ${REPETITIONS / 4} times)`, async () => {
+    const { key } = await issueKey('rename');
+    const traffic = load(key);
+    const problems: string[] = [];
+    let checked = 0;
+    try {
+      await until200s(traffic.shots);
+      for (let i = 0; i < REPETITIONS; i++) {
+        const name = `Renamed ${i}`;
+        const writer = i % 2 === 0 ? b : a;
+        const r = await writer.call('PATCH', `/v1/organisations/${orgId}`, { key: ownerKey, body: { name } });
+        const answered = performance.now();
+        expect(r.status, r.text).to.equal(200);
+        await sleep(10);
+        const after = traffic.shots.filter((s) => s.sentAt > answered);
+        checked += after.length;
+        const stale = after.filter((s) => s.status !== 200 || s.name !== name);
+        if (stale.length > 0) problems.push(`rename ${i}: ${stale.map((s) => `${s.instance} ${s.status} ${s.name}`).join(', ')}`);
+        traffic.shots.length = 0;
+      }
+    } finally {
+      await traffic.stop();
+    }
+    // And with the key idle in both caches while the organisation is renamed.
+    for (let i = 0; i < REPETITIONS / 4; i++) {
+      const name = `Idle rename ${i}`;
+      for (let w = 0; w < 3; w++) for (const inst of ['A', 'B'] as const) await getOrg(inst, key);
+      const r = await (i % 2 === 0 ? a : b).call('PATCH', `/v1/organisations/${orgId}`, { key: ownerKey, body: { name } });
+      expect(r.status, r.text).to.equal(200);
+      for (const inst of ['A', 'B'] as const) {
+        const seen = (await getOrg(inst, key)).json<{ name: string }>().name;
+        if (seen !== name) problems.push(`idle rename ${i}: ${inst} answered ${seen}`);
+      }
+    }
+    console.log(`      ${REPETITIONS} renames, ${checked} requests sent after the answer checked`);
+    expect(problems).to.deep.equal([]);
+  });
+
+  it('the CLI is a writer too: `cos-admin key revoke` with the same REDIS_URL is seen at once by both instances; with Redis unreachable it refuses and changes nothing', async () => {
+    const { id, key } = await issueKey('cli');
+    const traffic = load(key);
+    try {
+      await until200s(traffic.shots);
+      const dead = await cliJson(['key', 'revoke', orgId, id], { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` }, work.dir).then(
+        () => 'revoked',
+        (e: Error) => e.message,
+      );
+      expect(dead).to.match(/Redis \(REDIS_URL\) is unreachable/);
+      expect((await b.call('GET', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey })).json<{ revoked_at: string | null }>().revoked_at).to.equal(null);
+      await cliJson(['key', 'revoke', orgId, id], env, work.dir);
+      const answered = performance.now();
+      await sleep(20);
+      await traffic.stop();
+      expect(traffic.shots.filter((s) => s.sentAt > answered && s.status !== 401).map((s) => `${s.instance} ${s.status}`)).to.deep.equal([]);
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, key)).status).to.equal(401);
+    } finally {
+      await traffic.stop();
+    }
+  });
+
+  it('Redis killed, restarted, frozen, thawed, FLUSHALL and SCRIPT FLUSH under load with revocations: no stale answer, bounded latency, recovery without restart', async function () {
+    this.timeout(180_000);
+    const problems: string[] = [];
+    const events: string[] = [];
+    let revocations = 0;
+    const started = performance.now();
+    const step = async (what: string, act: () => unknown | Promise<unknown>) => {
+      events.push(`${Math.round(performance.now() - started)} ${what}`);
+      await act();
+    };
+    /** One revocation under load: retried (idempotent) until 204; no 200 for requests sent after it. */
+    const revokeUnderLoad = async (label: string) => {
+      const { id, key } = await issueKey(label);
+      const traffic = load(key);
+      try {
+        await sleep(100);
+        let answered = 0;
+        for (let attempt = 0; attempt < 200 && answered === 0; attempt++) {
+          const r = await (attempt % 2 === 0 ? b : a).call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+          if (r.status === 204) answered = performance.now();
+          else if (r.status !== 503) problems.push(`${label}: DELETE answered ${r.status}`);
+          else await sleep(50);
+        }
+        if (answered === 0) throw new Error(`${label}: never revoked`);
+        revocations++;
+        await sleep(30);
+        await traffic.stop();
+        const stale = traffic.shots.filter((s) => s.sentAt > answered && s.status !== 401);
+        if (stale.length > 0) problems.push(`${label}: ${stale.map((s) => `${s.instance} ${s.status}`).join(', ')}`);
+        return traffic.shots;
+      } finally {
+        await traffic.stop();
+      }
+    };
+    /** While Redis is unreachable a revocation is refused (503) on both instances and nothing changes. */
+    const refusedWhileDown = async (label: string) => {
+      const { id, key } = await issueKey(label);
+      for (const c of [a, b]) {
+        const r = await c.call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+        if (r.status !== 503) problems.push(`${label}: DELETE answered ${r.status} while Redis was down`);
+        if (r.elapsedMs > 2_000) problems.push(`${label}: the refusal took ${Math.round(r.elapsedMs)} ms`);
+      }
+      const now = await b.call('GET', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+      if (now.json<{ revoked_at: string | null }>().revoked_at !== null) problems.push(`${label}: revoked although refused`);
+      for (const i of ['A', 'B'] as const) {
+        const st = (await getOrg(i, key)).status;
+        if (st !== 200) problems.push(`${label}: ${i} answered ${st} for the key that is still active`);
+      }
+    };
+    const all: Shot[] = [];
+    const background = load(ownerKey);
+    try {
+      all.push(...(await revokeUnderLoad('before')));
+      await step('kill', () => redis.kill());
+      await refusedWhileDown('while killed');
+      await step('restart', () => redis.startProcess());
+      all.push(...(await revokeUnderLoad('after restart')));
+      await step('freeze', () => redis.freeze());
+      await refusedWhileDown('while frozen');
+      await step('thaw', () => redis.thaw());
+      all.push(...(await revokeUnderLoad('after thaw')));
+      await step('FLUSHALL', () => redis.command(['FLUSHALL']));
+      all.push(...(await revokeUnderLoad('after FLUSHALL')));
+      await step('SCRIPT FLUSH', () => redis.command(['SCRIPT', 'FLUSH']));
+      all.push(...(await revokeUnderLoad('after SCRIPT FLUSH')));
+    } finally {
+      redis.thaw();
+      await redis.startProcess();
+      await background.stop();
+    }
+    all.push(...background.shots);
+    const slowest = all.reduce((m, s) => Math.max(m, s.elapsedMs), 0);
+    console.log(`      ${revocations} revocations, ${all.length} requests, slowest ${Math.round(slowest)} ms; ${events.join(', ')}`);
+    expect(problems).to.deep.equal([]);
+    expect(all.filter((s) => s.status === 0 || s.status >= 500).length, 'transport errors or 5xx on reads').to.equal(0);
+    expect(slowest, 'slowest read (ms): never queued behind Redis (C-54)').to.be.lessThan(1_000);
+    // Recovery without a restart: both instances count again (Remaining below the limit).
+    await sleep(10_500); // the restarted, flushed Redis is settled again after its change bound
+    for (const i of ['A', 'B'] as const) {
+      const r = await getOrg(i, ownerKey);
+      expect(r.status).to.equal(200);
+      expect(Number(r.headers.get('x-ratelimit-remaining'))).to.be.lessThan(Number(r.headers.get('x-ratelimit-limit')));
+    }
+    // And B's cache works again by itself: warm, then no byte to Postgres.
+    for (let n = 0; n < 5; n++) await getOrg('B', ownerKey);
+    const before = pgProxy.bytesFromClients;
+    for (let n = 0; n < 20; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+    expect(pgProxy.bytesFromClients - before, 'bytes to Postgres once Redis is back').to.equal(0);
+  });
+
+  it('partition: instance A reaches Postgres but not Redis; a revocation through A is refused (503, nothing changes) and B keeps the truth; once A reaches Redis again the revocation is 204 and B answers 401 at once', async () => {
+    const { id, key } = await issueKey('partition');
+    const traffic = load(key);
+    try {
+      await until200s(traffic.shots);
+      for (const mode of ['cut', 'blackhole'] as const) {
+        proxy[mode]();
+        const r = await a.call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey, timeoutMs: 5_000 });
+        expect(r.status, `${mode}: ${r.text}`).to.equal(503);
+        expect(r.elapsedMs, `${mode}: the refusal is bounded`).to.be.lessThan(2_000);
+        const keyNow = await b.call('GET', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+        expect(keyNow.json<{ revoked_at: string | null }>().revoked_at, `${mode}: nothing was revoked`).to.equal(null);
+        expect((await getOrg('B', key)).status).to.equal(200);
+        proxy.restore();
+        await sleep(1_500); // A reconnects by itself
+      }
+      let answered = 0;
+      for (let attempt = 0; attempt < 100 && answered === 0; attempt++) {
+        const r = await a.call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+        if (r.status === 204) answered = performance.now();
+        else await sleep(50);
+      }
+      expect(answered, 'A revoked once it reached Redis again').to.be.greaterThan(0);
+      await sleep(20);
+      await traffic.stop();
+      expect(traffic.shots.filter((s) => s.sentAt > answered && s.status !== 401).map((s) => `${s.instance} ${s.status}`)).to.deep.equal([]);
+    } finally {
+      proxy.restore();
+      await traffic.stop();
+    }
+  });
+
+  it("partition after the write: A loses Redis between its commit and the change's end (503 though committed); B does not answer 200 for that key", async () => {
+    const { id, key } = await issueKey('partition-after-commit');
+    const traffic = load(key);
+    try {
+      await until200s(traffic.shots);
+      // The first EVALSHA of the end script A sends is swallowed and every connection cut from then on.
+      const sprung = proxy.failOn(new RegExp(FRESHNESS_SCRIPT_SHA1.endChange), 'cut');
+      const r = await a.call('DELETE', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey, timeoutMs: 5_000 });
+      await sprung;
+      const answered = performance.now();
+      expect(r.status, r.text).to.equal(503);
+      const keyNow = await b.call('GET', `/v1/organisations/${orgId}/api-keys/${id}`, { key: ownerKey });
+      expect(keyNow.json<{ revoked_at: string | null }>().revoked_at, 'committed').to.not.equal(null);
+      await sleep(200);
+      await traffic.stop();
+      expect(traffic.shots.filter((s) => s.instance === 'B' && s.sentAt > answered && s.status !== 401).map((s) => s.status)).to.deep.equal([]);
+      // And after the change's marker expired (10 s) B still does not trust its old entry.
+      await sleep(10_500);
+      expect((await getOrg('B', key)).status).to.equal(401);
+    } finally {
+      proxy.disarm();
+      proxy.restore();
+      await traffic.stop();
+    }
+  });
+});
