@@ -125,7 +125,7 @@ const CHECK_SCRIPT = freshnessScript(
   // KEYS: counter, token, changes, alive, unsettled. ARGV: ttlMs, deadlineMs, tag, mode (a|f|n), new token, bound.
   [
     ...REDIS_NOW,
-    'if now > tonumber(ARGV[2]) then return -1 end',
+    'if now >= tonumber(ARGV[2]) then return -1 end',
     ...ALIVE_CHECK,
     "local token = redis.call('GET', KEYS[2])",
     "if not token then token = ARGV[5]; redis.call('SET', KEYS[2], token) end",
