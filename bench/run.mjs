@@ -74,7 +74,7 @@ for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--o
 const writeDocs = !opt.dry && (!opt.quick || opt.write);
 const RAISED = '1000000000';
 const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
-const P_TARGET = "none (C-36: no 200 on B after A's 204)";
+const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
 
 const started = Date.now();
 const log = (line = '') => process.stdout.write(`${line}\n`);
@@ -660,9 +660,9 @@ async function measurePropagation({ env, orgId, ownerKey }) {
     s.valueLabel = `p99 of ${rounds}; p50 ${q(sorted, 0.5).toFixed(1)} ms, max ${sorted[sorted.length - 1].toFixed(1)} ms`;
     s.met = stale === 0 ? null : false;
     const dSorted = [...deletes].sort((x, y) => x - y);
-    s.notes.push(`from sending DELETE on A to B's first 401 (B polling back to back); the DELETE itself took p50 ${q(dSorted, 0.5).toFixed(1)} ms, p99 ${q(dSorted, 0.99).toFixed(1)} ms; ${stale} requests sent on B after a 204 answered 200 (C-36: must be 0)`);
+    s.notes.push(`from sending DELETE on A to B's first 401 (B polling back to back); the DELETE itself took p50 ${q(dSorted, 0.5).toFixed(1)} ms, p99 ${q(dSorted, 0.99).toFixed(1)} ms; ${stale} requests sent on B after a 204 answered 200 (must be 0)`);
     log(`  => propagation p50 ${q(sorted, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; stale 200s after the 204: ${stale}`);
-    if (stale > 0) s.failed = `${stale} stale 200s after a 204 (C-36)`;
+    if (stale > 0) s.failed = `${stale} stale 200s after a 204 (a revoked key must be refused on every instance)`;
   } catch (err) {
     s.failed ??= err.message;
     log(`  !! (p) failed: ${err.message}`);
