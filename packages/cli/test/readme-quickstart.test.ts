@@ -54,7 +54,9 @@ function barePnpmCommands(markdown: string): string[] {
 function nodeAndNpmOnly(dir: string): string {
   mkdirSync(dir, { recursive: true });
   const which = (c: string): string => execFileSync('bash', ['-c', `command -v ${c}`], { encoding: 'utf8' }).trim();
-  for (const tool of ['node', 'npm', 'npx', 'bash', 'sh', 'env', 'cat', 'ls', 'mkdir', 'rm', 'dirname', 'uname']) {
+  // Node and npm, and the base POSIX tools any such machine has: the shims pnpm writes into
+  // node_modules/.bin run under sh with dirname, sed and uname (without sed the Node 22 CI run failed).
+  for (const tool of ['node', 'npm', 'npx', 'bash', 'sh', 'env', 'cat', 'ls', 'mkdir', 'rm', 'dirname', 'uname', 'sed']) {
     symlinkSync(which(tool), join(dir, tool));
   }
   return dir;

@@ -217,14 +217,20 @@ for (const target of STORE_TARGETS) {
 
     it(`C-10/C-15/C-33: ${runs(8000)} random requests (control characters in names, labels and cursors included): never a 500, every body in a contract shape, no state change after a 4xx or a read`, async () => {
       statuses.clear();
-      await fc.assert(
-        fc.asyncProperty(requestShape, (shape) => runCase(stack, cast, probe, shape)),
-        fuzzParameters(runs(8000), 0),
-      );
-      const histogram = [...statuses.entries()].sort(([a], [b]) => a - b).map(([k, v]) => `${k}:${v}`);
-      console.log(`      statuses ${histogram.join(' ')}`);
       // The generator must reach every outcome of the contract, not just bounce off validation.
       const expected = target.name === 'SQLite' ? [200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 415] : [200, 201, 204, 400, 401, 403, 404, 405, 415];
+      const unseen = () => expected.filter((status) => (statuses.get(status) ?? 0) === 0);
+      // Rare outcomes (a 201 or 409 needs a valid creation: a few in a thousand cases) were missed
+      // by some seeds; up to three more rounds of a quarter of the cases each, on seeds derived
+      // from the run's, keep the check about the generator rather than one seed's luck.
+      for (let round = 0; round < 4 && (round === 0 || unseen().length > 0); round++) {
+        await fc.assert(
+          fc.asyncProperty(requestShape, (shape) => runCase(stack, cast, probe, shape)),
+          fuzzParameters(round === 0 ? runs(8000) : runs(2000), round === 0 ? 0 : 100 + round),
+        );
+      }
+      const histogram = [...statuses.entries()].sort(([a], [b]) => a - b).map(([k, v]) => `${k}:${v}`);
+      console.log(`      statuses ${histogram.join(' ')}`);
       for (const status of expected) expect(statuses.get(status) ?? 0, `status ${status} seen`).to.be.greaterThan(0);
     });
 
