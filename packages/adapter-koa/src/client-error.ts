@@ -16,14 +16,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { HttpDeps } from './app.js';
 import { JSON_CONTENT_TYPE, standardBody } from './errors.js';
 import { setRateLimitHeaders } from './middleware/rate-limit-headers.js';
 import { REQUEST_ID_HEADER } from './request-id.js';
-import { CONNECT_ANSWER, clientErrorAnswer, notifyParserError, type ClientErrorAnswer } from './http-refusals.js';
+import { CONNECT_ANSWER, clientErrorAnswer, notifyParserError, responseInFlight, type ClientErrorAnswer } from './http-refusals.js';
 
 export { clientErrorAnswer, refusedRequestAnswer, type ClientErrorAnswer } from './http-refusals.js';
 
@@ -77,13 +77,12 @@ export function createClientErrorResponder(deps: HttpDeps): ClientErrorResponder
       socket.destroy();
       return;
     }
-    const inFlight = (socket as { _httpMessage?: ServerResponse & { req?: IncomingMessage } })._httpMessage;
-    if (inFlight !== undefined && inFlight !== null && !inFlight.writableFinished && err.code !== 'ECONNRESET' && socket.writable) {
+    const inFlight = responseInFlight(socket);
+    if (inFlight !== undefined && err.code !== 'ECONNRESET' && socket.writable) {
       // A request of this connection is being handled: its answer is the connection's last one
       // (see the file comment). Nothing more is read from this connection.
       inFlight.shouldKeepAlive = false;
-      const req = inFlight.req;
-      if (req !== undefined && !inFlight.headersSent) notifyParserError(req, err);
+      if (!inFlight.headersSent) notifyParserError(inFlight.req, err);
       inFlight.once('close', () => socket.destroy());
       return;
     }

@@ -19,7 +19,7 @@
  * (the listener turns Node's bare 400 off), an `Expect` other than `100-continue` (the listener
  * routes Node's `checkExpectation` to the app instead of Node's bare 417).
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorDetail } from '@cos/core';
 
 /** What a parser-level failure is answered with. */
@@ -66,6 +66,23 @@ export function refusedRequestAnswer(req: IncomingMessage): ClientErrorAnswer | 
 }
 
 const PARSER_ERROR_EVENT = 'cos:parser-error';
+/**
+ * The response the pipeline is writing on each connection (set as each request begins). Node keeps
+ * the same link as the socket's undocumented `_httpMessage`; this one is ours (issue 17: no private
+ * API of a dependency). A finished response counts as none, as Node clears its link on 'finish'.
+ */
+const responses = new WeakMap<object, ServerResponse>();
+
+/** Called by the pipeline as each request begins (one WeakMap write; nothing to undo). */
+export function trackResponse(res: ServerResponse): void {
+  if (res.socket !== null) responses.set(res.socket, res);
+}
+
+/** The response of a request in flight on `socket` (not finished yet), or undefined. */
+export function responseInFlight(socket: object): ServerResponse | undefined {
+  const res = responses.get(socket);
+  return res === undefined || res.writableFinished ? undefined : res;
+}
 const parserErrors = new WeakMap<IncomingMessage, Error & { code?: string }>();
 
 /** The parse error that ended this request's connection while the request was in flight, if any. */

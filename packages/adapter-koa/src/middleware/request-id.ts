@@ -1,6 +1,7 @@
 /** Step 1 of the pipeline: the request's id (C-15), echoed in `X-Request-Id`, and its state. */
 import type Koa from 'koa';
 import { performance } from 'node:perf_hooks';
+import { trackResponse } from '../http-refusals.js';
 import { REQUEST_ID_HEADER, requestIdFor } from '../request-id.js';
 import type { CosRequestState } from '../state.js';
 
@@ -19,5 +20,7 @@ export function beginRequest(ctx: Koa.Context): CosRequestState {
   (ctx.state as { cos?: CosRequestState }).cos = state;
   // Straight to Node's response (Koa's ctx.set adds two calls and checks a fresh response never needs).
   ctx.res.setHeader(REQUEST_ID_HEADER, requestId);
+  // A parse error of this connection while the request is in flight reaches it (client-error.ts).
+  trackResponse(ctx.res);
   return state;
 }
