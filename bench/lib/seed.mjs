@@ -86,12 +86,12 @@ export async function seedLookupKeys(databaseUrl, { organisationId, count }) {
 
 /**
  * How many credentials the SQLite read connection's cache keeps (READ_CACHE_MAX_ENTRIES of
- * packages/store-sql/src/sqlite-reader.ts, not exported by the package), or null when the built
+ * packages/store-sql/src/sqlite/reader.ts, not exported by the package), or null when the built
  * module has no such bound (the cache is gone or renamed).
  */
 export async function readCacheBound() {
   try {
-    const mod = await import(pathToFileURL(path.join(ROOT, 'packages', 'store-sql', 'dist', 'sqlite-reader.js')).href);
+    const mod = await import(pathToFileURL(path.join(ROOT, 'packages', 'store-sql', 'dist', 'sqlite', 'reader.js')).href);
     return Number.isInteger(mod.READ_CACHE_MAX_ENTRIES) ? mod.READ_CACHE_MAX_ENTRIES : null;
   } catch {
     return null;

@@ -1,43 +1,82 @@
-import type { Knex } from 'knex';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
-import type { PgDirect } from './pg-direct.js';
-import type { SqliteReadConnection } from './sqlite-reader.js';
-
-/** What every store needs: the connection (knex or a transaction), the dialect and the error translator. */
-export interface StoreContext {
-  readonly db: Knex;
-  readonly dialect: SqlDialect;
-  /** True when `db` is a transaction opened by the unit of work. */
-  readonly inTransaction: boolean;
-  readonly errors: ErrorTranslator;
-  /**
-   * SQLite files only, never inside a unit of work: the read-only connection that serves the hot
-   * single-statement reads (sqlite-reader.ts). Absent on ':memory:', Postgres and a host's knex.
-   */
-  readonly reader?: SqliteReadConnection;
-  /**
-   * Postgres from a URL only, never inside a unit of work: single statements straight through the
-   * pool and the pg client (pg-direct.ts). Absent on SQLite and a host's knex.
-   */
-  readonly direct?: PgDirect;
-}
 
 type Row = Record<string, unknown>;
 
-/** Rows of a `knex.raw` SELECT (Postgres answers `{rows}`, SQLite an array). */
-export async function query<T = Row>(ctx: StoreContext, sql: string, bindings: readonly unknown[]): Promise<T[]> {
-  if (ctx.direct !== undefined) return (await ctx.direct.run(sql, bindings)).rows as T[];
-  const result: unknown = await ctx.db.raw(sql, bindings as Knex.RawBinding[]);
-  if (Array.isArray(result)) return result as T[];
-  return (result as { rows: T[] }).rows;
+/** What one statement answers: its rows (empty for a write without RETURNING) and its affected row count. */
+export interface SqlResult {
+  readonly rows: Row[];
+  readonly rowCount: number;
 }
 
-/** Affected row count of a `knex.raw` INSERT/UPDATE/DELETE on either dialect. */
+/**
+ * Where a store's statements go: the store's pool outside a unit of work, or the unit of work's one
+ * connection. Chosen once, when the context is made (postgres/database.ts on Postgres from a URL,
+ * knex-database.ts on SQLite and a host's knex). SQL is written with `?` placeholders.
+ */
+export interface SqlSession {
+  run(sql: string, bindings: readonly unknown[]): Promise<SqlResult>;
+}
+
+/** What every store needs: where its statements go, the dialect and the error translator. */
+export interface StoreContext {
+  readonly session: SqlSession;
+  readonly dialect: SqlDialect;
+  /** True when `session` is a unit of work's transaction. */
+  readonly inTransaction: boolean;
+  readonly errors: ErrorTranslator;
+}
+
+/** One statement a store method sent (`?` placeholders, as written), for SqlStore.onStatement. */
+export interface SqlStatement {
+  readonly sql: string;
+  readonly bindings: readonly unknown[];
+}
+
+/** The SqlStore.onStatement listeners; told of each statement right before it is sent. */
+export class StatementListeners {
+  private readonly listeners = new Set<(statement: SqlStatement) => void>();
+
+  add(listener: (statement: SqlStatement) => void): () => void {
+    const own = (statement: SqlStatement): void => listener(statement);
+    this.listeners.add(own);
+    return () => void this.listeners.delete(own);
+  }
+
+  emit(sql: string, bindings: readonly unknown[]): void {
+    if (this.listeners.size === 0) return;
+    for (const listener of this.listeners) listener({ sql, bindings });
+  }
+}
+
+/**
+ * Runs `call`, handing any failure to the error translator: the one place where driver errors
+ * become the core's errors (ConflictError, NotFoundError, UnavailableError).
+ */
+export async function translated<T>(errors: ErrorTranslator, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    throw errors.translate(e);
+  }
+}
+
+/** Rows of a SELECT (or of a write with RETURNING); errors translated. */
+export async function query<T = Row>(ctx: StoreContext, sql: string, bindings: readonly unknown[]): Promise<T[]> {
+  try {
+    return (await ctx.session.run(sql, bindings)).rows as T[];
+  } catch (e) {
+    throw ctx.errors.translate(e);
+  }
+}
+
+/** Affected row count of an INSERT/UPDATE/DELETE; errors translated. */
 export async function execute(ctx: StoreContext, sql: string, bindings: readonly unknown[]): Promise<number> {
-  if (ctx.direct !== undefined) return Number((await ctx.direct.run(sql, bindings)).rowCount ?? 0);
-  const result = (await ctx.db.raw(sql, bindings as Knex.RawBinding[])) as { rowCount?: number | null; changes?: number };
-  return Number(result.rowCount ?? result.changes ?? 0);
+  try {
+    return (await ctx.session.run(sql, bindings)).rowCount;
+  } catch (e) {
+    throw ctx.errors.translate(e);
+  }
 }
 
 /** Epoch milliseconds (Postgres returns bigint as a string, SQLite as a number). */

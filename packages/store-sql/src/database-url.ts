@@ -1,7 +1,10 @@
 /**
  * DATABASE_URL parsing (contract "Operator interface"): `sqlite:<path>`, `sqlite::memory:` or
- * `postgres://…` / `postgresql://…`. Error messages name the problem but never echo a password.
+ * `postgres://…` / `postgresql://…` (read by pg-connection-string, pg's own parser). Error messages
+ * name the problem but never echo a password.
  */
+import { parse, type ConnectionOptions } from 'pg-connection-string';
+
 export type SqlDialect = 'sqlite' | 'postgres';
 
 export type ParsedDatabaseUrl =
@@ -34,17 +37,17 @@ export function parseDatabaseUrl(url: string): ParsedDatabaseUrl {
   }
 
   if (lower.startsWith('postgres://') || lower.startsWith('postgresql://')) {
-    let parsed: URL;
+    // pg's own parser: what is checked here is what pg will connect to.
+    let parsed: ConnectionOptions;
     try {
-      parsed = new URL(value);
+      parsed = parse(value);
     } catch {
       throw new Error(`DATABASE_URL "${redactDatabaseUrl(value)}" is not a valid postgres:// URL`);
     }
-    const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
-    if (database === '' || database.includes('/')) {
+    if (!parsed.database || parsed.database.includes('/')) {
       throw new Error(`DATABASE_URL "${redactDatabaseUrl(value)}" names no database; expected postgres://user@host:port/database`);
     }
-    if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
+    if (!parsed.host) {
       throw new Error(`DATABASE_URL "${redactDatabaseUrl(value)}" names no host; expected postgres://user@host:port/database`);
     }
     return { dialect: 'postgres', connectionString: value };

@@ -44,7 +44,7 @@ function isUnavailableSqlState(code: string): boolean {
 const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|PROTOCOL|FULL)/;
 
 const UNAVAILABLE_MESSAGES =
-  /Connection terminated|connection timeout|timeout expired|Query read timeout|not queryable|Connection ended|Timeout acquiring a connection|Unable to acquire a connection|Client was closed|ECONNREFUSED|ECONNRESET|database is locked/i;
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|timeout expired|Query read timeout|not queryable|Connection ended|Timeout acquiring a connection|Unable to acquire a connection|Client was closed|ECONNREFUSED|ECONNRESET|database is locked/i;
 
 interface DriverError {
   readonly name?: unknown;

@@ -9,6 +9,7 @@ export {
   DEFAULT_STATEMENT_TIMEOUT_MS,
   type SqlStore,
   type SqlStoreConfig,
+  type SqlStatement,
   type SqlStoreFromKnexOptions,
 } from './sql-store.js';
 export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations.js';

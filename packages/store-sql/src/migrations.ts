@@ -255,10 +255,23 @@ export function migratorConfig(dialect: SqlDialect): Knex.MigratorConfig {
   };
 }
 
-/** Names of migrations not yet applied, without creating the bookkeeping table (read-only). */
-export async function pendingMigrationNames(db: Knex): Promise<string[]> {
+const TABLE_EXISTS: Readonly<Record<SqlDialect, string>> = {
+  postgres: 'SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?',
+  sqlite: "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?",
+};
+
+/**
+ * Names of migrations not yet applied, without creating the bookkeeping table (read-only). Two
+ * statements through the store's own connections (so under its deadline), with the checks knex's
+ * migrator makes (`hasTable` in the current schema, then the recorded names).
+ */
+export async function pendingMigrationNames(
+  dialect: SqlDialect,
+  query: (sql: string, bindings: readonly unknown[]) => Promise<Array<Record<string, unknown>>>,
+): Promise<string[]> {
   const all = MIGRATIONS.map((m) => m.name);
-  if (!(await db.schema.hasTable(MIGRATIONS_TABLE))) return all;
-  const done = new Set((await db(MIGRATIONS_TABLE).select('name')).map((r: { name: string }) => r.name));
+  const [exists] = await query(TABLE_EXISTS[dialect], [MIGRATIONS_TABLE]);
+  if (Number(exists?.n ?? 0) === 0) return all;
+  const done = new Set((await query(`SELECT name FROM ${MIGRATIONS_TABLE}`, [])).map((r) => String(r.name)));
   return all.filter((name) => !done.has(name));
 }

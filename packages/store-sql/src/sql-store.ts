@@ -3,12 +3,14 @@ import { dirname, resolve } from 'node:path';
 import type { HealthProbe, Logger, Metrics, Stores, UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
+import { StatementListeners, translated, type SqlResult, type SqlSession, type SqlStatement } from './context.js';
 import { ErrorTranslator } from './errors.js';
-import { deadlinePgClient } from './pg-client.js';
-import { cachingSqliteClient } from './sqlite-client.js';
-import { PgDirect } from './pg-direct.js';
-import { SqliteReadConnection } from './sqlite-reader.js';
+import { KnexDatabase } from './knex-database.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
+import { IDLE_IN_TRANSACTION_TIMEOUT_MS, PgDatabase } from './postgres/database.js';
+import { cachingSqliteClient } from './sqlite/client.js';
+import { withSqliteReadCache } from './sqlite/read-cache.js';
+import { SqliteReadConnection } from './sqlite/reader.js';
 import { createStores } from './stores/index.js';
 import { SqlUnitOfWork } from './unit-of-work.js';
 
@@ -41,10 +43,28 @@ export interface SqlStoreConfig {
 /** A store over one database. Also satisfies StoreHarness from @cos/core/testing. */
 export interface SqlStore {
   readonly dialect: SqlDialect;
+  /**
+   * A knex over the same database, for fixtures, tools and migrations (query builder, schema, raw
+   * SQL). On SQLite and a host's knex it is the store's own; on Postgres from a URL the store's calls
+   * run on a pg pool of their own, and this knex (with its own small pool, the same schema and
+   * session timeouts, but not the per-call deadline) is created on first use.
+   */
   readonly knex: Knex;
   readonly stores: Stores;
   readonly unitOfWork: UnitOfWork;
   readonly health: HealthProbe;
+  /**
+   * One ad-hoc statement (`?` placeholders) on the store's own connections, under the store's
+   * deadline, errors translated like a store call's; resolves to its rows. For diagnostics and
+   * tests that must see the store's own sessions (e.g. their settings).
+   */
+  query<T = Record<string, unknown>>(sql: string, bindings?: readonly unknown[]): Promise<T[]>;
+  /**
+   * Calls `listener` with each statement the store's methods, units of work and `query` send (SQL
+   * as written, with `?` placeholders, and its bindings), right before it is sent; a cached answer
+   * sends none. Returns the function that stops it. For tests and diagnostics.
+   */
+  onStatement(listener: (statement: SqlStatement) => void): () => void;
   /** Applies pending migrations; returns the names applied (empty when up to date). */
   migrate(): Promise<string[]>;
   /** Names of migrations not applied yet (read-only: creates no bookkeeping table). */
@@ -52,6 +72,8 @@ export interface SqlStore {
   /** Closes the pool (when this store owns it). Idempotent. */
   close(): Promise<void>;
 }
+
+export type { SqlStatement };
 
 export interface SqlStoreFromKnexOptions {
   readonly logger?: Logger;
@@ -62,27 +84,28 @@ export interface SqlStoreFromKnexOptions {
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 2000;
 const DEFAULT_POOL_MAX = 10;
-const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 /** tarn never reaps below `min`; this only avoids reaping churn. */
 const NEVER_MS = 2 ** 31 - 1;
 
 type SqliteConnection = { pragma(source: string): unknown };
 
-/** A knex message of one kind is logged at most this often (e.g. one per failed acquire while the database is down). */
+/** A driver message of one kind is logged at most this often (e.g. one per failed acquire while the database is down). */
 export const KNEX_LOG_INTERVAL_MS = 10_000;
 
+type LogLine = (message: unknown) => void;
+
 /**
- * knex's own messages (e.g. "migration failed") go to the Logger port, never to stdout: the CLI's
- * --json output must stay clean. Without a logger they are dropped. Only a message's first line is
- * kept (knex appends stacks), and each kind (the text before its first ':') at most once per 10 s:
- * during a database outage knex warns "Acquire connection error" for every request, which the
- * store's own throttled "SQL store unavailable" already reports (issue 18).
+ * Driver messages (knex's "migration failed", a pooled Postgres session the server ended) go to the
+ * Logger port, never to stdout: the CLI's --json output must stay clean. Without a logger they are
+ * dropped. Only a message's first line is kept (knex appends stacks), and each kind (the text before
+ * its first ':') at most once per 10 s: during a database outage a driver may warn for every request,
+ * which the store's own throttled "SQL store unavailable" already reports (issue 18).
  */
-function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+function driverLog(logger: Logger | undefined, component: string): { debug: LogLine; warn: LogLine; error: LogLine } {
   const lastLogged = new Map<string, number>();
   const to =
-    (level: 'debug' | 'warn' | 'error') =>
-    (message: unknown): void => {
+    (level: 'debug' | 'warn' | 'error'): LogLine =>
+    (message) => {
       if (logger === undefined) return;
       const text = typeof message === 'string' ? message : String((message as Error)?.message ?? message);
       const firstLine = text.split('\n', 1)[0] ?? '';
@@ -92,9 +115,14 @@ function knexLog(logger: Logger | undefined): Knex.Config['log'] {
         if (now - (lastLogged.get(kind) ?? Number.NEGATIVE_INFINITY) < KNEX_LOG_INTERVAL_MS) return;
         lastLogged.set(kind, now);
       }
-      logger[level]({ component: 'knex' }, firstLine);
+      logger[level]({ component }, firstLine);
     };
-  return { debug: to('debug'), warn: to('warn'), error: to('error'), deprecate: to('warn') };
+  return { debug: to('debug'), warn: to('warn'), error: to('error') };
+}
+
+function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  const log = driverLog(logger, 'knex');
+  return { ...log, deprecate: log.warn };
 }
 
 function sqliteKnexConfig(
@@ -139,27 +167,25 @@ function sqliteKnexConfig(
   };
 }
 
+/**
+ * The knex of a Postgres store from a URL: migrations (`timeoutMs` null: DDL may run longer than a
+ * request's budget) and SqlStore.knex (fixtures, tools). The stock pg client, public options only.
+ */
 function postgresKnexConfig(
   parsed: Extract<ParsedDatabaseUrl, { dialect: 'postgres' }>,
-  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined; logger: Logger | undefined; preparedStatements: boolean },
+  options: { timeoutMs: number | null; poolMax: number; schema: string | undefined; logger: Logger | undefined },
 ): Knex.Config {
   const timeouts =
     options.timeoutMs === null
       ? {}
       : {
           connectionTimeoutMillis: options.timeoutMs,
-          // Server-side: the backend gives up on a statement (lock waits) and frees its locks.
           statement_timeout: options.timeoutMs,
-          // Client-side bound for a server that stops answering (network partition). The client
-          // class below narrows it per statement to what is left of the operation's deadline; this
-          // connection-level value covers knex's own statements while a connection is set up.
           query_timeout: options.timeoutMs,
           idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
         };
   return {
-    // One deadline per store call and per unit of work, covering the pool wait and every statement;
-    // a connection whose statement timed out is evicted, never waited on (C-17). See pg-client.ts.
-    client: options.timeoutMs === null ? 'pg' : deadlinePgClient(options.timeoutMs, { preparedStatements: options.preparedStatements }),
+    client: 'pg',
     log: knexLog(options.logger),
     connection: {
       connectionString: parsed.connectionString,
@@ -169,7 +195,6 @@ function postgresKnexConfig(
     } as Knex.PgConnectionConfig,
     ...(options.schema !== undefined ? { searchPath: [options.schema] } : {}),
     pool: { min: 0, max: options.poolMax, idleTimeoutMillis: 30_000 },
-    // The pool wait is part of the operation's budget (the deadline starts before it).
     acquireConnectionTimeout: options.timeoutMs ?? 60_000,
   };
 }
@@ -181,72 +206,70 @@ function dialectOfKnex(knex: Knex): SqlDialect {
   throw new Error(`@cos/store-sql supports SQLite and Postgres knex clients, not "${name}"`);
 }
 
+/** Where a store's statements and units of work go (postgres/database.ts or knex-database.ts). */
+interface Database {
+  readonly session: SqlSession;
+  transaction<T>(work: (session: SqlSession) => Promise<T>): Promise<T>;
+  adHoc(sql: string, bindings: readonly unknown[]): Promise<SqlResult>;
+}
+
 interface StoreParts {
-  readonly knex: Knex;
   readonly dialect: SqlDialect;
+  readonly database: Database;
+  readonly listeners: StatementListeners;
+  /** The knex of SqlStore.knex (created on first use where the store does not run on knex). */
+  readonly knex: () => Knex;
   readonly logger: Logger | undefined;
   readonly metrics?: Pick<Metrics, 'storeError'> | undefined;
-  readonly destroyOnClose: boolean;
-  /** Knex used for migrations (Postgres from a URL: one without statement timeouts). */
+  /** A knex for migrate(), destroyed after it (Postgres from a URL: one without statement timeouts). */
   readonly migrationKnex?: () => Knex;
-  /** SQLite files from a URL: the read-only connection of the hot reads (sqlite-reader.ts). */
-  readonly reader?: SqliteReadConnection;
-  /** Postgres from a URL: single statements outside units of work without knex's query machinery (pg-direct.ts). */
-  readonly direct?: PgDirect;
+  /** SQLite files from a URL: the read cache around the stores (sqlite/read-cache.ts). */
+  readonly wrapStores?: (stores: Stores, errors: ErrorTranslator) => Stores;
+  /** Closes what the store owns. */
+  readonly close: () => Promise<void>;
 }
 
 function buildStore(parts: StoreParts): SqlStore {
-  const { knex, dialect } = parts;
+  const { dialect, database, listeners } = parts;
   const errors = new ErrorTranslator(parts.logger, parts.metrics);
-  const { reader, direct } = parts;
-  const stores = createStores({
-    db: knex,
-    dialect,
-    inTransaction: false,
-    errors,
-    ...(reader !== undefined ? { reader } : {}),
-    ...(direct !== undefined ? { direct } : {}),
-  });
-  const unitOfWork = new SqlUnitOfWork(knex, dialect, errors);
+  const stores = createStores({ session: database.session, dialect, inTransaction: false, errors });
+  const unitOfWork = new SqlUnitOfWork((work) => database.transaction(work), dialect, errors);
+  const rowsOf = async (sql: string, bindings: readonly unknown[]): Promise<Array<Record<string, unknown>>> => (await database.adHoc(sql, bindings)).rows;
   const health: HealthProbe = {
-    async ping() {
-      try {
-        await knex.raw('SELECT 1');
-      } catch (e) {
-        throw errors.translate(e);
-      }
-    },
+    ping: () => translated(errors, () => rowsOf('SELECT 1', [])).then(() => undefined),
   };
   let closing: Promise<void> | null = null;
 
   return Object.freeze({
     dialect,
-    knex,
-    stores,
+    get knex(): Knex {
+      return parts.knex();
+    },
+    stores: parts.wrapStores?.(stores, errors) ?? stores,
     unitOfWork,
     health,
+    query<T = Record<string, unknown>>(sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
+      return translated(errors, () => rowsOf(sql, bindings)) as Promise<T[]>;
+    },
+    onStatement(listener: (statement: SqlStatement) => void): () => void {
+      return listeners.add(listener);
+    },
     async migrate(): Promise<string[]> {
-      const db = parts.migrationKnex?.() ?? knex;
+      const db = parts.migrationKnex?.() ?? parts.knex();
       try {
         const [, applied] = (await db.migrate.latest(migratorConfig(dialect))) as [number, string[]];
         return applied;
       } catch (e) {
         throw errors.translate(e);
       } finally {
-        if (db !== knex) await db.destroy();
+        if (parts.migrationKnex !== undefined) await db.destroy();
       }
     },
-    async pendingMigrations(): Promise<string[]> {
-      try {
-        return await pendingMigrationNames(knex);
-      } catch (e) {
-        throw errors.translate(e);
-      }
+    pendingMigrations(): Promise<string[]> {
+      return translated(errors, () => pendingMigrationNames(dialect, rowsOf));
     },
     close(): Promise<void> {
-      // The reader first: the pool's connection, closing last, checkpoints the WAL.
-      reader?.close();
-      closing ??= parts.destroyOnClose ? knex.destroy() : Promise.resolve();
+      closing ??= parts.close();
       return closing;
     },
   });
@@ -257,47 +280,68 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
   const parsed = parseDatabaseUrl(config.databaseUrl);
   const timeoutMs = config.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new Error('statementTimeoutMs must be a positive number of milliseconds');
+  const listeners = new StatementListeners();
   if (parsed.dialect === 'sqlite') {
+    const knex = knexFactory(sqliteKnexConfig(parsed, timeoutMs, config.logger));
+    // A file only: ':memory:' is a database per connection, so a second connection would see another one.
+    const reader = parsed.memory ? undefined : new SqliteReadConnection(parsed.filename, Math.max(0, Math.floor(timeoutMs)));
     return buildStore({
-      knex: knexFactory(sqliteKnexConfig(parsed, timeoutMs, config.logger)),
       dialect: 'sqlite',
+      database: new KnexDatabase(knex, listeners),
+      listeners,
+      knex: () => knex,
       logger: config.logger,
       metrics: config.metrics,
-      destroyOnClose: true,
-      // A file only: ':memory:' is a database per connection, so a second connection would see another one.
-      ...(parsed.memory ? {} : { reader: new SqliteReadConnection(parsed.filename, Math.max(0, Math.floor(timeoutMs))) }),
+      ...(reader !== undefined ? { wrapStores: (stores, errors) => withSqliteReadCache(stores, reader, errors) } : {}),
+      close: () => {
+        // The reader first: the pool's connection, closing last, checkpoints the WAL.
+        reader?.close();
+        return knex.destroy();
+      },
     });
   }
   const poolMax = config.poolMax ?? DEFAULT_POOL_MAX;
   if (!Number.isInteger(poolMax) || poolMax < 1) throw new Error('poolMax must be a positive integer');
-  const knex = knexFactory(
-    postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger, preparedStatements: config.preparedStatements ?? true }),
-  );
-  const direct = PgDirect.of(knex);
+  const idleLog = driverLog(config.logger, 'pg');
+  const database = new PgDatabase({
+    connectionString: parsed.connectionString,
+    budgetMs: timeoutMs,
+    poolMax,
+    schema: config.schema,
+    preparedStatements: config.preparedStatements ?? true,
+    listeners,
+    onIdleError: (error) => idleLog.warn(error),
+  });
+  let knex: Knex | null = null;
   return buildStore({
-    knex,
-    ...(direct !== undefined ? { direct } : {}),
     dialect: 'postgres',
+    database,
+    listeners,
+    knex: () => (knex ??= knexFactory(postgresKnexConfig(parsed, { timeoutMs, poolMax, schema: config.schema, logger: config.logger }))),
     logger: config.logger,
     metrics: config.metrics,
-    destroyOnClose: true,
     // DDL may legitimately run longer than one request's statement timeout.
-    migrationKnex: () =>
-      knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema, logger: config.logger, preparedStatements: false })),
+    migrationKnex: () => knexFactory(postgresKnexConfig(parsed, { timeoutMs: null, poolMax: 1, schema: config.schema, logger: config.logger })),
+    close: async () => {
+      await Promise.all([database.close(), knex?.destroy()]);
+    },
   });
 }
 
 /**
- * A store over a host service's own knex (embedding). The host owns the pool (and its timeouts and
- * SQLite pragmas); close() leaves it open unless `destroyOnClose` is set. On SQLite the host's pool
- * should hold one connection (see README).
+ * A store over a host service's own knex (embedding), through knex's public `raw` and `transaction`.
+ * The host owns the pool (and its timeouts and SQLite pragmas); close() leaves it open unless
+ * `destroyOnClose` is set. On SQLite the host's pool should hold one connection (see README).
  */
 export function createSqlStoreFromKnex(knex: Knex, options: SqlStoreFromKnexOptions = {}): SqlStore {
+  const listeners = new StatementListeners();
   return buildStore({
-    knex,
     dialect: dialectOfKnex(knex),
+    database: new KnexDatabase(knex, listeners),
+    listeners,
+    knex: () => knex,
     logger: options.logger,
     metrics: options.metrics,
-    destroyOnClose: options.destroyOnClose ?? false,
+    close: () => (options.destroyOnClose === true ? knex.destroy() : Promise.resolve()),
   });
 }

@@ -1,29 +1,30 @@
 import type { Stores, UnitOfWork } from '@cos/core';
-import type { Knex } from 'knex';
+import type { SqlSession } from './context.js';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
 import { createStores } from './stores/index.js';
 
+/** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+export type Transact = <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
+
 /**
- * One knex transaction per `run` (C-40): every write made through the given stores commits together,
+ * One transaction per `run` (C-40): every write made through the given stores commits together,
  * or none does when `work` throws. Use only the stores handed to `work` inside it: on SQLite the pool
  * holds a single connection, so a query through the outer stores would wait for this transaction.
  * On Postgres (createSqlStore) the whole run, pool wait included, shares one `statementTimeoutMs`
  * deadline; a statement that outlives it closes its connection, so the transaction is never
- * committed and no ROLLBACK is waited for (pg-client.ts, C-17).
+ * committed and no ROLLBACK is waited for (postgres/database.ts, C-17).
  */
 export class SqlUnitOfWork implements UnitOfWork {
   constructor(
-    private readonly knex: Knex,
+    private readonly transact: Transact,
     private readonly dialect: SqlDialect,
     private readonly errors: ErrorTranslator,
   ) {}
 
   async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
     try {
-      return await this.knex.transaction((trx) =>
-        work(createStores({ db: trx, dialect: this.dialect, inTransaction: true, errors: this.errors })),
-      );
+      return await this.transact((session) => work(createStores({ session, dialect: this.dialect, inTransaction: true, errors: this.errors })));
     } catch (e) {
       throw this.errors.translate(e);
     }

@@ -58,7 +58,7 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
 
   beforeEach(async () => {
     direct = await target.open();
-    schema = ((await direct.knex.raw('SELECT current_schema() AS s')) as { rows: Array<{ s: string }> }).rows[0]!.s;
+    schema = (await direct.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
     const server = new URL(url);
     proxy = await new BlackholeProxy(server.hostname || '127.0.0.1', Number(server.port || 5432)).listen();
   });
@@ -151,11 +151,13 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
     await store.health.ping();
 
     const sprung = proxy.blackholeOn(/FROM organisations WHERE id/i);
-    const holder = outcomeOf(() => store.knex.raw('SELECT pg_sleep(1.2)'));
-    // The holder must own the only connection before the waiter asks for it (single statements
-    // outside a unit of work reach the pool sooner than a knex.raw does).
-    const pool = (store.knex.client as { pool: { numUsed(): number } }).pool;
-    while (pool.numUsed() < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    // The holder must own the only connection before the waiter asks for it: the store announces a
+    // statement once its connection is checked out, right before sending it.
+    let holding = false;
+    const stop = store.onStatement((s) => void (holding ||= /pg_sleep/.test(s.sql)));
+    const holder = outcomeOf(() => store.query('SELECT pg_sleep(1.2)'));
+    while (!holding) await new Promise((resolve) => setTimeout(resolve, 5));
+    stop();
     const waiter = outcomeOf(() => store.stores.organisations.findById(org.id));
     const [held, waited] = await Promise.all([holder, waiter]);
     await sprung;

@@ -7,7 +7,6 @@
  * ApiKeyStore contract suite.
  */
 import { expect } from 'chai';
-import type { Knex } from 'knex';
 import {
   ConflictError,
   ForbiddenError,
@@ -22,7 +21,7 @@ import {
   type KeyPrincipal,
 } from '@cos/core';
 import { createInMemoryStore, createTestCore, FakeClock, type StoreHarness, type TestCore } from '@cos/core/testing';
-import { createSqlStore, createSqlStoreFromKnex, type SqlStore } from '@cos/store-sql';
+import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { forEachTarget } from './support/targets.js';
 
 const HOOK = 'https://receiver.example/hook';
@@ -64,9 +63,11 @@ async function fixture(store: StoreHarness, config: { maxActiveKeysPerOrg?: numb
 
 const bearer = (raw: string): string => `Bearer ${raw}`;
 
-function describeKeyLifecycle(name: string, open: () => Promise<StoreHarness & { knex?: Knex }>, postgresUrl?: string): void {
+type Harness = StoreHarness & Partial<Pick<SqlStore, 'onStatement' | 'query'>>;
+
+function describeKeyLifecycle(name: string, open: () => Promise<Harness>, postgresUrl?: string): void {
   describe(`key lifecycle (issue 16) on ${name}`, () => {
-    let store: StoreHarness & { knex?: Knex };
+    let store: Harness;
     let f: Fixture;
     beforeEach(async () => {
       store = await open();
@@ -274,14 +275,12 @@ function describeKeyLifecycle(name: string, open: () => Promise<StoreHarness & {
 
       {
         it('batched: many uses of many keys are no write at all until the flush, then ONE statement', async function () {
-          if (store.knex === undefined) this.skip();
-          // A store over the same database through the knex itself, so every statement is a knex 'query' event.
-          const counted = createSqlStoreFromKnex(store.knex!);
-          const tc = createTestCore({ store: counted, clock: f.clock });
+          if (store.onStatement === undefined) this.skip();
+          // Every statement the store sends is told to SqlStore.onStatement listeners.
+          const tc = createTestCore({ store, clock: f.clock });
           const keys = await Promise.all(Array.from({ length: 5 }, (_, i) => tc.core.apiKeys.issue(OPERATOR, f.orgId, { label: `k${i}` })));
           const statements: string[] = [];
-          const onQuery = (q: { sql: string }) => statements.push(q.sql);
-          store.knex!.on('query', onQuery);
+          const stop = store.onStatement!((q) => statements.push(q.sql));
           try {
             for (let round = 0; round < 20; round++) {
               for (const k of keys) await tc.core.authenticator.authenticate(bearer(k.rawKey));
@@ -296,7 +295,7 @@ function describeKeyLifecycle(name: string, open: () => Promise<StoreHarness & {
             await tc.core.keyUsage.flush();
             expect(writes(), 'nothing pending: no statement').to.have.length(1);
           } finally {
-            store.knex!.off('query', onQuery);
+            stop();
           }
           for (const k of keys) expect((await tc.core.apiKeys.get(OPERATOR, f.orgId, k.key.id)).lastUsedAt).to.not.equal(null);
         });
@@ -304,9 +303,8 @@ function describeKeyLifecycle(name: string, open: () => Promise<StoreHarness & {
 
       if (postgresUrl !== undefined) {
         it('two instances on one Postgres: each flushes its own uses; the latest use wins whatever the order', async () => {
-          const searchPath = (store.knex!.client.config as { searchPath?: string | string[] }).searchPath;
-          const schema = Array.isArray(searchPath) ? searchPath[0] : searchPath;
-          const second: SqlStore = createSqlStore({ databaseUrl: postgresUrl, ...(schema !== undefined ? { schema } : {}) });
+          const schema = (await store.query!<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
+          const second: SqlStore = createSqlStore({ databaseUrl: postgresUrl, schema });
           try {
             const other = createTestCore({ store: second, clock: new FakeClock(f.clock.now()) });
             const shared = await f.core.apiKeys.issue(OPERATOR, f.orgId, { label: 'shared' });

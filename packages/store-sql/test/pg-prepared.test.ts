@@ -11,10 +11,8 @@ import { withPostgres } from './support/targets.js';
 
 /** The prepared statements of the session a one-connection store uses. */
 async function preparedOf(store: SqlStore): Promise<string[]> {
-  const result = (await store.knex.raw('SELECT statement FROM pg_prepared_statements ORDER BY prepare_time')) as {
-    rows: Array<{ statement: string }>;
-  };
-  return result.rows.map((r) => r.statement);
+  const rows = await store.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements ORDER BY prepare_time');
+  return rows.map((r) => r.statement);
 }
 
 withPostgres('Postgres prepared statements (DATABASE_PREPARED_STATEMENTS)', (_url, target) => {

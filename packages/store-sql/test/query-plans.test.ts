@@ -1,6 +1,6 @@
 /**
  * C-31, C-6: the authentication hot path is one query on the unique digest index, and keyset pages
- * are index range scans. The SQL is captured from the store itself (knex 'query' events), then
+ * are index range scans. The SQL is captured from the store itself (SqlStore.onStatement), then
  * explained with the same bindings.
  */
 import type { KeysetPosition, Stores } from '@cos/core';
@@ -17,12 +17,11 @@ interface Captured {
 
 async function capture(store: SqlStore, call: (stores: Stores) => Promise<unknown>): Promise<Captured[]> {
   const seen: Captured[] = [];
-  const listener = (q: { sql: string; bindings?: readonly unknown[] }): void => void seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
-  store.knex.on('query', listener);
+  const stop = store.onStatement((q) => void seen.push({ sql: q.sql, bindings: q.bindings }));
   try {
     await call(store.stores);
   } finally {
-    store.knex.removeListener('query', listener);
+    stop();
   }
   return seen;
 }
@@ -35,8 +34,8 @@ async function plan(store: SqlStore, q: Captured): Promise<string> {
   // Tiny test tables would be seq-scanned; forbid that to see which index the planner can use.
   return store.knex.transaction(async (trx) => {
     await trx.raw('SET LOCAL enable_seqscan = off');
-    // The event carries the native SQL ($1, $2, … in order); hand knex back its '?' form.
-    const result = (await trx.raw(`EXPLAIN ${q.sql.replace(/\$\d+/g, '?')}`, q.bindings as Knex.RawBinding[])) as { rows: Array<{ 'QUERY PLAN': string }> };
+    // The statement as the store wrote it ('?' placeholders, the form knex takes too).
+    const result = (await trx.raw(`EXPLAIN ${q.sql}`, q.bindings as Knex.RawBinding[])) as { rows: Array<{ 'QUERY PLAN': string }> };
     return result.rows.map((r) => r['QUERY PLAN']).join('\n');
   });
 }

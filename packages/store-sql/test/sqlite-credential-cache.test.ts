@@ -1,5 +1,5 @@
 /**
- * The credential cache of a SQLite file (sqlite-reader.ts `cached()`, wal-index.ts): outside a unit of
+ * The credential cache of a SQLite file (sqlite/reader.ts `cached()`, sqlite/wal-index.ts): outside a unit of
  * work `apiKeys.findCredential` answers from results the read-only connection keeps for as long as no
  * transaction has committed to the file, from any connection of any process. Validity is the
  * WAL-index header at the start of `<db>-shm` (two equal 48-byte copies): equal headers, no commit.
@@ -16,8 +16,8 @@ import type { Credential } from '@cos/core';
 import { seededRandom } from '@cos/core/testing';
 import type { SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
-import { READ_CACHE_MAX_ENTRIES, SqliteReadConnection } from '../src/sqlite-reader.js';
-import { WalIndexWatch } from '../src/wal-index.js';
+import { READ_CACHE_MAX_ENTRIES, SqliteReadConnection } from '../src/sqlite/reader.js';
+import { WalIndexWatch } from '../src/sqlite/wal-index.js';
 import { at, issuedKey, organisation } from './support/fixtures.js';
 import { SqliteChild } from './support/sqlite-child.js';
 import { useSqliteFiles } from './support/sqlite-files.js';

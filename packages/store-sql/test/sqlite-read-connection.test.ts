@@ -1,5 +1,5 @@
 /**
- * The read fast path of a SQLite file (sqlite-reader.ts): `apiKeys.findCredential` and
+ * The read fast path of a SQLite file (sqlite/read-cache.ts, sqlite/reader.ts): `apiKeys.findCredential` and
  * `organisations.findById` outside a unit of work run on a read-only connection of their own. They
  * must see every committed write at once (C-36), never a unit of work's uncommitted one, and inside a
  * unit of work the transaction's own connection (its own writes) is still used.

@@ -179,12 +179,11 @@ forEachTarget('SQL stores', (target) => {
       const { key } = issuedKey(o.id);
       await stores.apiKeys.insert(key);
       const queries: string[] = [];
-      const listener = (q: { sql: string }): void => void queries.push(q.sql);
-      store.knex.on('query', listener);
+      const stop = store.onStatement((q) => void queries.push(q.sql));
       try {
         expect(await stores.apiKeys.findCredential(key.digest)).to.deep.equal({ key, organisation: o });
       } finally {
-        store.knex.removeListener('query', listener);
+        stop();
       }
       expect(queries).to.have.length(1);
       expect(await stores.apiKeys.findCredential('0'.repeat(64))).to.equal(null);

@@ -19,7 +19,7 @@ function keyFromRow(row: Record<string, unknown>): ApiKey {
   };
 }
 
-function credentialFromRow(row: Record<string, unknown> | undefined): Credential | null {
+export function credentialFromRow(row: Record<string, unknown> | undefined): Credential | null {
   if (row === undefined) return null;
   return {
     key: keyFromRow(row),
@@ -38,7 +38,7 @@ function credentialFromRow(row: Record<string, unknown> | undefined): Credential
 const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`;
 const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
 /** The authentication hot path: one query on the unique digest index, joined to the organisation. */
-const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
+export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
   k.last_used_at, k.rolled_from_key_id,
   o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
   o.created_at AS o_created_at, o.updated_at AS o_updated_at
@@ -86,69 +86,35 @@ export class SqlApiKeyStore implements ApiKeyStore {
   constructor(private readonly ctx: StoreContext) {}
 
   async insert(k: ApiKey): Promise<void> {
-    try {
-      await execute(this.ctx, INSERT, [
-        k.id,
-        k.organisationId,
-        k.label,
-        k.keyPrefix,
-        k.digest,
-        msOrNull(k.expiresAt),
-        k.createdAt.getTime(),
-        msOrNull(k.revokedAt),
-        k.rolledFromKeyId ?? null,
-      ]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    await execute(this.ctx, INSERT, [
+      k.id,
+      k.organisationId,
+      k.label,
+      k.keyPrefix,
+      k.digest,
+      msOrNull(k.expiresAt),
+      k.createdAt.getTime(),
+      msOrNull(k.revokedAt),
+      k.rolledFromKeyId ?? null,
+    ]);
   }
 
   async findById(organisationId: string, keyId: string): Promise<ApiKey | null> {
-    try {
-      const rows = await query(this.ctx, BY_ID, [organisationId, keyId]);
-      return rows.length === 0 ? null : keyFromRow(rows[0]!);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query(this.ctx, BY_ID, [organisationId, keyId]);
+    return rows.length === 0 ? null : keyFromRow(rows[0]!);
   }
 
-  /**
-   * On a SQLite file outside a unit of work: synchronously on the read-only connection once it is
-   * open, from its cache while nothing has committed to the file since the credential was read
-   * (sqlite-reader.ts); the first call, and every other store, goes through the pool.
-   */
-  findCredential(digest: string): Promise<Credential | null> {
-    const reader = this.ctx.reader;
-    if (reader?.ready === true) {
-      try {
-        return Promise.resolve(reader.cached(`credential:${digest}`, () => credentialFromRow(reader.get(CREDENTIAL, [digest]))));
-      } catch (e) {
-        return Promise.reject(this.ctx.errors.translate(e));
-      }
-    }
-    return this.findCredentialThroughPool(digest);
-  }
-
-  private async findCredentialThroughPool(digest: string): Promise<Credential | null> {
-    try {
-      const rows = await query(this.ctx, CREDENTIAL, [digest]);
-      this.ctx.reader?.activate();
-      return credentialFromRow(rows[0]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+  /** The authentication hot path (C-31): one query, the key joined to its organisation. */
+  async findCredential(digest: string): Promise<Credential | null> {
+    return credentialFromRow((await query(this.ctx, CREDENTIAL, [digest]))[0]);
   }
 
   async list(organisationId: string, page: PageRequest): Promise<ApiKey[]> {
-    try {
-      const rows =
-        page.after === null
-          ? await query(this.ctx, LIST_FIRST, [organisationId, page.limit])
-          : await query(this.ctx, LIST_AFTER, [organisationId, page.after.createdAt.getTime(), page.after.id, page.limit]);
-      return rows.map(keyFromRow);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows =
+      page.after === null
+        ? await query(this.ctx, LIST_FIRST, [organisationId, page.limit])
+        : await query(this.ctx, LIST_AFTER, [organisationId, page.after.createdAt.getTime(), page.after.id, page.limit]);
+    return rows.map(keyFromRow);
   }
 
   /**
@@ -157,49 +123,29 @@ export class SqlApiKeyStore implements ApiKeyStore {
    * on its single connection, so no lock is needed there.)
    */
   async countActive(organisationId: string, now: Date): Promise<number> {
-    try {
-      if (this.ctx.inTransaction && this.ctx.dialect === 'postgres') {
-        await query(this.ctx, LOCK_ORGANISATION, [organisationId]);
-      }
-      const rows = await query<{ n: unknown }>(this.ctx, COUNT_ACTIVE, [organisationId, now.getTime()]);
-      return Number(rows[0]?.n ?? 0);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
+    if (this.ctx.inTransaction && this.ctx.dialect === 'postgres') {
+      await query(this.ctx, LOCK_ORGANISATION, [organisationId]);
     }
+    const rows = await query<{ n: unknown }>(this.ctx, COUNT_ACTIVE, [organisationId, now.getTime()]);
+    return Number(rows[0]?.n ?? 0);
   }
 
   async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
-    try {
-      return (await execute(this.ctx, REVOKE, [at.getTime(), organisationId, keyId])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, REVOKE, [at.getTime(), organisationId, keyId])) > 0;
   }
 
   async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
     const target = expiresAt.getTime();
-    try {
-      return (await execute(this.ctx, SHORTEN_EXPIRY, [target, organisationId, keyId, now.getTime(), target])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, SHORTEN_EXPIRY, [target, organisationId, keyId, now.getTime(), target])) > 0;
   }
 
   async recordUses(uses: readonly KeyUse[]): Promise<void> {
     if (uses.length === 0) return;
     const batch = JSON.stringify(uses.map((u) => [u.keyId, u.at.getTime()]));
-    try {
-      await execute(this.ctx, RECORD_USES[this.ctx.dialect], [batch]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    await execute(this.ctx, RECORD_USES[this.ctx.dialect], [batch]);
   }
 
   async recordExposure(keyId: string, url: string | null, at: Date): Promise<boolean> {
-    try {
-      return (await execute(this.ctx, RECORD_EXPOSURE, [keyId, urlHash(url), at.getTime()])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, RECORD_EXPOSURE, [keyId, urlHash(url), at.getTime()])) > 0;
   }
 }

@@ -44,37 +44,29 @@ export class SqlAuditLog implements AuditLog {
   constructor(private readonly ctx: StoreContext) {}
 
   async append(e: AuditEntry): Promise<void> {
-    try {
-      await execute(this.ctx, INSERT, [
-        e.id,
-        e.kind,
-        e.occurredAt.getTime(),
-        e.organisationId,
-        e.keyId,
-        e.keyPrefix,
-        e.actor.type,
-        e.actor.type === 'api_key' ? e.actor.keyId : null,
-        e.exposure?.type ?? null,
-        e.exposure?.url ?? null,
-        e.exposure?.source ?? null,
-        e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
-        e.member?.id ?? null,
-        e.member?.email ?? null,
-        e.roll?.toKeyId ?? null,
-        e.roll?.gracePeriodSeconds ?? null,
-      ]);
-    } catch (err) {
-      throw this.ctx.errors.translate(err);
-    }
+    await execute(this.ctx, INSERT, [
+      e.id,
+      e.kind,
+      e.occurredAt.getTime(),
+      e.organisationId,
+      e.keyId,
+      e.keyPrefix,
+      e.actor.type,
+      e.actor.type === 'api_key' ? e.actor.keyId : null,
+      e.exposure?.type ?? null,
+      e.exposure?.url ?? null,
+      e.exposure?.source ?? null,
+      e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
+      e.member?.id ?? null,
+      e.member?.email ?? null,
+      e.roll?.toKeyId ?? null,
+      e.roll?.gracePeriodSeconds ?? null,
+    ]);
   }
 
   async list(filter: AuditFilter, page: PageRequest): Promise<AuditEntry[]> {
     const { sql, bindings } = LIST.build([filter.organisationId, filter.kind], page);
-    try {
-      const rows = await query(this.ctx, sql, bindings);
-      return rows.map(entryFromRow);
-    } catch (err) {
-      throw this.ctx.errors.translate(err);
-    }
+    const rows = await query(this.ctx, sql, bindings);
+    return rows.map(entryFromRow);
   }
 }

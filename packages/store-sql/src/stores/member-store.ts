@@ -30,39 +30,23 @@ export class SqlMemberStore implements MemberStore {
   constructor(private readonly ctx: StoreContext) {}
 
   async add(m: Member): Promise<void> {
-    try {
-      await execute(this.ctx, INSERT, [m.id, m.organisationId, m.email, normalizeEmail(m.email), m.createdAt.getTime()]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    await execute(this.ctx, INSERT, [m.id, m.organisationId, m.email, normalizeEmail(m.email), m.createdAt.getTime()]);
   }
 
   async find(organisationId: string, memberId: string): Promise<Member | null> {
-    try {
-      const rows = await query(this.ctx, FIND, [organisationId, memberId]);
-      return rows[0] === undefined ? null : memberFromRow(rows[0]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query(this.ctx, FIND, [organisationId, memberId]);
+    return rows[0] === undefined ? null : memberFromRow(rows[0]);
   }
 
   async remove(organisationId: string, memberId: string): Promise<boolean> {
-    try {
-      return (await execute(this.ctx, DELETE, [organisationId, memberId])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, DELETE, [organisationId, memberId])) > 0;
   }
 
   async list(organisationId: string, page: PageRequest): Promise<Member[]> {
-    try {
-      const rows =
-        page.after === null
-          ? await query(this.ctx, LIST_FIRST, [organisationId, page.limit])
-          : await query(this.ctx, LIST_AFTER, [organisationId, page.after.createdAt.getTime(), page.after.id, page.limit]);
-      return rows.map(memberFromRow);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows =
+      page.after === null
+        ? await query(this.ctx, LIST_FIRST, [organisationId, page.limit])
+        : await query(this.ctx, LIST_AFTER, [organisationId, page.after.createdAt.getTime(), page.after.id, page.limit]);
+    return rows.map(memberFromRow);
   }
 }

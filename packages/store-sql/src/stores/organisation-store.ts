@@ -16,7 +16,7 @@ export function organisationFromRow(row: Record<string, unknown>): Organisation 
 }
 
 const INSERT = `INSERT INTO organisations (${ORGANISATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`;
-const BY_ID = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE id = ?`;
+export const ORGANISATION_BY_ID = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE id = ?`;
 const FIRST_SYSTEM = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE is_system = ? ORDER BY created_at, id LIMIT 1`;
 const LIST_FIRST = `SELECT ${ORGANISATION_COLUMNS} FROM organisations ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
@@ -25,44 +25,17 @@ export class SqlOrganisationStore implements OrganisationStore {
   constructor(private readonly ctx: StoreContext) {}
 
   async create(o: Organisation): Promise<void> {
-    try {
-      await execute(this.ctx, INSERT, [o.id, o.name, o.slug, o.industrySection, o.isSystem, o.createdAt.getTime(), o.updatedAt.getTime()]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    await execute(this.ctx, INSERT, [o.id, o.name, o.slug, o.industrySection, o.isSystem, o.createdAt.getTime(), o.updatedAt.getTime()]);
   }
 
-  /** On a SQLite file outside a unit of work: on the read-only connection once open (see SqlApiKeyStore.findCredential). */
-  findById(id: string): Promise<Organisation | null> {
-    const reader = this.ctx.reader;
-    if (reader?.ready === true) {
-      try {
-        const row = reader.get(BY_ID, [id]);
-        return Promise.resolve(row === undefined ? null : organisationFromRow(row));
-      } catch (e) {
-        return Promise.reject(this.ctx.errors.translate(e));
-      }
-    }
-    return this.findByIdThroughPool(id);
-  }
-
-  private async findByIdThroughPool(id: string): Promise<Organisation | null> {
-    try {
-      const rows = await query(this.ctx, BY_ID, [id]);
-      this.ctx.reader?.activate();
-      return rows.length === 0 ? null : organisationFromRow(rows[0]!);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+  async findById(id: string): Promise<Organisation | null> {
+    const rows = await query(this.ctx, ORGANISATION_BY_ID, [id]);
+    return rows.length === 0 ? null : organisationFromRow(rows[0]!);
   }
 
   async findFirstSystem(): Promise<Organisation | null> {
-    try {
-      const rows = await query(this.ctx, FIRST_SYSTEM, [true]);
-      return rows.length === 0 ? null : organisationFromRow(rows[0]!);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query(this.ctx, FIRST_SYSTEM, [true]);
+    return rows.length === 0 ? null : organisationFromRow(rows[0]!);
   }
 
   async update(id: string, changes: OrganisationChanges): Promise<Organisation | null> {
@@ -78,24 +51,16 @@ export class SqlOrganisationStore implements OrganisationStore {
     }
     sets.push('updated_at = ?');
     bindings.push(changes.updatedAt.getTime(), id);
-    try {
-      // RETURNING: one round trip on Postgres and on SQLite >= 3.35 (better-sqlite3 12 bundles newer).
-      const rows = await query(this.ctx, `UPDATE organisations SET ${sets.join(', ')} WHERE id = ? RETURNING ${ORGANISATION_COLUMNS}`, bindings);
-      return rows.length === 0 ? null : organisationFromRow(rows[0]!);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    // RETURNING: one round trip on Postgres and on SQLite >= 3.35 (better-sqlite3 12 bundles newer).
+    const rows = await query(this.ctx, `UPDATE organisations SET ${sets.join(', ')} WHERE id = ? RETURNING ${ORGANISATION_COLUMNS}`, bindings);
+    return rows.length === 0 ? null : organisationFromRow(rows[0]!);
   }
 
   async list(page: PageRequest): Promise<Organisation[]> {
-    try {
-      const rows =
-        page.after === null
-          ? await query(this.ctx, LIST_FIRST, [page.limit])
-          : await query(this.ctx, LIST_AFTER, [page.after.createdAt.getTime(), page.after.id, page.limit]);
-      return rows.map(organisationFromRow);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows =
+      page.after === null
+        ? await query(this.ctx, LIST_FIRST, [page.limit])
+        : await query(this.ctx, LIST_AFTER, [page.after.createdAt.getTime(), page.after.id, page.limit]);
+    return rows.map(organisationFromRow);
   }
 }

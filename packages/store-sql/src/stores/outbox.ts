@@ -70,74 +70,46 @@ export class SqlOutbox implements Outbox {
   constructor(private readonly ctx: StoreContext) {}
 
   async enqueue(n: Notification): Promise<void> {
-    try {
-      await execute(this.ctx, INSERT, [
-        n.id,
-        n.organisationId,
-        n.type,
-        n.payload,
-        n.status,
-        n.attempts,
-        n.nextAttemptAt.getTime(),
-        n.createdAt.getTime(),
-        msOrNull(n.completedAt),
-        n.lastError,
-      ]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    await execute(this.ctx, INSERT, [
+      n.id,
+      n.organisationId,
+      n.type,
+      n.payload,
+      n.status,
+      n.attempts,
+      n.nextAttemptAt.getTime(),
+      n.createdAt.getTime(),
+      msOrNull(n.completedAt),
+      n.lastError,
+    ]);
   }
 
   async claimDue(now: Date, leaseUntil: Date, limit: number, claim: string): Promise<Notification[]> {
     const nowMs = now.getTime();
-    try {
-      const rows = await query(this.ctx, CLAIM[this.ctx.dialect], [claim, leaseUntil.getTime(), nowMs, nowMs, Math.max(0, Math.floor(limit))]);
-      return rows.map(notificationFromRow).sort(byDue);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query(this.ctx, CLAIM[this.ctx.dialect], [claim, leaseUntil.getTime(), nowMs, nowMs, Math.max(0, Math.floor(limit))]);
+    return rows.map(notificationFromRow).sort(byDue);
   }
 
   async complete(id: string, claim: string, outcome: AttemptOutcome): Promise<boolean> {
-    try {
-      return (await execute(this.ctx, COMPLETE[outcome.status], [...outcomeBindings(outcome), id, claim])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, COMPLETE[outcome.status], [...outcomeBindings(outcome), id, claim])) > 0;
   }
 
   async findById(id: string): Promise<Notification | null> {
-    try {
-      const rows = await query(this.ctx, BY_ID, [id]);
-      return rows.length === 0 ? null : notificationFromRow(rows[0]!);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query(this.ctx, BY_ID, [id]);
+    return rows.length === 0 ? null : notificationFromRow(rows[0]!);
   }
 
   async list(filter: OutboxFilter, page: PageRequest): Promise<Notification[]> {
     const { sql, bindings } = LIST.build([filter.organisationId, filter.status], page);
-    try {
-      return (await query(this.ctx, sql, bindings)).map(notificationFromRow);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await query(this.ctx, sql, bindings)).map(notificationFromRow);
   }
 
   async retry(id: string, now: Date): Promise<boolean> {
-    try {
-      return (await execute(this.ctx, RETRY, [now.getTime(), id])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, RETRY, [now.getTime(), id])) > 0;
   }
 
   async countPending(): Promise<number> {
-    try {
-      const rows = await query<{ n: unknown }>(this.ctx, COUNT_PENDING, []);
-      return Number(rows[0]?.n ?? 0);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query<{ n: unknown }>(this.ctx, COUNT_PENDING, []);
+    return Number(rows[0]?.n ?? 0);
   }
 }

@@ -25,27 +25,15 @@ export class SqlWebhookStore implements WebhookStore {
   constructor(private readonly ctx: StoreContext) {}
 
   async get(organisationId: string): Promise<WebhookEndpoint | null> {
-    try {
-      const rows = await query(this.ctx, GET, [organisationId]);
-      return rows.length === 0 ? null : endpointFromRow(rows[0]!);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    const rows = await query(this.ctx, GET, [organisationId]);
+    return rows.length === 0 ? null : endpointFromRow(rows[0]!);
   }
 
   async put(w: WebhookEndpoint): Promise<void> {
-    try {
-      await execute(this.ctx, PUT, [w.organisationId, w.url, w.secret, w.createdAt.getTime(), w.updatedAt.getTime()]);
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    await execute(this.ctx, PUT, [w.organisationId, w.url, w.secret, w.createdAt.getTime(), w.updatedAt.getTime()]);
   }
 
   async remove(organisationId: string): Promise<boolean> {
-    try {
-      return (await execute(this.ctx, REMOVE, [organisationId])) > 0;
-    } catch (e) {
-      throw this.ctx.errors.translate(e);
-    }
+    return (await execute(this.ctx, REMOVE, [organisationId])) > 0;
   }
 }

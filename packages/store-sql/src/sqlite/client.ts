@@ -1,6 +1,8 @@
 /**
  * knex's better-sqlite3 client, plugged in through knex's documented `client: <class>` option, with
- * two changes; the pool, the query builder and knex's transaction bookkeeping stay knex's.
+ * two changes; the pool, the query builder and knex's transaction bookkeeping stay knex's. Both build
+ * on knex internals (its dialect class, `_query`, `_formatBindings`, the transaction class), checked
+ * by assertCompatibleKnex at start-up and by test/sqlite-client.test.ts.
  *
  *  - A per-connection prepared-statement cache. Stock knex prepares every statement on every call;
  *    our statements come from a small fixed set of SQL strings, so reusing them takes SQLite's
@@ -63,6 +65,24 @@ const BUSY_BACKOFF_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100] as const;
 
 const Base = require('knex/lib/dialects/better-sqlite3/index.js') as ClientClass;
 const BaseTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as TransactionClass;
+
+/**
+ * The knex internals this file builds on are not knex's documented API (the documented part is the
+ * `client: <class>` option). A knex that changed them must fail loudly at start-up, not turn into a
+ * silent slowdown (no statement cache) or a deferred BEGIN (SQLITE_BUSY under contention): checked
+ * once, when the client class is made; test/sqlite-client.test.ts checks the behaviour itself.
+ */
+function assertCompatibleKnex(): void {
+  const missing = [
+    ['better-sqlite3 client _query', (Base.prototype as Partial<BetterSqliteClient>)._query],
+    ['better-sqlite3 client _formatBindings', (Base.prototype as Partial<BetterSqliteClient>)._formatBindings],
+    ['client transaction', (Base.prototype as { transaction?: unknown }).transaction],
+    ['sqlite transaction begin', (BaseTransaction.prototype as Partial<SqliteTransaction>).begin],
+  ].filter(([, member]) => typeof member !== 'function');
+  if (missing.length > 0) {
+    throw new Error(`@cos/store-sql: this knex version is not supported (its SQLite client lacks ${missing.map(([name]) => String(name)).join(', ')})`);
+  }
+}
 const caches = new WeakMap<Connection, Map<string, Statement>>();
 
 function statementFor(connection: Connection, sql: string): Statement {
@@ -127,6 +147,7 @@ export interface SqliteClientOptions {
  * builds each transaction's client from the class prototype without calling the constructor.
  */
 export function cachingSqliteClient(options: SqliteClientOptions): typeof Knex.Client {
+  assertCompatibleKnex();
   const busyTimeoutMs = Math.max(0, Math.floor(options.budgetMs));
 
   class ImmediateTransaction extends BaseTransaction {
