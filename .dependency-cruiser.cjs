@@ -2,7 +2,9 @@
  * The dependency rule of ../shared/design/architecture.md, checked on every `pnpm check` (and so in CI):
  *   core imports only zod and node: built-ins (core/src/testing may also use chai and mocha);
  *   adapters (store-sql, limiter-redis, adapter-koa, webhook-sender) import core, never each other or the cli;
- *   only the cli composes everything.
+ *   only the cli composes everything;
+ *   test-support (test helpers shared by several packages' tests) imports only node: built-ins, and
+ *   only test code imports it.
  */
 const ADAPTERS = '(store-sql|limiter-redis|adapter-koa|webhook-sender)';
 module.exports = {
@@ -52,6 +54,20 @@ module.exports = {
       },
     },
     {
+      name: 'test-support-imports-only-node',
+      comment: 'packages/test-support may import only node: built-ins and its own files (the test runner and chai come from its callers).',
+      severity: 'error',
+      from: { path: '^packages/test-support/lib/' },
+      to: { pathNot: ['^packages/test-support/lib/', '^node:'], dependencyTypesNot: ['core'] },
+    },
+    {
+      name: 'test-support-only-from-tests',
+      comment: 'Shipped code (packages/*/src) never imports @cos/test-support; tests do.',
+      severity: 'error',
+      from: { path: '^packages/[^/]+/src/' },
+      to: { path: '^packages/test-support/' },
+    },
+    {
       name: 'no-circular',
       severity: 'error',
       from: {},
@@ -60,7 +76,9 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)(dist|node_modules)/' },
+    // node_modules is not followed but stays in the graph: excluding it too (as before issue 17) hid
+    // every import that resolves into it, so core importing a hoisted package such as chai passed.
+    exclude: { path: '(^|/)dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.base.json' },
     enhancedResolveOptions: {

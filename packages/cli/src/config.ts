@@ -64,27 +64,21 @@ export class ConfigError extends Error {
 
 const INT_MAX = 2_147_483_647;
 
-/** true/false (also 1/0, yes/no, any case). */
-function bool(name: string, fallback: boolean) {
-  return z
-    .string()
-    .default(String(fallback))
-    .transform((s) => s.trim().toLowerCase())
-    .refine((s) => ['true', 'false', '1', '0', 'yes', 'no'].includes(s), {
-      message: `${name} must be true or false`,
-    })
-    .transform((s) => s === 'true' || s === '1' || s === 'yes');
+/** true/false (also 1/0, yes/no, any case): zod's string-to-boolean coercion with this word list. */
+function bool(name: string) {
+  return z.stringbool({ truthy: ['true', '1', 'yes'], falsy: ['false', '0', 'no'], error: `${name} must be true or false` });
 }
 
-/** An integer variable in [min, max], written as plain decimal digits. */
-function int(name: string, fallback: number, min: number, max: number) {
-  const message = max === INT_MAX ? `${name} must be an integer of at least ${min}` : `${name} must be an integer from ${min} to ${max}`;
+/**
+ * An integer variable in [min, max], written as plain decimal digits: the pattern keeps out what
+ * zod's number coercion (`Number()`) would also take, such as `1e3`, `0x10`, `1.0` or `+5`.
+ */
+function int(name: string, min: number, max: number) {
+  const error = max === INT_MAX ? `${name} must be an integer of at least ${min}` : `${name} must be an integer from ${min} to ${max}`;
   return z
     .string()
-    .default(String(fallback))
-    .refine((s) => /^\d{1,10}$/.test(s.trim()), { message })
-    .transform((s) => Number(s.trim()))
-    .refine((n) => Number.isSafeInteger(n) && n >= min && n <= max, { message });
+    .regex(/^\d{1,10}$/, { error })
+    .pipe(z.coerce.number<string>().min(min, { error }).max(max, { error }));
 }
 
 function url(name: string, protocols: readonly string[], what: string) {
@@ -106,20 +100,6 @@ function host(name: string) {
     .string()
     .default('127.0.0.1')
     .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: `${name} must be a host name or an IP address` });
-}
-
-/** Unset stays null (off); a value is validated by `inner` (whose default then never applies). */
-function optional<T>(inner: z.ZodType<T, string | undefined>) {
-  return z
-    .string()
-    .optional()
-    .transform((s, ctx): T | null => {
-      if (s === undefined) return null;
-      const parsed = inner.safeParse(s);
-      if (parsed.success) return parsed.data;
-      for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: issue.message });
-      return z.NEVER;
-    });
 }
 
 /**
@@ -163,17 +143,14 @@ const VARIABLES = {
   HOST: variable(
     '127.0.0.1',
     'listen address; `0.0.0.0` to accept connections from other machines',
-    z
-      .string()
-      .default('127.0.0.1')
-      .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: 'HOST must be a host name or an IP address' }),
+    host('HOST'),
   ),
-  PORT: variable('3000', 'listen port; `0` takes any free port (the start-up line says which)', int('PORT', 3000, 0, 65535)),
-  RATE_LIMIT_PER_MINUTE: variable('60', 'authenticated requests per organisation per UTC minute', int('RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX)),
+  PORT: variable('3000', 'listen port; `0` takes any free port (the start-up line says which)', int('PORT', 0, 65535).default(3000)),
+  RATE_LIMIT_PER_MINUTE: variable('60', 'authenticated requests per organisation per UTC minute', int('RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60)),
   UNAUTH_RATE_LIMIT_PER_MINUTE: variable(
     '60',
     '`/v1/health` + `/v1/version` per UTC minute, one counter for all callers',
-    int('UNAUTH_RATE_LIMIT_PER_MINUTE', 60, 1, INT_MAX),
+    int('UNAUTH_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60),
   ),
   LOG_LEVEL: variable(
     'info',
@@ -189,7 +166,7 @@ const VARIABLES = {
   MAX_ACTIVE_KEYS_PER_ORG: variable(
     '1000',
     'active (unrevoked, unexpired) keys an organisation may hold; issuing one more is refused with 409 CONFLICT',
-    int('MAX_ACTIVE_KEYS_PER_ORG', 1000, 1, INT_MAX),
+    int('MAX_ACTIVE_KEYS_PER_ORG', 1, INT_MAX).default(1000),
   ),
   ERRORS_URL: variable(
     'https://errors.example.com',
@@ -199,17 +176,17 @@ const VARIABLES = {
   REDIS_TIMEOUT_MS: variable(
     '50',
     'bound on one Redis counter call; a slower or failed call lets the request through (fails open) and logs a warning',
-    int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
+    int('REDIS_TIMEOUT_MS', 1, 60_000).default(50),
   ),
   TRUST_PROXY: variable(
     'false',
     '`true` behind a load balancer that overwrites `X-Forwarded-For`: failed authentications are throttled per client address instead of per balancer',
-    bool('TRUST_PROXY', false),
+    bool('TRUST_PROXY').default(false),
   ),
   DATABASE_PREPARED_STATEMENTS: variable(
     'true',
     'Postgres: every parameterised statement is a named prepared statement; `false` behind a pooler that cannot keep them per client (PgBouncer in transaction mode before 1.21)',
-    bool('DATABASE_PREPARED_STATEMENTS', true),
+    bool('DATABASE_PREPARED_STATEMENTS').default(true),
   ),
   SECRET_SCANNING_PUBLIC_KEYS: variable(
     'unset',
@@ -219,38 +196,34 @@ const VARIABLES = {
   SECRET_SCANNING_RATE_LIMIT_PER_MINUTE: variable(
     '600',
     'signed secret-scanning alerts per UTC minute, one counter of their own',
-    int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 600, 1, INT_MAX),
+    int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(600),
   ),
-  WEBHOOK_TIMEOUT_MS: variable('10000', 'bound on one webhook delivery attempt (connect, send, answer)', int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000)),
+  WEBHOOK_TIMEOUT_MS: variable('10000', 'bound on one webhook delivery attempt (connect, send, answer)', int('WEBHOOK_TIMEOUT_MS', 100, 600_000).default(10_000)),
   WEBHOOK_MAX_ATTEMPTS: variable(
     '10',
     'delivery attempts before a notification is `failed` (with the default backoff the last is about 24 h after the first)',
-    int('WEBHOOK_MAX_ATTEMPTS', 10, 1, 100),
+    int('WEBHOOK_MAX_ATTEMPTS', 1, 100).default(10),
   ),
   WEBHOOK_RETRY_BASE_MS: variable(
     '5000',
     'delay after the first failed attempt; each later delay is 4 times longer (at most 8 h), with ±20 % jitter',
-    int('WEBHOOK_RETRY_BASE_MS', 5_000, 10, 86_400_000),
+    int('WEBHOOK_RETRY_BASE_MS', 10, 86_400_000).default(5_000),
   ),
   WEBHOOK_POLL_INTERVAL_MS: variable(
     '1000',
     'how often each `serve` looks for due webhook notifications',
-    int('WEBHOOK_POLL_INTERVAL_MS', 1_000, 10, 3_600_000),
+    int('WEBHOOK_POLL_INTERVAL_MS', 10, 3_600_000).default(1_000),
   ),
   OPS_PORT: variable(
     'unset',
     'unset: no operations listener; set: `serve` also answers `GET /livez`, `/readyz` and `/metrics` (Prometheus) on this port (`0`: any free port), without key or rate limit, never on the API port',
-    optional(int('OPS_PORT', 0, 0, 65535)),
+    int('OPS_PORT', 0, 65535).optional(),
   ),
   OPS_HOST: variable('127.0.0.1', 'listen address of the operations listener', host('OPS_HOST')),
   CREDENTIAL_CACHE: variable(
     'on',
     'Postgres with `REDIS_URL` only: keys and organisations kept in memory and confirmed fresh in the Redis call that counts each request (one round trip, no Postgres read); revocations and organisation changes answer 503 while Redis cannot be reached; `off`: every request reads Postgres (operations guide, section 3)',
-    z
-      .string()
-      .default('on')
-      .transform((s) => s.trim().toLowerCase())
-      .refine((s) => s === 'on' || s === 'off', { message: 'CREDENTIAL_CACHE must be on or off' }),
+    z.stringbool({ truthy: ['on'], falsy: ['off'], error: 'CREDENTIAL_CACHE must be on or off' }).default(true),
   ),
 };
 
@@ -337,9 +310,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
-    opsPort: v.OPS_PORT,
+    opsPort: v.OPS_PORT ?? null,
     opsHost: v.OPS_HOST,
-    credentialCache: v.CREDENTIAL_CACHE === 'on',
+    credentialCache: v.CREDENTIAL_CACHE,
   });
 }
 

@@ -9,8 +9,8 @@
 import { UnavailableError } from '@cos/core';
 import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
+import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { at, auditEntry, issuedKey, organisation } from './support/fixtures.js';
-import { BlackholeProxy } from './support/blackhole-proxy.js';
 import { withPostgres } from './support/targets.js';
 
 const BUDGET_MS = DEFAULT_STATEMENT_TIMEOUT_MS;
@@ -52,15 +52,14 @@ async function resumes(store: SqlStore, withinMs = 10_000): Promise<void> {
 
 withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
   let direct: SqlStore;
-  let proxy: BlackholeProxy;
+  let proxy: TcpProxy;
   let proxied: SqlStore;
   let schema: string;
 
   beforeEach(async () => {
     direct = await target.open();
     schema = (await direct.query<{ s: string }>('SELECT current_schema() AS s'))[0]!.s;
-    const server = new URL(url);
-    proxy = await new BlackholeProxy(server.hostname || '127.0.0.1', Number(server.port || 5432)).listen();
+    proxy = await TcpProxy.for(url, 5432);
   });
 
   afterEach(async () => {
@@ -98,7 +97,7 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
     await direct.stores.apiKeys.insert(key);
     await store.health.ping(); // the pool holds a live connection through the proxy
 
-    const sprung = proxy.blackholeOn(/INSERT INTO audit_entries/i);
+    const sprung = proxy.failOn(/INSERT INTO audit_entries/i, 'blackhole');
     const outcome = await outcomeOf(() => revokeWithAudit(store, org.id, key.id, key.keyPrefix));
     await sprung; // the revoke reached the server; the network failed at the audit insert
     expectUnavailable(outcome, 'unit of work');
@@ -150,7 +149,7 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
     await direct.stores.organisations.create(org);
     await store.health.ping();
 
-    const sprung = proxy.blackholeOn(/FROM organisations WHERE id/i);
+    const sprung = proxy.failOn(/FROM organisations WHERE id/i, 'blackhole');
     // The holder must own the only connection before the waiter asks for it: the store announces a
     // statement once its connection is checked out, right before sending it.
     let holding = false;

@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import ms from 'ms';
 import { apiKeyView, issuedKeyView, keyStatus, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
@@ -6,25 +7,30 @@ import { runCommand } from '../runtime.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
 import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
-const UNIT_MS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000 };
+/**
+ * The duration forms the CLI documents: a whole number and one unit letter, nothing else. `ms`
+ * converts; these patterns gate first, because `ms` alone would also take forms the docs do not
+ * promise and that would mislead: `1.5h`, `2 weeks`, `1y`, `-1d`, `1D`, and a bare number as
+ * milliseconds (`--grace 3600` would be 3.6 s, not an hour).
+ */
+const EXPIRY = /^\d{1,6}[dhm]$/;
+const GRACE = /^(?:0|\d{1,7}[dhms])$/;
 
 /** `90d`, `12h`, `30m` -> milliseconds (`option` names the flag in the error). */
 export function parseDuration(text: string, option = '--expires-in'): number {
-  const match = /^(\d{1,6})([dhm])$/.exec(text.trim());
-  const amount = match ? Number(match[1]) : 0;
-  if (!match || amount < 1) {
+  const value = EXPIRY.test(text.trim()) ? ms(text.trim() as ms.StringValue) : 0;
+  if (value < 1) {
     throw new CliError(`invalid ${option} "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`, { usage: true });
   }
-  return amount * (UNIT_MS[match[2] as string] as number);
+  return value;
 }
 
 /** `--grace`: `0`, or a whole number followed by d, h, m or s -> seconds (the core checks 0..604800). */
 export function parseGrace(text: string): number {
-  const match = /^(\d{1,7})([dhms]?)$/.exec(text.trim());
-  if (!match || (match[2] === '' && match[1] !== '0')) {
+  if (!GRACE.test(text.trim())) {
     throw new CliError(`invalid --grace "${text}": use 0 or a whole number followed by d, h, m or s (e.g. 24h, 90m)`, { usage: true });
   }
-  return match[2] === '' ? 0 : (Number(match[1]) * (UNIT_MS[match[2] as string] as number)) / 1000;
+  return ms(text.trim() as ms.StringValue) / 1000;
 }
 
 /** `--unused-for`: active keys whose last use (or, never used, whose creation) is before `cutoff`. */

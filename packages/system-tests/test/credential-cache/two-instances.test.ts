@@ -12,7 +12,7 @@ import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess 
 import { databaseTargets } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
 import { RedisServer, redisServerAvailable } from '../support/redis-server.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { Client } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
 
@@ -70,19 +70,13 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Cache Ltd', '--slug', 'cache-ltd'], env, work.dir);
     orgId = org.id;
     ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], env, work.dir)).key;
-    const viaProxy = new URL(redis.url);
-    viaProxy.port = String(proxy.port);
     // LOG_LEVEL=warn keeps the access log quiet, so the start-up line is not printed either: fixed
     // ports, and ready once /v1/health answers.
     // B reaches Postgres through a proxy that counts bytes: the test can see B serve from its cache.
-    const pgTarget = new URL(databaseUrl);
-    pgProxy = await new TcpProxy(pgTarget.hostname || '127.0.0.1', Number(pgTarget.port || 5432)).listen();
-    const pgViaProxy = new URL(databaseUrl);
-    pgViaProxy.hostname = '127.0.0.1';
-    pgViaProxy.port = String(pgProxy.port);
+    pgProxy = await TcpProxy.for(databaseUrl, 5432);
     const [portA, portB] = [await freePort(), await freePort()];
-    servers.push(startServe([], { ...env, PORT: String(portA), REDIS_URL: viaProxy.toString() }, work.dir));
-    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgViaProxy.toString() }, work.dir));
+    servers.push(startServe([], { ...env, PORT: String(portA), REDIS_URL: proxy.urlFor(redis.url) }, work.dir));
+    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(databaseUrl) }, work.dir));
     a = new Client(`http://127.0.0.1:${portA}`);
     b = new Client(`http://127.0.0.1:${portB}`);
     for (const c of [a, b]) await until(async () => (await c.call('GET', '/v1/health').catch(() => null))?.status === 200, 15_000, 'serve to answer');

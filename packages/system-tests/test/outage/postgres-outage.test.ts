@@ -14,7 +14,7 @@ import { createCast, type Cast } from '../support/fixture.js';
 import { snapshot, diffSnapshots } from '../support/snapshot.js';
 import { checkResponse } from '../support/shapes.js';
 import { sleep } from '../support/free-port.js';
-import type { TcpProxy } from '../support/tcp-proxy.js';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
 import type { Incoming } from '../support/http.js';
 
 /** C-17 gives the store 2 s; the answer may follow it by scheduling slack only. */

@@ -4,7 +4,7 @@
  */
 import { createSqlStore } from '@cos/store-sql';
 import { randomBytes } from 'node:crypto';
-import { TcpProxy } from './tcp-proxy.js';
+import { TcpProxy } from '@cos/test-support/tcp-proxy';
 
 export function freshSchemaName(prefix: string): string {
   return `st_${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -30,10 +30,6 @@ export async function createSchema(databaseUrl: string, schema: string): Promise
 
 /** A proxy in front of the database of `databaseUrl`, and the URL that goes through it. */
 export async function proxiedDatabase(databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> {
-  const target = new URL(databaseUrl);
-  const proxy = await new TcpProxy(target.hostname || '127.0.0.1', Number(target.port || 5432)).listen();
-  const via = new URL(databaseUrl);
-  via.hostname = '127.0.0.1';
-  via.port = String(proxy.port);
-  return { proxy, url: via.toString() };
+  const proxy = await TcpProxy.for(databaseUrl, 5432);
+  return { proxy, url: proxy.urlFor(databaseUrl) };
 }
