@@ -93,7 +93,8 @@ function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   if (req.readableEnded) return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
   return untilEnd(req, getRawBody(req, { length: req.headers['content-length'] ?? null, limit: limitBytes }), (err) => {
     if ((err as { type?: unknown }).type !== 'entity.too.large') return undefined;
-    // raw-body leaves the stream paused; drop the rest so that the connection can go on.
+    // raw-body leaves the stream paused for its caller to handle: drop the rest, so that the
+    // connection goes on to its next request (validation.test.ts; Node 20 would drain it as well).
     req.resume();
     return payloadTooLarge(limitBytes);
   });
