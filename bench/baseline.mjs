@@ -14,9 +14,10 @@ const { values } = parseArgs({
 });
 
 const body = values.body ? JSON.parse(readFileSync(values.body, 'utf8')) : { id: 'baseline', name: 'Baseline' };
+// The service's own Koa; @koa/router is the bench's (a root devDependency: the adapter routes with
+// its own matcher, see docs/architecture.md "Libraries of the HTTP adapter").
 const { default: Koa } = await importFrom('adapter-koa', 'koa');
-const routerModule = await importFrom('adapter-koa', '@koa/router');
-const Router = routerModule.default ?? routerModule.Router;
+const { Router } = await import('@koa/router');
 
 const app = new Koa();
 const router = new Router({ prefix: '/v1' });

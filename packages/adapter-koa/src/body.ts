@@ -19,8 +19,19 @@
  * awaitBodyEnd is the same wait for routes that take no body (GET, DELETE): a body sent anyway is
  * received and discarded before the route runs, so a framing error in it is answered before the
  * route acts, never after (issue 18: a DELETE answered 400 must not revoke).
+ *
+ * Libraries: `content-type` parses the Content-Type header (media type, charset); `raw-body` reads
+ * the bytes under the limit (413 for a declared length over it before anything is read, and for a
+ * stream that grows past it). What stays here is what they do not know: the contract's rules
+ * (which types are JSON, no Content-Encoding, no body vs an empty one), UTF-8 that must be valid
+ * (raw-body's decoding replaces bad bytes; the built-in TextDecoder with `fatal` refuses them), and
+ * the issue-18 ending: a parse error of the connection (http-refusals.ts's event, which no stream
+ * listener sees) or a client that hung up ends the wait instead of leaving it pending.
  */
 import type { IncomingMessage } from 'node:http';
+import { finished } from 'node:stream/promises';
+import { parse as parseContentType } from 'content-type';
+import getRawBody from 'raw-body';
 import { ValidationError } from '@cos/core';
 import { clientErrorAnswer, onParserError, parserErrorOf } from './http-refusals.js';
 import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
@@ -34,17 +45,10 @@ const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
 
 /** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
 export function isJsonContentType(header: string): boolean {
-  const parts = header.split(';');
-  const mediaType = (parts[0] ?? '').trim().toLowerCase();
-  if (!JSON_MEDIA_TYPE.test(mediaType)) return false;
-  for (let i = 1; i < parts.length; i++) {
-    const [name, value] = (parts[i] ?? '').split('=');
-    if (name?.trim().toLowerCase() === 'charset') {
-      const charset = (value ?? '').trim().replace(/^"|"$/g, '').toLowerCase();
-      if (charset !== 'utf-8' && charset !== 'utf8') return false;
-    }
-  }
-  return true;
+  const { type, parameters } = parseContentType(header);
+  if (!JSON_MEDIA_TYPE.test(type)) return false;
+  const charset = parameters.charset?.toLowerCase();
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
 }
 
 /** The client closed the connection before its request was complete: nobody is left to answer. */
@@ -64,57 +68,35 @@ function endedEarly(req: IncomingMessage): Error | undefined {
 }
 
 /**
- * Waits until the body has arrived (discarding it) or the request can no longer complete. `limitBytes`
- * bounds what is collected; undefined: nothing is kept.
+ * `reading` (of `req`'s body), unless the connection's parser fails first: then the parser's 400.
+ * A failure of the stream itself is the parser's error if there was one, else the client's hang-up.
  */
-function receive(req: IncomingMessage, limitBytes: number | undefined): Promise<Buffer> {
+function untilEnd<T>(req: IncomingMessage, reading: Promise<T>, translate: (err: unknown) => Error | undefined): Promise<T> {
+  let unsubscribe = (): void => undefined;
+  const parserFailed = new Promise<never>((_resolve, reject) => {
+    unsubscribe = onParserError(req, (err) => reject(new RefusedRequestError(clientErrorAnswer(err.code))));
+  });
+  const read = reading.catch((err: unknown) => {
+    throw translate(err) ?? endedEarly(req) ?? new ClientAbortedError();
+  });
+  return Promise.race([read, parserFailed]).finally(unsubscribe);
+}
+
+/**
+ * The body's bytes, at most `limitBytes` of them (raw-body: 413 past the limit). A body that cannot
+ * arrive is the parser's 400 or ClientAbortedError.
+ */
+function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const early = endedEarly(req);
   if (early !== undefined) return Promise.reject(early);
-  if (req.readableEnded) {
-    if (limitBytes === undefined) return Promise.resolve(Buffer.alloc(0));
-    // Something in front of this adapter (a host's body parser) already consumed the stream.
-    return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onFailure);
-      req.off('aborted', onFailure);
-      req.off('close', onFailure);
-      unsubscribe();
-    };
-    const onData = (chunk: Buffer): void => {
-      if (limitBytes === undefined) return;
-      size += chunk.length;
-      if (size > limitBytes) {
-        // Stop collecting; Node discards the rest of the body after the response.
-        cleanup();
-        reject(payloadTooLarge(limitBytes));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onFailure = (): void => {
-      if (req.readableEnded) return;
-      cleanup();
-      reject(endedEarly(req) ?? new ClientAbortedError());
-    };
-    const unsubscribe = onParserError(req, (err) => {
-      cleanup();
-      reject(new RefusedRequestError(clientErrorAnswer(err.code)));
-    });
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onFailure);
-    req.on('aborted', onFailure);
-    req.on('close', onFailure);
+  // Something in front of this adapter (a host's body parser) already consumed the stream.
+  if (req.readableEnded) return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
+  return untilEnd(req, getRawBody(req, { length: req.headers['content-length'] ?? null, limit: limitBytes }), (err) => {
+    if ((err as { type?: unknown }).type !== 'entity.too.large') return undefined;
+    // raw-body leaves the stream paused for its caller to handle: drop the rest, so that the
+    // connection goes on to its next request (validation.test.ts; Node 20 would drain it as well).
+    req.resume();
+    return payloadTooLarge(limitBytes);
   });
 }
 
@@ -125,7 +107,11 @@ function receive(req: IncomingMessage, limitBytes: number | undefined): Promise<
  */
 export function awaitBodyEnd(req: IncomingMessage): Promise<void> | undefined {
   if (!hasBody(req) && parserErrorOf(req) === undefined) return undefined;
-  return receive(req, undefined).then(() => undefined);
+  const early = endedEarly(req);
+  if (early !== undefined) return Promise.reject(early);
+  if (req.readableEnded) return Promise.resolve();
+  req.resume();
+  return untilEnd(req, finished(req, { readable: true, writable: false }), () => undefined);
 }
 
 function hasBody(req: IncomingMessage): boolean {
@@ -154,9 +140,6 @@ export async function readJsonBytes(req: IncomingMessage, limitBytes: number): P
   if (!isJsonContentType(contentType)) throw unsupportedMediaType();
   const encoding = req.headers['content-encoding']?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') throw unsupportedContentEncoding();
-
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limitBytes) throw payloadTooLarge(limitBytes);
 
   return bodyPresent ? receive(req, limitBytes) : Buffer.alloc(0);
 }

@@ -3,6 +3,7 @@
  * live in the core; these tests check that HTTP carries them to the client exactly, in the
  * standard error shape, and that body problems (C-10) are the adapter's own.
  */
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import { OPERATOR } from '@cos/core';
 import { rawRequest } from './support/http.js';
@@ -216,6 +217,35 @@ describe('adapter-koa: validation over HTTP', () => {
       );
       expect(res.status).to.equal(413);
       expect(JSON.parse(res.text).error).to.equal('PAYLOAD_TOO_LARGE');
+    });
+
+    it('C-10: after the 413 of a chunked body that grows past the limit, the rest is drained and the same connection answers its next request', async () => {
+      const url = new URL(world.api.baseUrl);
+      const chunk = 'y'.repeat(8 * 1024);
+      const body = `{"name":"${chunk.repeat(12)}"}`;
+      const chunked = `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+      const answers = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(url.port), url.hostname);
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (d: string) => {
+          text += d;
+          // Two complete answers: the 413 and the /v1/health one (both have a Content-Length).
+          if ((text.match(/HTTP\/1\.1 /g) ?? []).length === 2 && /"status":"ok"/.test(text)) {
+            socket.end();
+            resolve(text);
+          }
+        });
+        socket.on('error', reject);
+        socket.on('close', () => resolve(text));
+        socket.write(
+          `PATCH ${own} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${world.own.key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n` +
+            chunked +
+            'GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n',
+        );
+      });
+      const statuses = [...answers.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      expect(statuses).to.deep.equal([413, 200]);
     });
 
     it('C-10: the limit is configurable (bodyLimitBytes)', async () => {
