@@ -4,7 +4,7 @@
  * here: GET of the caller's own organisation hands the core the record authentication read in this
  * request (`state.organisation`), and every other read is the core's and its store's.
  */
-import { listView, organisationView } from '@cos/core';
+import { listView, organisationJson, organisationView } from '@cos/core';
 import type Koa from 'koa';
 import type { CosRequestState } from '../state.js';
 import type { RouteKit } from './kit.js';
@@ -25,7 +25,7 @@ export function organisationRoutes(kit: RouteKit): Route[] {
       // The record authentication read with the key in this request, when it is the one asked for.
       const authenticatedOrganisation = requestState(ctx).organisation;
       const organisation = await core.organisations.get(principal, orgId!, authenticatedOrganisation === undefined ? undefined : { authenticatedOrganisation });
-      kit.json(ctx, 200, organisationView(organisation));
+      kit.jsonText(ctx, 200, organisationJson(organisation));
     }),
     keyRoute('PUT', '/v1/organisations/:org_id', async (ctx, [orgId], principal) => {
       const body = await kit.body(ctx, principal, 'organisations.replace', orgId!);
