@@ -2,7 +2,7 @@
  * Per-request state of the v1 surface, kept at `ctx.state.cos` (a host app mounting the surface can
  * read `requestId` and `principal` from it after the surface has run).
  */
-import type { KeyPrincipal, RateDecision } from '@cos/core';
+import type { KeyPrincipal, Organisation, RateDecision } from '@cos/core';
 import type { HttpErrorCode } from './errors.js';
 
 export interface CosRequestState {
@@ -13,6 +13,12 @@ export interface CosRequestState {
   route: string | undefined;
   /** The authenticated key, once authentication has passed. */
   principal: KeyPrincipal | undefined;
+  /**
+   * The key's organisation as authentication read it in this request (`Admitted.organisation`),
+   * handed to the core's `Organisations.get` so that a GET of the caller's own organisation is not
+   * read twice. Nothing is kept beyond the request.
+   */
+  organisation: Organisation | undefined;
   /** The rate decision whose numbers go into the X-RateLimit-* headers (C-52). */
   decision: RateDecision | undefined;
   /** Code of the error answered with, if any. */

@@ -1,13 +1,19 @@
 /**
- * The factories of the composition root, free of any container: `buildContainer` binds them in
- * inversify for `serve` and embedders; operator commands call them directly, so a one-shot
- * `cos-admin key issue` loads neither inversify, Koa nor Redis (it is benchmarked for start-up).
+ * The composition root's one way of wiring the service, free of any container. `createServicePorts`
+ * is the one place that knows the choices (SQL store by DATABASE_URL, Redis or in-process counter by
+ * REDIS_URL, Prometheus metrics by OPS_PORT) and `composeCore` the one function that builds the Core
+ * from ports. `buildContainer` (container.ts) binds what these build, for `serve` and embedders;
+ * operator commands (runtime.ts) call them directly, so a one-shot `cos-admin key issue` loads
+ * neither inversify, Koa nor Redis (it is benchmarked for start-up).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
   createCore,
+  cryptoRandom,
   InProcessRateCounter,
+  noopMetrics,
+  systemClock,
   WebhookDelivery,
   type Clock,
   type Core,
@@ -77,13 +83,16 @@ export async function createMetrics(config: AppConfig): Promise<import('./metric
   return createPrometheusMetrics();
 }
 
-/** Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). */
-export async function createLimiter(config: AppConfig, logger: Logger, clock: Clock): Promise<LimiterHandle> {
+/**
+ * Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). The
+ * counter logs nothing of its own: the core's RateLimiter logs its health (C-54).
+ */
+export async function createLimiter(config: AppConfig, clock: Clock): Promise<LimiterHandle> {
   if (config.redisUrl === null) {
     return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
   }
   const { createRedisCounter } = await import('@cos/limiter-redis');
-  const counter = await createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+  const counter = createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs });
   return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, close: () => counter.close() };
 }
 
@@ -97,12 +106,73 @@ export function usesFreshness(config: AppConfig): boolean {
  * which must fence its credential writes like `serve` does (Postgres with REDIS_URL); null when it
  * needs none. Connected (or given up on after COMMAND_REDIS_CONNECT_MS: its writes then answer 503).
  */
-export async function createCommandFreshness(config: AppConfig, logger: Logger): Promise<{ freshness: CredentialFreshness; close(): Promise<void> } | null> {
+export async function createCommandFreshness(config: AppConfig): Promise<{ freshness: CredentialFreshness; close(): Promise<void> } | null> {
   if (config.redisUrl === null || !usesFreshness(config)) return null;
   const { createRedisCounter } = await import('@cos/limiter-redis');
-  const counter = createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs, logger });
+  const counter = createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs });
   await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
   return { freshness: counter, close: () => counter.close() };
+}
+
+/** What a host may replace before anything is built from it (buildContainer's overrides). */
+export interface PortOverrides {
+  readonly clock?: Clock;
+  readonly random?: Random;
+  /** Default: pino, JSON lines on stdout at LOG_LEVEL. */
+  readonly logger?: Logger;
+  /** Default: the Redis counter when REDIS_URL is set, else the in-process counter. */
+  readonly counter?: RateCounter;
+  /** Postgres pool size (default: the store's). */
+  readonly poolMax?: number;
+  /** With `counter`: the credential freshness to use with it (default none). */
+  readonly freshness?: CredentialFreshness;
+  /** Default: Prometheus metrics when OPS_PORT is set, else none (noopMetrics). */
+  readonly metrics?: Metrics;
+}
+
+/** The ports a long-running service runs on, as chosen from its configuration. */
+export interface ServicePorts {
+  readonly store: SqlStore;
+  readonly limiter: LimiterHandle;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+  /** What the core and the adapters report to (noopMetrics when nobody reads metrics). */
+  readonly metrics: Metrics;
+  /** The Prometheus registry behind `metrics` when OPS_PORT is set and no metrics were given, else null. */
+  readonly prometheus: import('./metrics.js').PrometheusMetrics | null;
+}
+
+/**
+ * The one place that knows the choices of a long-running service (serve, embedders): the SQL
+ * store by DATABASE_URL, the Redis or in-process counter by REDIS_URL, Prometheus metrics by
+ * OPS_PORT, pino by LOG_LEVEL, each unless `overrides` gives it. The store connects lazily; the
+ * Redis counter in the background. If the counter cannot be created the store is closed again.
+ */
+export async function createServicePorts(config: AppConfig, overrides: PortOverrides = {}): Promise<ServicePorts> {
+  const logger: Logger = overrides.logger ?? (await import('./logger.js')).createLogger({ level: config.logLevel, fd: 1 });
+  const clock = overrides.clock ?? systemClock;
+  const random = overrides.random ?? cryptoRandom;
+  const prometheus = overrides.metrics === undefined ? await createMetrics(config) : null;
+  const metrics: Metrics = overrides.metrics ?? prometheus ?? noopMetrics;
+  const store = createStore(config, logger, overrides.poolMax, metrics === noopMetrics ? undefined : metrics);
+  prometheus?.observeOutbox(() => store.stores.outbox.countPending());
+  let limiter: LimiterHandle;
+  try {
+    limiter =
+      overrides.counter !== undefined
+        ? {
+            kind: config.redisUrl === null ? 'in-process' : 'redis',
+            counter: overrides.counter,
+            freshness: overrides.freshness ?? null,
+            close: () => Promise.resolve(),
+          }
+        : await createLimiter(config, clock);
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  return { store, limiter, clock, random, logger, metrics, prometheus };
 }
 
 export interface CorePorts {
@@ -119,6 +189,7 @@ export interface CorePorts {
   readonly credentialCache?: boolean;
 }
 
+/** The one function that builds the Core from ports: `serve`, embedders and operator commands all go through it. */
 export function composeCore(ports: CorePorts): Core {
   return createCore({
     ...(ports.freshness ? { freshness: ports.freshness, credentialCache: ports.credentialCache !== false } : {}),

@@ -1,20 +1,17 @@
 /**
- * The composition root as an inversify 8 container: every port bound with an explicit factory
- * (`toConstantValue` / `toResolvedValue` and its dependency tokens), never implicit metadata.
+ * The composition root as an inversify 8 container, for `serve` and embedders. It binds what
+ * compose.ts builds (createServicePorts: the store, counter and metrics the configuration chooses;
+ * composeCore: the Core over them) as constant values and explicit factories, never implicit
+ * metadata, so there is one way of wiring the service whether a container is used or not.
  * Adapters are imported only when chosen: Redis when REDIS_URL is set; Koa when the HTTP app is
  * resolved (`await container.getAsync(CLI_TOKENS.HttpApp)`).
  */
 import { Container } from 'inversify';
 import {
-  createCore,
-  cryptoRandom,
-  noopMetrics,
-  systemClock,
   TOKENS,
   type Clock,
   type Core,
   type CoreConfig,
-  type CredentialFreshness,
   type HealthProbe,
   type Logger,
   type Metrics,
@@ -26,18 +23,17 @@ import {
 } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import {
+  composeCore,
   coreConfigOf,
   createHttpApp,
-  createLimiter,
-  createMetrics,
-  createStore,
+  createServicePorts,
   createWebhookDelivery,
   type HttpApp,
   type LimiterHandle,
+  type PortOverrides,
 } from './compose.js';
 import type { AppConfig } from './config.js';
 import type { PrometheusMetrics } from './metrics.js';
-import { createLogger } from './logger.js';
 import { ScannerKeyFile } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
 
@@ -59,125 +55,66 @@ export const CLI_TOKENS = Object.freeze({
   PrometheusMetrics: Symbol.for('cos.cli.PrometheusMetrics'),
 });
 
-export interface ContainerOverrides {
-  readonly clock?: Clock;
-  readonly random?: Random;
-  /** Default: pino, JSON lines on stdout at LOG_LEVEL. */
-  readonly logger?: Logger;
-  /** Default: the Redis counter when REDIS_URL is set, else the in-process counter. */
-  readonly counter?: RateCounter;
-  /** Postgres pool size (default: the store's). */
-  readonly poolMax?: number;
-  /** With `counter`: the credential freshness to use with it (default none). */
-  readonly freshness?: CredentialFreshness;
-  /** Default: Prometheus metrics when OPS_PORT is set, else none (noopMetrics). */
-  readonly metrics?: Metrics;
-}
+/**
+ * What buildContainer's caller may replace: `clock`, `random`, `logger`, `counter` (with
+ * `freshness`), `metrics`, `poolMax`. Each is handed to everything built from it.
+ */
+export type ContainerOverrides = PortOverrides;
 
 /**
  * Builds the container for `config`. The caller owns it: `closeContainer(container)` closes the
- * database pool and the Redis connection.
+ * database pool and the Redis connection. Every binding is a value compose.ts built, or a factory
+ * calling compose.ts (the Core, the Koa app, the webhook sender): rebinding a port afterwards would
+ * reach only part of the stack, so replace it through `overrides` instead.
  */
 export async function buildContainer(config: AppConfig, overrides: ContainerOverrides = {}): Promise<Container> {
-  const logger: Logger = overrides.logger ?? createLogger({ level: config.logLevel, fd: 1 });
-  const clock = overrides.clock ?? systemClock;
   // Before anything connects: a key file that does not parse stops the start with one line.
   const scannerKeys = config.secretScanningPublicKeys === null ? null : ScannerKeyFile.load(config.secretScanningPublicKeys);
-  const prometheus = overrides.metrics === undefined ? await createMetrics(config) : null;
-  const metrics: Metrics = overrides.metrics ?? prometheus ?? noopMetrics;
-  const store = createStore(config, logger, overrides.poolMax, metrics === noopMetrics ? undefined : metrics);
-  prometheus?.observeOutbox(() => store.stores.outbox.countPending());
-  let limiter: LimiterHandle;
-  try {
-    limiter =
-      overrides.counter !== undefined
-        ? {
-            kind: config.redisUrl === null ? 'in-process' : 'redis',
-            counter: overrides.counter,
-            freshness: overrides.freshness ?? null,
-            close: () => Promise.resolve(),
-          }
-        : await createLimiter(config, logger, clock);
-  } catch (e) {
-    await store.close();
-    throw e;
-  }
+  const ports = await createServicePorts(config, overrides);
+  const { store, limiter, logger, clock, random, metrics } = ports;
+  const coreConfig = coreConfigOf(config);
+  const version = serviceVersion();
 
   const container = new Container({ defaultScope: 'Singleton' });
   container.bind<AppConfig>(CLI_TOKENS.AppConfig).toConstantValue(config);
-  container.bind<string>(CLI_TOKENS.ServiceVersion).toConstantValue(serviceVersion());
+  container.bind<string>(CLI_TOKENS.ServiceVersion).toConstantValue(version);
   container.bind<SqlStore>(CLI_TOKENS.SqlStore).toConstantValue(store);
   container.bind<LimiterHandle>(CLI_TOKENS.Limiter).toConstantValue(limiter);
   container.bind<ScannerKeyFile | null>(CLI_TOKENS.ScannerKeys).toConstantValue(scannerKeys);
-  container.bind<PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics).toConstantValue(prometheus);
-  container.bind<Metrics>(TOKENS.Metrics).toConstantValue(metrics);
+  container.bind<PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics).toConstantValue(ports.prometheus);
 
+  // The core's ports, for hosts that read them: the same objects the Core below is built over.
+  container.bind<Metrics>(TOKENS.Metrics).toConstantValue(metrics);
   container.bind<Logger>(TOKENS.Logger).toConstantValue(logger);
   container.bind<Clock>(TOKENS.Clock).toConstantValue(clock);
-  container.bind<Random>(TOKENS.Random).toConstantValue(overrides.random ?? cryptoRandom);
-  container.bind<Partial<CoreConfig>>(TOKENS.Config).toConstantValue(coreConfigOf(config));
-  container.bind<Stores>(TOKENS.Stores).toResolvedValue((s: SqlStore) => s.stores, [CLI_TOKENS.SqlStore]);
-  container.bind<UnitOfWork>(TOKENS.UnitOfWork).toResolvedValue((s: SqlStore) => s.unitOfWork, [CLI_TOKENS.SqlStore]);
-  container.bind<HealthProbe>(TOKENS.HealthProbe).toResolvedValue((s: SqlStore) => s.health, [CLI_TOKENS.SqlStore]);
-  container.bind<RateCounter>(TOKENS.RateCounter).toResolvedValue((l: LimiterHandle) => l.counter, [CLI_TOKENS.Limiter]);
+  container.bind<Random>(TOKENS.Random).toConstantValue(random);
+  container.bind<Partial<CoreConfig>>(TOKENS.Config).toConstantValue(coreConfig);
+  container.bind<Stores>(TOKENS.Stores).toConstantValue(store.stores);
+  container.bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(store.unitOfWork);
+  container.bind<HealthProbe>(TOKENS.HealthProbe).toConstantValue(store.health);
+  container.bind<RateCounter>(TOKENS.RateCounter).toConstantValue(limiter.counter);
 
-  container
-    .bind<Core>(TOKENS.Core)
-    .toResolvedValue(
-      (
-        stores: Stores,
-        unitOfWork: UnitOfWork,
-        health: HealthProbe,
-        counter: RateCounter,
-        clk: Clock,
-        random: Random,
-        log: Logger,
-        cfg: Partial<CoreConfig>,
-        meter: Metrics,
-        limiter: LimiterHandle,
-        app: AppConfig,
-      ) =>
-        createCore({
-          stores,
-          unitOfWork,
-          health,
-          counter,
-          clock: clk,
-          random,
-          logger: log,
-          config: cfg,
-          metrics: meter,
-          ...(limiter.freshness !== null ? { freshness: limiter.freshness, credentialCache: app.credentialCache } : {}),
-        }),
-      [
-        TOKENS.Stores,
-        TOKENS.UnitOfWork,
-        TOKENS.HealthProbe,
-        TOKENS.RateCounter,
-        TOKENS.Clock,
-        TOKENS.Random,
-        TOKENS.Logger,
-        TOKENS.Config,
-        TOKENS.Metrics,
-        CLI_TOKENS.Limiter,
-        CLI_TOKENS.AppConfig,
-      ],
-    );
+  container.bind<Core>(TOKENS.Core).toResolvedValue(() =>
+    composeCore({
+      store,
+      counter: limiter.counter,
+      clock,
+      random,
+      logger,
+      metrics,
+      config: coreConfig,
+      freshness: limiter.freshness,
+      credentialCache: config.credentialCache,
+    }),
+  );
 
   container
     .bind<HttpApp>(CLI_TOKENS.HttpApp)
-    .toResolvedValue(
-      (core: Core, log: Logger, cfg: AppConfig, version: string, keys: ScannerKeyFile | null) => createHttpApp(core, log, cfg, version, keys),
-      [TOKENS.Core, TOKENS.Logger, CLI_TOKENS.AppConfig, CLI_TOKENS.ServiceVersion, CLI_TOKENS.ScannerKeys],
-    );
+    .toResolvedValue((core: Core) => createHttpApp(core, logger, config, version, scannerKeys), [TOKENS.Core]);
 
   container
     .bind<WebhookDelivery>(CLI_TOKENS.WebhookDelivery)
-    .toResolvedValue(
-      (s: SqlStore, cfg: AppConfig, clk: Clock, random: Random, log: Logger, meter: Metrics) =>
-        createWebhookDelivery(s, cfg, { clock: clk, random, logger: log, metrics: meter }),
-      [CLI_TOKENS.SqlStore, CLI_TOKENS.AppConfig, TOKENS.Clock, TOKENS.Random, TOKENS.Logger, TOKENS.Metrics],
-    );
+    .toResolvedValue(() => createWebhookDelivery(store, config, { clock, random, logger, metrics }));
 
   return container;
 }

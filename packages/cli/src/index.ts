@@ -4,7 +4,7 @@
  */
 export { buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS, type ContainerOverrides } from './container.js';
 export { createStore, createLimiter, createHttpApp, composeCore } from './compose.js';
-export type { CorePorts, HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
+export type { CorePorts, HttpApp, LimiterHandle, LimiterKind, PortOverrides, StoreKind } from './compose.js';
 export { loadConfig, coreConfigOf, ConfigError, CONFIG_TABLE, LOG_LEVELS } from './config.js';
 export type { AppConfig, LoadConfigOptions, LogLevel } from './config.js';
 export { createLogger, type CosLogger, type CreateLoggerOptions } from './logger.js';

@@ -117,7 +117,7 @@ export async function runCommand(
     if ((options.prepare ?? 'ready') === 'ready') await makeStoreReady(store);
     // Operator commands never count requests: an in-process counter. On Postgres with REDIS_URL
     // they connect to Redis all the same, to fence their credential writes as serve does (issue 14).
-    fence = await createCommandFreshness(config, logger);
+    fence = await createCommandFreshness(config);
     const core = composeCore({
       store,
       counter: new InProcessRateCounter(),

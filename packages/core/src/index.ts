@@ -19,7 +19,7 @@ export * from './core.js';
 export { InProcessRateCounter } from './in-process-counter.js';
 export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
-export { Organisations, type CreateOrganisationOptions } from './use-cases/organisations.js';
+export { Organisations, type CreateOrganisationOptions, type GetOrganisationOptions } from './use-cases/organisations.js';
 export { Members } from './use-cases/members.js';
 export {
   ApiKeys,

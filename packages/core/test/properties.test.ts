@@ -13,6 +13,9 @@ import {
   generateRawKey,
   isoTimestamp,
   isWellFormedKey,
+  NACE_SECTIONS,
+  organisationJson,
+  organisationView,
   KEY_ALPHABET,
   KEY_PATTERN,
   KEY_PREFIXES,
@@ -24,6 +27,8 @@ import {
   windowAt,
   type KeyEnvironment,
   type KeysetPosition,
+  type NaceSection,
+  type Organisation,
   type Random,
 } from '@cos/core';
 import { createInMemoryStore, seededRandom } from '@cos/core/testing';
@@ -373,5 +378,26 @@ describe('properties: timestamps in views (C-20)', () => {
 
   it('C-20: an invalid date throws as toISOString does (a view never shows "Invalid Date")', () => {
     expect(() => isoTimestamp(new Date(Number.NaN))).to.throw(RangeError);
+  });
+});
+
+describe('properties: the organisation body (C-20)', () => {
+  it('C-20: organisationJson(o) is exactly JSON.stringify(organisationView(o)), for any strings (quotes, escapes, unicode, lone surrogates) and dates', () => {
+    const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('"', '\\', '\u2028', '\ud800', 'a"b\\c\n\u0000'));
+    const organisation: fc.Arbitrary<Organisation> = fc.record({
+      id: fc.oneof(fc.uuid(), text),
+      name: text,
+      slug: text,
+      industrySection: fc.option(fc.constantFrom(...(Object.keys(NACE_SECTIONS) as NaceSection[])), { nil: null }),
+      isSystem: fc.boolean(),
+      createdAt: fc.date({ noInvalidDate: true }),
+      updatedAt: fc.date({ noInvalidDate: true }),
+    });
+    fc.assert(
+      fc.property(organisation, (o) => {
+        expect(organisationJson(o)).to.equal(JSON.stringify(organisationView(o)));
+      }),
+      { numRuns: 5000 },
+    );
   });
 });

@@ -35,6 +35,16 @@ describe('use case: authenticate', () => {
     expect(counting.calls).to.equal(1);
   });
 
+  it('C-32, C-36: admit() answers the principal and the organisation read with the key, in one store query; no counting without the credential cache', async () => {
+    const { auth, raw, issued, org, counting } = await setup();
+    const admitted = await auth.admit(`Bearer ${raw}`);
+    expect(admitted.principal).to.deep.equal(await auth.authenticate(`Bearer ${raw}`));
+    expect(admitted.principal.keyId).to.equal(issued.key.id);
+    expect(admitted.organisation).to.deep.equal(org);
+    expect(admitted.decision).to.equal(undefined);
+    expect(counting.calls).to.equal(2);
+  });
+
   it('C-32: the scheme is case-insensitive', async () => {
     const { auth, raw } = await setup();
     for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {

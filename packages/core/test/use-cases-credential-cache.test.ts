@@ -129,6 +129,19 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(one)).to.equal(401);
   });
 
+  it('C-57: admit() answers the organisation with the key, from the cache when Redis confirms it fresh, the updated record after a change', async () => {
+    await warm(two);
+    const reads = two.keys.reads;
+    const cached = await two.core.authenticator.admit(auth());
+    expect(two.keys.reads, 'served from the cache').to.equal(reads);
+    expect(cached.organisation).to.deep.equal(org);
+    await one.core.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
+    const after = await two.core.authenticator.admit(auth());
+    expect(after.organisation.name).to.equal('Acme Renamed');
+    const answer = await two.core.organisations.get(after.principal, org.id, { authenticatedOrganisation: after.organisation });
+    expect(answer.name).to.equal('Acme Renamed');
+  });
+
   it('C-57: after an organisation update answers, the other instance serves the new record', async () => {
     await warm(two);
     const principal = await two.core.authenticator.authenticate(auth());

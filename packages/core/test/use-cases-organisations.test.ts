@@ -328,6 +328,84 @@ describe('use case: organisations', () => {
     });
   });
 
+  describe('get: the record read with the key (issue 17: one read path, no state outside the request)', () => {
+    /** A core whose organisation store counts findById. */
+    async function counting() {
+      const store = createInMemoryStore();
+      const inner = store.stores.organisations;
+      const reads = { findById: 0 };
+      const organisations: OrganisationStore = {
+        ...inner,
+        create: (o) => inner.create(o),
+        findById: (id) => {
+          reads.findById++;
+          return inner.findById(id);
+        },
+        findFirstSystem: () => inner.findFirstSystem(),
+        update: (id, c) => inner.update(id, c),
+        list: (page) => inner.list(page),
+      };
+      const clock = new FakeClock();
+      const core = createCore({
+        stores: withStore(store.stores, 'organisations', organisations),
+        unitOfWork: store.unitOfWork,
+        health: store.health,
+        counter: new InMemoryRateCounter(clock),
+        clock,
+      });
+      const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+      const issued = await core.apiKeys.issue(OPERATOR, org.id, { label: 'k' });
+      const platformOrg = await core.organisations.create(OPERATOR, { name: 'Platform', slug: 'platform' }, { isSystem: true });
+      const platformKey = await core.apiKeys.issue(OPERATOR, platformOrg.id, { label: 'p' });
+      return { core, reads, org, bearer: `Bearer ${issued.rawKey}`, platformBearer: `Bearer ${platformKey.rawKey}`, store };
+    }
+
+    it('spec §5.4: the caller\'s own organisation as admit() read it is the answer, without a second store read', async () => {
+      const { core, reads, org, bearer } = await counting();
+      const admitted = await core.authenticator.admit(bearer);
+      expect(admitted.organisation).to.deep.equal(org);
+      const before = reads.findById;
+      const answer = await core.organisations.get(admitted.principal, org.id.toUpperCase(), { authenticatedOrganisation: admitted.organisation });
+      expect(answer).to.equal(admitted.organisation);
+      expect(reads.findById - before, 'store reads').to.equal(0);
+    });
+
+    it('without the record, or with one that is not the caller\'s own organisation asked for, the store is read', async () => {
+      const { core, reads, org, bearer, platformBearer } = await counting();
+      const own = await core.authenticator.admit(bearer);
+      const platform = await core.authenticator.admit(platformBearer);
+      let before = reads.findById;
+      expect(await core.organisations.get(own.principal, org.id)).to.deep.equal(org);
+      expect(reads.findById - before).to.equal(1);
+      // a platform key reading a tenant, handed the tenant's record: not its own organisation
+      before = reads.findById;
+      expect(await core.organisations.get(platform.principal, org.id, { authenticatedOrganisation: own.organisation })).to.deep.equal(org);
+      expect(reads.findById - before).to.equal(1);
+      // a platform key reading a tenant, handed its own record: not the organisation asked for
+      before = reads.findById;
+      expect(await core.organisations.get(platform.principal, org.id, { authenticatedOrganisation: platform.organisation })).to.deep.equal(org);
+      expect(reads.findById - before).to.equal(1);
+      // the operator is nobody's key
+      before = reads.findById;
+      expect(await core.organisations.get(OPERATOR, org.id, { authenticatedOrganisation: own.organisation })).to.deep.equal(org);
+      expect(reads.findById - before).to.equal(1);
+    });
+
+    it('C-57: a change committed after an authentication is read by the next request, also through another Core in the same process', async () => {
+      const { core, org, bearer, store } = await counting();
+      const clock = new FakeClock();
+      const other = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InMemoryRateCounter(clock), clock });
+      const first = await core.authenticator.admit(bearer);
+      expect(first.organisation.name).to.equal('Acme');
+      await other.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
+      // the next request authenticates again and carries the record as it is now
+      const next = await core.authenticator.admit(bearer);
+      expect((await core.organisations.get(next.principal, org.id, { authenticatedOrganisation: next.organisation })).name).to.equal('Acme Renamed');
+      // a principal authenticated before the change keeps nothing: without the record, the store answers
+      expect((await core.organisations.get(first.principal, org.id)).name).to.equal('Acme Renamed');
+    });
+  });
+
   describe('store errors', () => {
     it('C-17: UnavailableError from the store propagates unchanged', async () => {
       const store = createInMemoryStore();

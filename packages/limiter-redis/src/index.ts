@@ -11,9 +11,6 @@ export {
   DEFAULT_CHANGE_BOUND_MS,
   FRESHNESS_SCRIPT_SHA1,
   REDIS_MAX_RECONNECT_DELAY_MS,
-  REDIS_WARN_INTERVAL_MS,
   type RedisCounterConfig,
   type RedisCounterFailure,
 } from './redis-counter.js';
-// The inversify ContainerModule lives at the '@cos/limiter-redis/module' subpath, so that importing the
-// counter does not load inversify.

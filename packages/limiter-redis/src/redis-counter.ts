@@ -1,12 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  silentLogger,
-  type CredentialFreshness,
-  type FreshnessCheck,
-  type FreshnessReply,
-  type Logger,
-  type RateCounter,
-} from '@cos/core';
+import type { CredentialFreshness, FreshnessCheck, FreshnessReply, RateCounter } from '@cos/core';
 import { createClient, defineScript, type CommandParser, type RedisArgument } from 'redis';
 
 export interface RedisCounterConfig {
@@ -14,8 +7,6 @@ export interface RedisCounterConfig {
   url: string;
   /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
   timeoutMs?: number;
-  /** Connection-level warnings and recovery lines (each at most once per 10 s) go here. */
-  logger?: Logger;
   /** First part of every key: `<keyPrefix>:{<scope>}:<windowStartMs>`. Default 'rl'. */
   keyPrefix?: string;
   /**
@@ -30,11 +21,6 @@ export const DEFAULT_CHANGE_BOUND_MS = 10_000;
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 50;
 export const DEFAULT_KEY_PREFIX = 'rl';
-/**
- * The counter logs a connection warning at most this often, also when the connection flaps (C-54);
- * its "reconnected" line is likewise at most one per this many ms, and only after a warning.
- */
-export const REDIS_WARN_INTERVAL_MS = 10_000;
 /** Reconnect attempts back off exponentially up to this delay and never give up. */
 export const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
 const CONNECT_TIMEOUT_MS = 1_000;
@@ -47,7 +33,11 @@ const CLOSE_GRACE_MS = 1_000;
 
 export type RedisCounterFailure = 'not-connected' | 'timeout' | 'closed' | 'command-failed' | 'expired';
 
-/** Why a hit() was rejected. The core's RateLimiter turns any rejection into its fail-open decision. */
+/**
+ * Why a hit() was rejected. The core's RateLimiter turns any rejection into its fail-open decision
+ * and logs the counter's health (C-54); the message, which names host:port and never credentials,
+ * is the `reason` of its warning.
+ */
 export class RedisCounterError extends Error {
   override readonly name = 'RedisCounterError';
   constructor(
@@ -212,7 +202,9 @@ function errorMessage(err: unknown): string {
  *
  * It never lets a caller wait on a dead Redis (C-54): it connects in the background and keeps
  * reconnecting, rejects at once while not connected (no offline queue), and rejects any call
- * still unanswered after `timeoutMs` (a frozen or partitioned Redis).
+ * still unanswered after `timeoutMs` (a frozen or partitioned Redis). It logs nothing: every
+ * failure is a rejection, and the core's RateLimiter is the one owner of the counter's health
+ * lines (the fail-open warning at most once per 10 s, the "available again" line).
  */
 export class RedisRateCounter implements RateCounter, CredentialFreshness {
   readonly #client: Client;
@@ -223,21 +215,10 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   #tokenSeq = 0;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
-  readonly #logger: Logger;
   readonly #target: string;
   #closed = false;
-  #everReady = false;
-  /** Set by a connection error, cleared when the connection is ready again. */
-  #downSinceMs: number | undefined;
-  /** When the last connection warning was logged; never reset by a reconnect (C-54). */
-  #lastWarnMs = Number.NEGATIVE_INFINITY;
-  /** When the last recovery line was logged. */
-  #lastRecoveryMs = Number.NEGATIVE_INFINITY;
-  /** A warning was logged and no recovery line since. */
-  #recoveryUnannounced = false;
-  /** Outages (connection lost, then ready again) since the last recovery line, and how long the last one lasted. */
-  #outagesSinceRecoveryLine = 0;
-  #lastOutageMs = 0;
+  /** Why the connection last failed (no credentials), until it is ready again: part of the not-connected rejection. */
+  #connectionError: string | undefined;
   /** Redis's clock minus this process's (ms), measured at each connect: deadlines are sent on Redis's clock. */
   #clockOffsetMs = 0;
 
@@ -252,11 +233,13 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     if (!Number.isFinite(this.#changeBoundMs) || this.#changeBoundMs <= 0) {
       throw new RangeError(`changeBoundMs must be a positive number of milliseconds, got ${String(config.changeBoundMs)}`);
     }
-    this.#logger = config.logger ?? silentLogger;
     this.#target = describeTarget(config.url);
     this.#client = makeClient(config.url);
-    // Without an 'error' listener the client would throw; with it, errors only feed the log.
-    this.#client.on('error', (err: unknown) => this.#onError(err));
+    // Without an 'error' listener the client would throw. A connection error is only remembered:
+    // the client reconnects by itself, and meanwhile every call rejects at once, naming it.
+    this.#client.on('error', (err: unknown) => {
+      this.#connectionError = errorMessage(err);
+    });
     this.#client.on('ready', () => this.#onReady());
     // Background connect: it resolves once Redis answers (however late) and rejects only on close().
     this.#client.connect().catch(() => undefined);
@@ -292,9 +275,8 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
       return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
     }
     if (!this.#client.isReady) {
-      return Promise.reject(new RedisCounterError('not-connected', `redis rate counter: not connected to ${this.#target}`));
+      return Promise.reject(this.#notConnected());
     }
-    if (this.#recoveryUnannounced) this.#announceRecovery();
     const ttl = Math.max(1, Math.ceil(ttlMs));
     // One timer per call bounds it, written or not (the client's own per-command timeout is off:
     // see makeClient; unwritten commands are bounded by the queue limit).
@@ -390,10 +372,14 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     return `${this.#tokenNonce}.${++this.#tokenSeq}`;
   }
 
+  #notConnected(): RedisCounterError {
+    const cause = this.#connectionError;
+    return new RedisCounterError('not-connected', `redis rate counter: not connected to ${this.#target}${cause === undefined ? '' : ` (${cause})`}`);
+  }
+
   #readyError(): RedisCounterError | null {
     if (this.#closed) return new RedisCounterError('closed', 'redis rate counter is closed');
-    if (!this.#client.isReady) return new RedisCounterError('not-connected', `redis rate counter: not connected to ${this.#target}`);
-    if (this.#recoveryUnannounced) this.#announceRecovery();
+    if (!this.#client.isReady) return this.#notConnected();
     return null;
   }
 
@@ -417,35 +403,14 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     if (!graceful) client.destroy();
   }
 
-  #onError(err: unknown): void {
-    if (this.#closed) return;
-    const now = Date.now();
-    this.#downSinceMs ??= now;
-    if (now - this.#lastWarnMs < REDIS_WARN_INTERVAL_MS) return;
-    this.#lastWarnMs = now;
-    this.#recoveryUnannounced = true;
-    this.#logger.warn(
-      { component: 'limiter-redis', redis: this.#target, err: errorMessage(err) },
-      'redis rate counter: connection failed, reconnecting in the background; rate limits fail open meanwhile',
-    );
-  }
-
   #onReady(): void {
     if (this.#closed) {
       // a connect that was already under way when close() ran: do not keep its socket
       this.#client.destroy();
       return;
     }
+    this.#connectionError = undefined;
     void this.#measureClockOffset();
-    if (this.#downSinceMs !== undefined) {
-      this.#lastOutageMs = Date.now() - this.#downSinceMs;
-      this.#downSinceMs = undefined;
-      this.#outagesSinceRecoveryLine++;
-      if (this.#recoveryUnannounced) this.#announceRecovery();
-    } else if (!this.#everReady) {
-      this.#logger.info({ component: 'limiter-redis', redis: this.#target }, 'redis rate counter: connected');
-    }
-    this.#everReady = true;
   }
 
   /**
@@ -474,26 +439,6 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
       }
     }
     if (best !== undefined) this.#clockOffsetMs = best.offset;
-  }
-
-  /**
-   * After a warning, one line saying the connection is back: at most once per 10 s, so a flapping
-   * connection logs one per warning, not one per reconnect (C-54). A reconnect too soon after the
-   * previous line leaves it to a later hit() while connected.
-   */
-  #announceRecovery(): void {
-    const now = Date.now();
-    if (this.#downSinceMs !== undefined || now - this.#lastRecoveryMs < REDIS_WARN_INTERVAL_MS) return;
-    this.#lastRecoveryMs = now;
-    this.#recoveryUnannounced = false;
-    const outages = this.#outagesSinceRecoveryLine;
-    this.#outagesSinceRecoveryLine = 0;
-    this.#logger.info(
-      { component: 'limiter-redis', redis: this.#target, downMs: this.#lastOutageMs, outages },
-      this.#everReady
-        ? 'redis rate counter: reconnected; rate limits enforced again'
-        : 'redis rate counter: connected after a failed start; rate limits enforced',
-    );
   }
 }
 

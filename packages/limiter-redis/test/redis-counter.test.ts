@@ -1,13 +1,12 @@
 /**
  * The Redis counter on its own, against real redis-server processes: key layout and TTL, the one
- * script and its NOSCRIPT fallback, never waiting on a dead or frozen Redis, connection logging.
+ * script and its NOSCRIPT fallback, never waiting on a dead or frozen Redis, and its failures as
+ * rejections, which the core's RateLimiter turns into its health lines (the counter logs nothing).
  */
-import { TOKENS, type Logger, type RateCounter } from '@cos/core';
+import { DEFAULT_CORE_CONFIG, RateLimiter, systemClock, type RateScope } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { RedisCounterError, RedisRateCounter, createRedisCounter } from '@cos/limiter-redis';
-import { redisCounterModule } from '@cos/limiter-redis/module';
 import { expect } from 'chai';
-import { Container } from 'inversify';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -40,16 +39,30 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection');
 }
 
-function counterLines(logger: CapturingLogger, level: 'info' | 'warn') {
-  return logger.entries.filter((e) => e.level === level && e.fields.component === 'limiter-redis');
+const ORG: RateScope = { kind: 'organisation', organisationId: '7b0c9a52-2f5e-4c41-9d43-1f6f3e0b8a10' };
+
+/** The core's RateLimiter over `counter`, logging to `logger`: the one owner of the counter's health lines. */
+function limiterOver(counter: RedisRateCounter, logger: CapturingLogger): RateLimiter {
+  return new RateLimiter({
+    counter,
+    clock: systemClock,
+    logger,
+    config: { ...DEFAULT_CORE_CONFIG, rateLimitPerMinute: 1_000_000, rateCounterTimeoutMs: GENEROUS_TIMEOUT_MS },
+  });
 }
+
+function lines(logger: CapturingLogger, level: 'info' | 'warn'): string[] {
+  return logger.entries.filter((e) => e.level === level).map((e) => e.message);
+}
+const FAIL_OPEN_WARNING = 'Rate counter unavailable; failing open, rate limits are not enforced';
+const AVAILABLE_AGAIN = 'Rate counter available again; rate limits enforced';
 
 describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
   let server: RedisServer;
   let admin: AdminClient;
   const open: RedisRateCounter[] = [];
 
-  function counter(options: { url?: string; timeoutMs?: number; logger?: Logger; keyPrefix?: string } = {}) {
+  function counter(options: { url?: string; timeoutMs?: number; keyPrefix?: string } = {}) {
     const c = createRedisCounter({ timeoutMs: GENEROUS_TIMEOUT_MS, ...options, url: options.url ?? server.url });
     open.push(c);
     return c;
@@ -236,78 +249,66 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
     });
   });
 
-  describe('logging', () => {
+  describe('logging: the core RateLimiter owns the counter\'s health lines (C-54)', () => {
     it('C-54: connection failures give one warning per 10 s, and one recovery line per warning, not one per reconnect when the connection flaps', async () => {
       const port = await freePort();
       const logger = new CapturingLogger();
-      const c = counter({ url: `redis://127.0.0.1:${port}`, logger });
-      await sleep(1_500); // several reconnect attempts, each an 'error'
-      expect(counterLines(logger, 'warn')).to.have.length(1);
-      expect(counterLines(logger, 'warn')[0]!.fields).to.include({ redis: `127.0.0.1:${port}` });
+      const c = counter({ url: `redis://127.0.0.1:${port}` });
+      const rl = limiterOver(c, logger);
+      // 1.5 s of requests while several reconnect attempts fail: one warning, naming host:port
+      for (let elapsed = 0; elapsed < 1_500; elapsed += 50) {
+        expect(await rl.check(ORG)).to.include({ allowed: true, degraded: true });
+        await sleep(50);
+      }
+      expect(lines(logger, 'warn')).to.deep.equal([FAIL_OPEN_WARNING]);
+      expect(String(logger.entries[0]!.fields['reason'])).to.include(`not connected to 127.0.0.1:${port}`);
 
       const local = await RedisServer.start(port);
       try {
         await ready(c);
-        expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal([
-          'redis rate counter: connected after a failed start; rate limits enforced',
-        ]);
-        // the connection flaps three times, all within 10 s of the warning
+        expect(await rl.check(ORG)).to.include({ degraded: false });
+        expect(lines(logger, 'info')).to.deep.equal([AVAILABLE_AGAIN]);
+        // the connection flaps three times, all within 10 s of the warning; requests keep coming
         for (let flap = 0; flap < 3; flap++) {
           await local.kill();
           await waitFor(() => !c.isReady, 1_000, 'the counter to notice');
+          expect(await rl.check(ORG)).to.include({ allowed: true, degraded: true });
           await local.start();
           await ready(c);
-          expect(await c.hit('org:flap', WINDOW_START, TTL)).to.equal(1);
+          expect(await rl.check(ORG)).to.include({ degraded: false });
         }
       } finally {
         await local.stop();
       }
       // no second warning inside the 10 s, and so no recovery line per reconnect either
-      expect(counterLines(logger, 'warn')).to.have.length(1);
-      expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal([
-        'redis rate counter: connected after a failed start; rate limits enforced',
-      ]);
+      expect(lines(logger, 'warn')).to.deep.equal([FAIL_OPEN_WARNING]);
+      expect(lines(logger, 'info')).to.deep.equal([AVAILABLE_AGAIN]);
+    });
+
+    it('the counter itself logs nothing: it takes no logger, and a rejection while not connected names host:port and why', async () => {
+      const port = await freePort();
+      const c = counter({ url: `redis://127.0.0.1:${port}` });
+      await sleep(300); // a failed connect attempt or two
+      const err = (await rejection(c.hit('org:x', WINDOW_START, TTL))) as RedisCounterError;
+      expect(err.reason).to.equal('not-connected');
+      expect(err.message).to.match(new RegExp(`^redis rate counter: not connected to 127\\.0\\.0\\.1:${port} \\(.+\\)$`));
     });
 
     it('never logs the password of REDIS_URL', async () => {
       const logger = new CapturingLogger();
-      const dead = counter({ url: `redis://:s3cret-password@127.0.0.1:${await freePort()}`, logger });
+      const dead = counter({ url: `redis://:s3cret-password@127.0.0.1:${await freePort()}` });
       // the default user of a server without requirepass is "nopass": any password is accepted
-      const live = counter({ url: `redis://:s3cret-password@127.0.0.1:${server.port}`, logger });
+      const live = counter({ url: `redis://:s3cret-password@127.0.0.1:${server.port}`, keyPrefix: uniquePrefix() });
       await ready(live);
       await sleep(100);
       expect(dead.isReady).to.equal(false);
-      expect(counterLines(logger, 'warn')).to.have.length(1);
-      expect(counterLines(logger, 'info')).to.have.length(1);
+      const [deadLimiter, liveLimiter] = [limiterOver(dead, logger), limiterOver(live, logger)];
+      expect(await deadLimiter.check(ORG)).to.include({ degraded: true });
+      expect(await deadLimiter.check(ORG)).to.include({ degraded: true });
+      expect(await liveLimiter.check(ORG)).to.include({ degraded: false });
+      expect(lines(logger, 'warn')).to.deep.equal([FAIL_OPEN_WARNING]);
       expect(JSON.stringify(logger.entries)).not.to.include('s3cret-password');
-    });
-  });
-
-  describe('redisCounterModule (inversify)', () => {
-    it('C-55: binds TOKENS.RateCounter to one RedisRateCounter, logs through TOKENS.Logger, closes on unbind', async () => {
-      const logger = new CapturingLogger();
-      const container = new Container();
-      container.bind<Logger>(TOKENS.Logger).toConstantValue(logger);
-      container.load(redisCounterModule({ url: server.url, keyPrefix: uniquePrefix(), timeoutMs: GENEROUS_TIMEOUT_MS }));
-      const counter = container.get<RateCounter>(TOKENS.RateCounter);
-      expect(counter).to.be.instanceOf(RedisRateCounter);
-      expect(container.get<RateCounter>(TOKENS.RateCounter)).to.equal(counter);
-      const redis = counter as RedisRateCounter;
-      await ready(redis);
-      expect(await redis.hit('org:di', WINDOW_START, TTL)).to.equal(1);
-      expect(counterLines(logger, 'info').map((e) => e.message)).to.deep.equal(['redis rate counter: connected']);
-      await container.unbindAllAsync();
-      expect(redis.isReady).to.equal(false);
-      expect(((await rejection(redis.hit('org:di', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('closed');
-    });
-
-    it('works without a Logger binding', async () => {
-      const container = new Container();
-      container.load(redisCounterModule({ url: server.url, keyPrefix: uniquePrefix(), timeoutMs: GENEROUS_TIMEOUT_MS }));
-      const counter = container.get<RedisRateCounter>(TOKENS.RateCounter);
-      await ready(counter);
-      expect(await counter.hit('org:di', WINDOW_START, TTL)).to.equal(1);
-      await container.unbindAllAsync();
+      expect(((await rejection(dead.hit('org:x', WINDOW_START, TTL))) as Error).message).not.to.include('s3cret-password');
     });
   });
 });

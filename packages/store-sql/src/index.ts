@@ -13,5 +13,3 @@ export {
   type SqlStoreFromKnexOptions,
 } from './sql-store.js';
 export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations.js';
-// The inversify ContainerModule lives at the '@cos/store-sql/module' subpath, so that importing the
-// store does not load inversify (about 100 ms of start-up for every cos-admin command).

@@ -12,6 +12,7 @@ export function beginRequest(ctx: Koa.Context): CosRequestState {
     startedAt: performance.now(),
     route: undefined,
     principal: undefined,
+    organisation: undefined,
     decision: undefined,
     errorCode: undefined,
     failure: undefined,

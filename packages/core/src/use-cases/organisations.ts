@@ -14,7 +14,6 @@ import {
 } from '../validation/organisation.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { organisationsWritten, takeAuthenticatedOrganisation } from './authenticated-organisation.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
@@ -53,6 +52,17 @@ export async function createOrganisationIn(
   return organisation;
 }
 
+export interface GetOrganisationOptions {
+  /**
+   * The caller's own organisation as its authentication read it in this same request
+   * (`Admitted.organisation`). When it is the organisation asked for, it is the answer and the store
+   * is not read again: read with the key during this request, it is what a store read would have
+   * answered at that instant. Anything else (another organisation, another caller's record) is
+   * ignored and the store is read.
+   */
+  readonly authenticatedOrganisation?: Organisation;
+}
+
 type Changes = { readonly name?: string; readonly industrySection?: NaceSection | null };
 
 /**
@@ -81,12 +91,17 @@ export class Organisations {
     );
   }
 
-  /** GET /organisations/{org_id}. */
-  async get(principal: Principal, orgId: string): Promise<Organisation> {
+  /**
+   * GET /organisations/{org_id}. The record comes from `options.authenticatedOrganisation` when that
+   * is the caller's own organisation asked for (read with the key in this request), else from the
+   * store (which may cache behind its port: store-sql on SQLite files).
+   */
+  async get(principal: Principal, orgId: string, options?: GetOrganisationOptions): Promise<Organisation> {
     authorise(principal, 'organisations.get', orgId);
     const [id] = all(checkUuid(orgId, 'org_id'));
-    // The caller's own organisation, read with its key in this request: no second store read.
-    return takeAuthenticatedOrganisation(principal, id) ?? this.find(id);
+    const known = options?.authenticatedOrganisation;
+    if (known !== undefined && known.id === id && principal.kind === 'api_key' && principal.organisationId === id) return known;
+    return this.find(id);
   }
 
   /** PUT: body {name} required, strict (C-12, C-14); audit organisation_updated. */
@@ -117,15 +132,6 @@ export class Organisations {
    */
   private async apply(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
     if (Object.keys(requested).length === 0) return this.find(id);
-    try {
-      return await this.write(principal, id, requested);
-    } finally {
-      // Once more after the commit: a key authenticated while the write was under way re-reads too.
-      organisationsWritten();
-    }
-  }
-
-  private write(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
     return this.deps.unitOfWork.run(async (stores) => {
       const current = await stores.organisations.findById(id);
       if (current === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
@@ -136,7 +142,6 @@ export class Organisations {
       }
       if (Object.keys(changes).length === 0) return current;
       const now = this.deps.clock.now();
-      organisationsWritten();
       const updated = await stores.organisations.update(id, { ...changes, updatedAt: now });
       if (updated === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
       await stores.audit.append(auditEntry(this.deps.random, 'organisation_updated', now, actorOf(principal), id));

@@ -180,6 +180,11 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
     const logLines = stamped.filter((l) => l.level !== 'debug' && !l.message.startsWith('request ')).map((l) => `${l.at} ${l.level} ${l.message}`);
     console.log(`      ${samples.length} requests, slowest ${Math.round(slowest)} ms; timeline ${events.map((e) => `${Math.round(e.at)} ${e.what}`).join(', ')}; log: ${logLines.join(' / ')}`);
     expect(stamped.filter((l) => l.level === 'warn').length, 'warnings logged').to.be.greaterThan(0);
+    // One owner of the counter's health lines: the core's RateLimiter warns when requests fail open and
+    // says when they are counted again; the Redis counter itself logs nothing.
+    expect(stamped.some((l) => l.level === 'warn' && l.message === 'Rate counter unavailable; failing open, rate limits are not enforced'), 'the fail-open warning').to.equal(true);
+    expect(stamped.some((l) => l.level === 'info' && l.message === 'Rate counter available again; rate limits enforced' && l.at > at('restart')), 'the recovery line').to.equal(true);
+    expect(stamped.filter((l) => l.message.startsWith('redis rate counter')).map((l) => l.message), 'lines of the counter itself').to.deep.equal([]);
     // The access log's per-request lines ("request failed" for the refused changes' 503s) are not counter warnings.
     expect(tooFrequent(stamped.filter((l) => !l.message.startsWith('request '))), `warnings closer than 10 s; timeline ${JSON.stringify(events.map((e) => `${Math.round(e.at)} ${e.what}`))}; log ${JSON.stringify(logLines)}`).to.deep.equal([]);
   });
