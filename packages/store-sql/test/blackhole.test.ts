@@ -11,25 +11,11 @@ import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, type SqlStore } from '@co
 import { expect } from 'chai';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { at, auditEntry, issuedKey, organisation } from './support/fixtures.js';
+import { holdTheConnection, outcomeOf, type Outcome } from './support/timing.js';
 import { withPostgres } from './support/targets.js';
 
 const BUDGET_MS = DEFAULT_STATEMENT_TIMEOUT_MS;
 const SLACK_MS = 300;
-
-interface Outcome {
-  readonly error: unknown;
-  readonly elapsedMs: number;
-}
-
-async function outcomeOf(call: () => Promise<unknown>): Promise<Outcome> {
-  const started = performance.now();
-  try {
-    await call();
-    return { error: null, elapsedMs: performance.now() - started };
-  } catch (error) {
-    return { error, elapsedMs: performance.now() - started };
-  }
-}
 
 function expectUnavailable(outcome: Outcome, label: string): void {
   expect(outcome.error, `${label} rejects with UnavailableError`).to.be.instanceOf(UnavailableError);
@@ -152,11 +138,8 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
     const sprung = proxy.failOn(/FROM organisations WHERE id/i, 'blackhole');
     // The holder must own the only connection before the waiter asks for it: the store announces a
     // statement once its connection is checked out, right before sending it.
-    let holding = false;
-    const stop = store.onStatement((s) => void (holding ||= /pg_sleep/.test(s.sql)));
-    const holder = outcomeOf(() => store.query('SELECT pg_sleep(1.2)'));
-    while (!holding) await new Promise((resolve) => setTimeout(resolve, 5));
-    stop();
+    const { released } = await holdTheConnection(store, 1.2);
+    const holder = outcomeOf(() => released);
     const waiter = outcomeOf(() => store.stores.organisations.findById(org.id));
     const [held, waited] = await Promise.all([holder, waiter]);
     await sprung;

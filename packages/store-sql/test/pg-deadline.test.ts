@@ -19,34 +19,16 @@ import { expect } from 'chai';
 import knexFactory, { type Knex } from 'knex';
 import { organisation } from './support/fixtures.js';
 import { withPostgres } from './support/targets.js';
+import { holdTheConnection, outcomeOf } from './support/timing.js';
 
 const BUDGET_MS = 500;
-const HOLD_MS = 200;
+const HOLD_MS = 400;
 const SLACK_MS = 300;
 
 async function pidOf(store: SqlStore): Promise<number> {
   return (await store.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))[0]!.pid;
 }
 
-/** Starts a statement that holds the store's only connection for HOLD_MS, resolved once it holds it. */
-async function holdTheConnection(store: SqlStore): Promise<Promise<unknown>> {
-  let holding = false;
-  const stop = store.onStatement((s) => void (holding ||= /pg_sleep/.test(s.sql)));
-  const held = store.query(`SELECT pg_sleep(${HOLD_MS / 1000})`);
-  while (!holding) await new Promise((resolve) => setTimeout(resolve, 2));
-  stop();
-  return held;
-}
-
-async function failureOf(call: () => Promise<unknown>): Promise<{ error: unknown; elapsedMs: number }> {
-  const started = performance.now();
-  try {
-    await call();
-    return { error: null, elapsedMs: performance.now() - started };
-  } catch (error) {
-    return { error, elapsedMs: performance.now() - started };
-  }
-}
 
 /** Waits until no backend waits for a lock held by `pid` (the server gave the abandoned statement up). */
 async function untilNothingWaitsOn(store: SqlStore, pid: number, withinMs = 5000): Promise<void> {
@@ -83,9 +65,9 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
 
   it('C-17: a statement that outlives the deadline (pool wait included) answers UnavailableError at the deadline, and its connection is never reused: the next call answers at once on a new session; the abandoned UPDATE never applies', async () => {
     const before = await pidOf(store);
-    const held = await holdTheConnection(store);
-    const outcome = await failureOf(() => store.stores.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt }));
-    await held;
+    const { released } = await holdTheConnection(store, HOLD_MS / 1000);
+    const outcome = await outcomeOf(() => store.stores.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt }));
+    await released;
     expect(outcome.error, 'the blocked update').to.be.instanceOf(UnavailableError);
     expect(outcome.elapsedMs, 'answered at the deadline, counted from the pool wait').to.be.within(BUDGET_MS - 50, BUDGET_MS + SLACK_MS);
 
@@ -106,14 +88,14 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
     const stop = store.onStatement((s) => void statements.push(s.sql.split(/\s+/, 3).join(' ')));
     try {
       const before = await pidOf(store);
-      const held = await holdTheConnection(store);
+      const { released } = await holdTheConnection(store, HOLD_MS / 1000);
       statements.length = 0;
-      const outcome = await failureOf(() =>
+      const outcome = await outcomeOf(() =>
         store.unitOfWork.run(async (tx) => {
           await tx.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt });
         }),
       );
-      await held;
+      await released;
       expect(outcome.error, 'the blocked unit of work').to.be.instanceOf(UnavailableError);
       expect(outcome.elapsedMs, 'answered at the deadline').to.be.within(BUDGET_MS - 50, BUDGET_MS + SLACK_MS);
       expect(statements, 'no ROLLBACK after the timeout').to.deep.equal(['BEGIN', 'UPDATE organisations SET']);
@@ -123,7 +105,7 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
       await untilNothingWaitsOn(store, blockerPid);
       await lock.rollback();
       statements.length = 0;
-      const conflict = await failureOf(() => store.unitOfWork.run((tx) => tx.organisations.create(organisation({ slug: org.slug }))));
+      const conflict = await outcomeOf(() => store.unitOfWork.run((tx) => tx.organisations.create(organisation({ slug: org.slug }))));
       expect(conflict.error, 'a duplicate slug').to.be.instanceOf(ConflictError);
       expect(statements, 'rolled back').to.deep.equal(['BEGIN', 'INSERT INTO organisations', 'ROLLBACK']);
       expect(await pidOf(store), 'the healthy session is kept').to.equal(fresh);
