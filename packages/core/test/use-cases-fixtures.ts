@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import {
+  createCore,
   DomainError,
   OPERATOR,
   type ApiKeyStore,
@@ -13,10 +14,11 @@ import {
   type IssuedKey,
   type KeyPrincipal,
   type Organisation,
+  type OrganisationStore,
   type Random,
   type Stores,
 } from '@cos/core';
-import { createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
+import { FakeClock, InMemoryRateCounter, createInMemoryStore, createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
 
 export interface Fixture extends TestCore {
   /** Every uuid handed out by the core's Random, in order. */
@@ -134,6 +136,23 @@ export class CountingApiKeyStore implements ApiKeyStore {
 /** The stores with one of them replaced. */
 export function withStore<K extends keyof Stores>(stores: Stores, key: K, replacement: Stores[K]): Stores {
   return { ...stores, [key]: replacement } as Stores;
+}
+
+/**
+ * A core over the in-memory adapters whose organisation store is `wrap(inner)`: a recording or
+ * failing double around the real one.
+ */
+export function coreWithOrganisations(wrap: (inner: OrganisationStore) => OrganisationStore) {
+  const store = createInMemoryStore();
+  const clock = new FakeClock();
+  const core = createCore({
+    stores: withStore(store.stores, 'organisations', wrap(store.stores.organisations)),
+    unitOfWork: store.unitOfWork,
+    health: store.health,
+    counter: new InMemoryRateCounter(clock),
+    clock,
+  });
+  return { core, clock, store };
 }
 
 export const UNKNOWN_UUID = '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b';

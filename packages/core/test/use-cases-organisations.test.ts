@@ -14,11 +14,10 @@ import {
   createCore,
   decodeCursor,
   type Organisation,
-  type OrganisationStore,
   type PageRequest,
 } from '@cos/core';
-import { FakeClock, InMemoryRateCounter, createInMemoryStore } from '@cos/core/testing';
-import { UNKNOWN_UUID, fieldsOf, fixture, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { FakeClock, InMemoryRateCounter } from '@cos/core/testing';
+import { UNKNOWN_UUID, coreWithOrganisations, fieldsOf, fixture, rejectsWith } from './use-cases-fixtures.js';
 
 describe('use case: organisations', () => {
   describe('authorisation (C-33, C-34, spec §5.3-§5.5)', () => {
@@ -280,10 +279,8 @@ describe('use case: organisations', () => {
     });
 
     it('C-6: the store is asked for limit + 1 rows, and an exact last page has a null cursor', async () => {
-      const store = createInMemoryStore();
       const requests: PageRequest[] = [];
-      const inner = store.stores.organisations;
-      const recording: OrganisationStore = {
+      const { core, clock } = coreWithOrganisations((inner) => ({
         create: (o) => inner.create(o),
         findById: (id) => inner.findById(id),
         findFirstSystem: () => inner.findFirstSystem(),
@@ -292,15 +289,7 @@ describe('use case: organisations', () => {
           requests.push(page);
           return inner.list(page);
         },
-      };
-      const clock = new FakeClock();
-      const core = createCore({
-        stores: withStore(store.stores, 'organisations', recording),
-        unitOfWork: store.unitOfWork,
-        health: store.health,
-        counter: new InMemoryRateCounter(clock),
-        clock,
-      });
+      }));
       for (const slug of ['a', 'b', 'c', 'd']) {
         await core.organisations.create(OPERATOR, { name: slug, slug });
         clock.advance(1);
@@ -331,10 +320,8 @@ describe('use case: organisations', () => {
   describe('get: the record read with the key (issue 17: one read path, no state outside the request)', () => {
     /** A core whose organisation store counts findById. */
     async function counting() {
-      const store = createInMemoryStore();
-      const inner = store.stores.organisations;
       const reads = { findById: 0 };
-      const organisations: OrganisationStore = {
+      const { core, store } = coreWithOrganisations((inner) => ({
         ...inner,
         create: (o) => inner.create(o),
         findById: (id) => {
@@ -344,15 +331,7 @@ describe('use case: organisations', () => {
         findFirstSystem: () => inner.findFirstSystem(),
         update: (id, c) => inner.update(id, c),
         list: (page) => inner.list(page),
-      };
-      const clock = new FakeClock();
-      const core = createCore({
-        stores: withStore(store.stores, 'organisations', organisations),
-        unitOfWork: store.unitOfWork,
-        health: store.health,
-        counter: new InMemoryRateCounter(clock),
-        clock,
-      });
+      }));
       const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
       const issued = await core.apiKeys.issue(OPERATOR, org.id, { label: 'k' });
       const platformOrg = await core.organisations.create(OPERATOR, { name: 'Platform', slug: 'platform' }, { isSystem: true });
@@ -408,21 +387,12 @@ describe('use case: organisations', () => {
 
   describe('store errors', () => {
     it('C-17: UnavailableError from the store propagates unchanged', async () => {
-      const store = createInMemoryStore();
       const down = new UnavailableError();
-      const failing: OrganisationStore = {
-        ...store.stores.organisations,
+      const { core } = coreWithOrganisations((inner) => ({
+        ...inner,
         findById: () => Promise.reject(down),
         list: () => Promise.reject(down),
-      };
-      const clock = new FakeClock();
-      const core = createCore({
-        stores: withStore(store.stores, 'organisations', failing),
-        unitOfWork: store.unitOfWork,
-        health: store.health,
-        counter: new InMemoryRateCounter(clock),
-        clock,
-      });
+      }));
       expect(await rejectsWith(core.organisations.get(OPERATOR, UNKNOWN_UUID), UnavailableError)).to.equal(down);
       expect(await rejectsWith(core.organisations.list(OPERATOR, {}), UnavailableError)).to.equal(down);
     });
