@@ -1,7 +1,7 @@
 /**
- * SQLite (from a URL) and a host's knex (createSqlStoreFromKnex): statements through knex's public
- * `knex.raw`, units of work through `knex.transaction`. The SQLite URL's knex carries its own client
- * class (sqlite/client.ts: statement cache, BEGIN IMMEDIATE within the budget).
+ * A host's knex (createSqlStoreFromKnex): statements through knex's public `knex.raw`, units of work
+ * through `knex.transaction`. (SQLite from a URL runs on sqlite/database.ts, Postgres from a URL on
+ * postgres/database.ts.)
  */
 import type { Knex } from 'knex';
 import type { SqlResult, SqlSession, StatementListeners } from './context.js';

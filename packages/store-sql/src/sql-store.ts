@@ -1,5 +1,3 @@
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import type { HealthProbe, Logger, Metrics, Stores, UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
@@ -8,7 +6,7 @@ import { ErrorTranslator } from './errors.js';
 import { KnexDatabase } from './knex-database.js';
 import { migratorConfig, pendingMigrationNames } from './migrations.js';
 import { IDLE_IN_TRANSACTION_TIMEOUT_MS, PgDatabase } from './postgres/database.js';
-import { cachingSqliteClient } from './sqlite/client.js';
+import { SqliteDatabase } from './sqlite/database.js';
 import { withSqliteReadCache } from './sqlite/read-cache.js';
 import { SqliteReadConnection } from './sqlite/reader.js';
 import { createStores } from './stores/index.js';
@@ -23,8 +21,9 @@ export interface SqlStoreConfig {
    * The store's answer budget in ms (default 2000, C-17). Postgres: every store call and every unit
    * of work settles within it (pool wait + connection attempt + statements, enforced client-side
    * even when the network is blackholed), and the server's statement_timeout. SQLite: the busy
-   * timeout of a single statement, and for a unit of work the pool wait plus the wait for the write
-   * lock (BEGIN IMMEDIATE) together.
+   * timeout of a single statement (after its wait in line behind an open unit of work, also within
+   * it), and for a unit of work the wait in line plus the wait for the write lock (BEGIN IMMEDIATE)
+   * together.
    */
   readonly statementTimeoutMs?: number;
   /** Postgres only: the schema to use (knex searchPath), e.g. a per-test-run schema. Default: the server's search_path. */
@@ -45,7 +44,9 @@ export interface SqlStore {
   readonly dialect: SqlDialect;
   /**
    * A knex over the same database, for fixtures, tools and migrations (query builder, schema, raw
-   * SQL). On SQLite and a host's knex it is the store's own; on Postgres from a URL the store's calls
+   * SQL). On a host's knex it is the host's. On SQLite from a URL it runs on the store's one
+   * connection and waits in its line (sqlite/database.ts): never inside a unit of work, and a knex
+   * call made inside a unitOfWork.run callback waits for it (and times out). On Postgres from a URL the store's calls
    * run on a pg pool of their own, and this knex (with its own small pool, the same schema and
    * session timeouts, but not the per-call deadline) is created on first use.
    */
@@ -69,7 +70,7 @@ export interface SqlStore {
   migrate(): Promise<string[]>;
   /** Names of migrations not applied yet (read-only: creates no bookkeeping table). */
   pendingMigrations(): Promise<string[]>;
-  /** Closes the pool (when this store owns it). Idempotent. */
+  /** Closes the store's connections (when it owns them). Idempotent. */
   close(): Promise<void>;
 }
 
@@ -84,11 +85,6 @@ export interface SqlStoreFromKnexOptions {
 
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 2000;
 const DEFAULT_POOL_MAX = 10;
-/** tarn never reaps below `min`; this only avoids reaping churn. */
-const NEVER_MS = 2 ** 31 - 1;
-
-type SqliteConnection = { pragma(source: string): unknown };
-
 /** A driver message of one kind is logged at most this often (e.g. one per failed acquire while the database is down). */
 export const KNEX_LOG_INTERVAL_MS = 10_000;
 
@@ -125,45 +121,17 @@ function knexLog(logger: Logger | undefined): Knex.Config['log'] {
   return { ...log, deprecate: log.warn };
 }
 
-function sqliteKnexConfig(
-  parsed: Extract<ParsedDatabaseUrl, { dialect: 'sqlite' }>,
-  timeoutMs: number,
-  logger: Logger | undefined,
-): Knex.Config {
+/**
+ * The knex of a SQLite store from a URL (migrations, SqlStore.knex): knex's stock better-sqlite3
+ * client on the store's own connection, through knex's documented `connectionPool` option (an
+ * external, tarn-compatible pool: sqlite/database.ts). knex neither opens nor closes it.
+ */
+function sqliteKnexConfig(database: SqliteDatabase, logger: Logger | undefined): Knex.Config {
   return {
-    // Prepared-statement cache, and units of work that start with BEGIN IMMEDIATE and wait for
-    // another connection's write lock on timers, within the budget (see sqlite-client.ts).
-    client: cachingSqliteClient({ budgetMs: timeoutMs }),
+    client: 'better-sqlite3',
     log: knexLog(logger),
     useNullAsDefault: true,
-    // A provider knex calls on first connect (lazy): create the file's directory when missing. The
-    // `filename` property only tells knex's config check that a file is named.
-    connection: Object.assign(
-      () => {
-        if (!parsed.memory) mkdirSync(dirname(resolve(parsed.filename)), { recursive: true });
-        return { filename: parsed.filename };
-      },
-      { filename: parsed.filename },
-    ),
-    // One connection: better-sqlite3 is synchronous, so more connections in one process add no
-    // parallelism, only waits for the write lock. For ':memory:' it is also the database itself, so
-    // it must never be reaped.
-    pool: {
-      min: 1,
-      max: 1,
-      idleTimeoutMillis: NEVER_MS,
-      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
-        try {
-          if (!parsed.memory) conn.pragma('journal_mode = WAL');
-          conn.pragma('foreign_keys = ON');
-          conn.pragma(`busy_timeout = ${Math.max(0, Math.floor(timeoutMs))}`);
-          done(null, conn);
-        } catch (e) {
-          done(e as Error, conn);
-        }
-      },
-    },
-    acquireConnectionTimeout: timeoutMs,
+    connectionPool: database.knexPool,
   };
 }
 
@@ -206,7 +174,7 @@ function dialectOfKnex(knex: Knex): SqlDialect {
   throw new Error(`@cos/store-sql supports SQLite and Postgres knex clients, not "${name}"`);
 }
 
-/** Where a store's statements and units of work go (postgres/database.ts or knex-database.ts). */
+/** Where a store's statements and units of work go (postgres/database.ts, sqlite/database.ts or knex-database.ts). */
 interface Database {
   readonly session: SqlSession;
   transaction<T>(work: (session: SqlSession) => Promise<T>): Promise<T>;
@@ -282,21 +250,23 @@ export function createSqlStore(config: SqlStoreConfig): SqlStore {
   if (!(timeoutMs > 0)) throw new Error('statementTimeoutMs must be a positive number of milliseconds');
   const listeners = new StatementListeners();
   if (parsed.dialect === 'sqlite') {
-    const knex = knexFactory(sqliteKnexConfig(parsed, timeoutMs, config.logger));
+    const database = new SqliteDatabase({ filename: parsed.filename, memory: parsed.memory, budgetMs: timeoutMs, listeners });
+    let knex: Knex | null = null;
     // A file only: ':memory:' is a database per connection, so a second connection would see another one.
     const reader = parsed.memory ? undefined : new SqliteReadConnection(parsed.filename, Math.max(0, Math.floor(timeoutMs)));
     return buildStore({
       dialect: 'sqlite',
-      database: new KnexDatabase(knex, listeners),
+      database,
       listeners,
-      knex: () => knex,
+      knex: () => (knex ??= knexFactory(sqliteKnexConfig(database, config.logger))),
       logger: config.logger,
       metrics: config.metrics,
       ...(reader !== undefined ? { wrapStores: (stores, errors) => withSqliteReadCache(stores, reader, errors) } : {}),
-      close: () => {
-        // The reader first: the pool's connection, closing last, checkpoints the WAL.
+      close: async () => {
+        // The reader first: the store's connection, closing last, checkpoints the WAL.
         reader?.close();
-        return knex.destroy();
+        await knex?.destroy();
+        await database.close();
       },
     });
   }

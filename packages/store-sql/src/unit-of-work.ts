@@ -9,8 +9,9 @@ export type Transact = <T>(work: (session: SqlSession) => Promise<T>) => Promise
 
 /**
  * One transaction per `run` (C-40): every write made through the given stores commits together,
- * or none does when `work` throws. Use only the stores handed to `work` inside it: on SQLite the pool
- * holds a single connection, so a query through the outer stores would wait for this transaction.
+ * or none does when `work` throws. Use only the stores handed to `work` inside it: on SQLite the store
+ * has a single connection, so a query through the outer stores (or SqlStore.knex) would wait for this
+ * transaction.
  * On Postgres (createSqlStore) the whole run, pool wait included, shares one `statementTimeoutMs`
  * deadline; a statement that outlives it closes its connection, so the transaction is never
  * committed and no ROLLBACK is waited for (postgres/database.ts, C-17).

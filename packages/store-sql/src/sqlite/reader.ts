@@ -2,19 +2,19 @@
  * The read fast path of a SQLite *file* (createSqlStore with `sqlite:<path>`, never `:memory:`): a
  * second, dedicated better-sqlite3 connection opened read-only, on which the hottest single-statement
  * reads outside a unit of work (`apiKeys.findCredential`, `organisations.findById`) run synchronously,
- * without knex's query building, the pool acquire and its promise hops.
+ * without waiting in the line of the store's connection (database.ts) and its promise hops.
  *
- * Why a connection of its own and not the pool's one: the pool's connection is also the one every
+ * Why a connection of its own and not the store's one: the store's connection is also the one every
  * unit of work's transaction runs on, and a read on it while a unit of work is open would see that
  * transaction's uncommitted writes. This connection never writes and never holds a transaction, so
  * each statement is its own read transaction on the latest committed snapshot: in WAL mode (which the
- * pool sets on the file) it sees every write committed by any connection or process at once (C-36:
+ * store's connection sets on the file) it sees every write committed by any connection or process at once (C-36:
  * a revoked key is rejected on the very next request), never an uncommitted one, and it does not wait
  * for writers.
  *
- * It is opened lazily, only after a read through the pool has succeeded (so the file exists, is in
+ * It is opened lazily, only after a read through the store's connection has succeeded (so the file exists, is in
  * WAL mode and is migrated), and statements are prepared on first use and kept. If opening fails the
- * store stays on the pool path for good. close() closes it; it is never reopened afterwards.
+ * store stays on its own connection for good. close() closes it; it is never reopened afterwards.
  *
  * `cached()` keeps results for as long as no transaction has committed to the file, from any
  * connection of any process (wal-index.ts: one `pread` of the WAL-index header per call, where a
@@ -54,7 +54,7 @@ export class SqliteReadConnection {
 
   constructor(
     private readonly filename: string,
-    /** busy_timeout in ms, as on the pool's connection (only a WAL recovery or a non-WAL file makes a reader wait). */
+    /** busy_timeout in ms, as on the store's connection (only a WAL recovery or a non-WAL file makes a reader wait). */
     private readonly busyTimeoutMs: number,
   ) {
     this.watch = new WalIndexWatch(filename);
@@ -66,8 +66,8 @@ export class SqliteReadConnection {
   }
 
   /**
-   * Opens the connection after the pool has answered a read (file present, WAL, migrated). A failure
-   * leaves the store on the pool path; nothing is thrown.
+   * Opens the connection after the store's connection has answered a read (file present, WAL, migrated). A failure
+   * leaves the store on its own connection; nothing is thrown.
    */
   activate(): void {
     if (this.state !== 'idle') return;
@@ -84,7 +84,7 @@ export class SqliteReadConnection {
 
   /**
    * The first row of a SELECT (or undefined), synchronously. Throws the driver's error (to be
-   * translated by the caller, as on the pool path).
+   * translated by the caller, as on the store's connection).
    */
   get(sql: string, bindings: readonly unknown[]): Record<string, unknown> | undefined {
     let statement = this.statements.get(sql);
