@@ -33,7 +33,7 @@ function request(url: string, overrides: Partial<WebhookRequest> = {}): WebhookR
 
 interface Seen {
   readonly host: string | undefined;
-  readonly servername: string | false | undefined;
+  readonly servername: string | false | null | undefined;
 }
 
 /** A receiver on 127.0.0.1 (http, or https with the given key and certificate) recording each request. */
