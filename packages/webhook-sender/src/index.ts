@@ -60,16 +60,43 @@ function describeFailure(error: unknown, timeoutMs: number, timedOut: boolean): 
   return `request failed (${reason})`.slice(0, 200);
 }
 
-/** The system resolver (getaddrinfo, as connections use it): every address of a name, [] when it has none now. */
-export const dnsHostResolver: WebhookHostResolver = {
-  async resolve(hostname: string): Promise<readonly string[]> {
-    try {
-      return (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-    } catch {
-      return [];
-    }
-  },
-};
+/** How long the system resolver may take before a name counts as not resolving (getaddrinfo cannot be cancelled). */
+export const DNS_LOOKUP_BOUND_MS = 5_000;
+
+export interface DnsHostResolverOptions {
+  /** Default: node:dns's lookup (getaddrinfo, as connections use it), every address. */
+  readonly lookup?: (hostname: string) => Promise<ReadonlyArray<{ readonly address: string }>>;
+  /** Default DNS_LOOKUP_BOUND_MS. */
+  readonly boundMs?: number;
+}
+
+/** A resolver giving every address of a name, [] when it has none now or none within `boundMs`; never throws. */
+export function createDnsHostResolver(options: DnsHostResolverOptions = {}): WebhookHostResolver {
+  const lookup = options.lookup ?? ((hostname: string) => dnsLookup(hostname, { all: true, verbatim: true }));
+  const boundMs = options.boundMs ?? DNS_LOOKUP_BOUND_MS;
+  return {
+    async resolve(hostname: string): Promise<readonly string[]> {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<readonly string[]>((resolve) => {
+        timer = setTimeout(() => resolve([]), boundMs).unref();
+      });
+      const answer = Promise.resolve()
+        .then(() => lookup(hostname))
+        .then(
+          (addresses) => addresses.map((a) => a.address),
+          () => [] as readonly string[],
+        );
+      try {
+        return await Promise.race([answer, bound]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+/** The system resolver (getaddrinfo), bounded by DNS_LOOKUP_BOUND_MS. */
+export const dnsHostResolver: WebhookHostResolver = createDnsHostResolver();
 
 /** Signs one request's headers (exported for tests and for receivers written against this service). */
 export function signedHeaders(request: Pick<WebhookRequest, 'secret' | 'messageId' | 'timestamp' | 'body'>): Record<string, string> {

@@ -15,7 +15,7 @@ import type { TLSSocket } from 'node:tls';
 import { expect } from 'chai';
 import { OPERATOR, WebhookDelivery, cryptoRandom, type WebhookRequest } from '@cos/core';
 import { FakeClock, StaticHostResolver, createTestCore } from '@cos/core/testing';
-import { createWebhookSender } from '@cos/webhook-sender';
+import { createDnsHostResolver, createWebhookSender } from '@cos/webhook-sender';
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
@@ -173,6 +173,17 @@ describe('webhook-sender: destinations and answers (C-59, SSRF)', () => {
     expect(grown, `RSS grew by ${grown} bytes`).to.be.below(20 * 1024 * 1024);
     for (let i = 0; i < 200 && closed < 10; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(closed, 'every connection was closed by the sender').to.equal(10);
+  });
+
+  it('C-59: the DNS resolver gives nothing (never an error) for a lookup that fails or does not answer within its bound', async () => {
+    const failing = createDnsHostResolver({ lookup: () => Promise.reject(Object.assign(new Error('servfail'), { code: 'ESERVFAIL' })) });
+    expect(await failing.resolve('hooks.acme.example')).to.deep.equal([]);
+    const hanging = createDnsHostResolver({ lookup: () => new Promise(() => undefined), boundMs: 100 });
+    const started = Date.now();
+    expect(await hanging.resolve('hooks.acme.example')).to.deep.equal([]);
+    expect(Date.now() - started).to.be.below(3_000);
+    const answering = createDnsHostResolver({ lookup: () => Promise.resolve([{ address: '93.184.215.14' }, { address: '2606:2800:21f:cb07:6820:80da:af6b:8b2c' }]) });
+    expect(await answering.resolve('hooks.acme.example')).to.deep.equal(['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']);
   });
 
   it("C-59: the request's signal aborts the attempt (shutdown): it ends at once as 'attempt aborted', before its timeout", async () => {
