@@ -177,6 +177,7 @@ export function describeWebhookSender(name: string, makeSender: (policy: Webhook
       }
       expect(r.seen).to.have.length(reached);
 
+      // The default policy, and http allowed but private addresses not: the same receiver, unreachable.
       const strict = makeSender({ allowHttp: false, allowPrivate: false });
       const httpOnly = makeSender({ allowHttp: true, allowPrivate: false });
       for (const [url, reason] of refused) {
@@ -184,7 +185,6 @@ export function describeWebhookSender(name: string, makeSender: (policy: Webhook
         expect(await httpOnly.send(request(url.replace('https:', 'http:'))), url).to.deep.equal({ ok: false, error: reason });
         expect(await strict.send(request(url.replace('https:', 'http:'))), url).to.deep.equal({ ok: false, error: 'http:// is not allowed, only https://' });
       }
-      // http allowed, private not: the same receiver, still unreachable.
       expect(r.seen, 'nothing was sent under the refusing policies').to.have.length(reached);
     });
   });
