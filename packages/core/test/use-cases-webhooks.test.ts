@@ -130,6 +130,7 @@ describe('use case: webhooks and the outbox (C-59)', () => {
       'inside.acme.example': ['10.1.2.3'],
       'mixed.acme.example': ['93.184.215.14', '::1'],
       'metadata.acme.example': ['169.254.169.254'],
+      'zero.acme.example': ['0.0.0.0'],
     });
     const f = fixture({ webhookHosts: hosts });
     const org = await f.org('acme');
@@ -147,11 +148,15 @@ describe('use case: webhooks and the outbox (C-59)', () => {
     await f.core.webhooks.set(OPERATOR, org.id, 'https://93.184.215.14/cos');
     expect(hosts.calls).to.deep.equal(['inside.acme.example', 'mixed.acme.example', 'metadata.acme.example', 'hooks.acme.example', 'later.acme.example']);
     expect((await f.core.webhooks.show(OPERATOR, org.id)).url).to.equal('https://93.184.215.14/cos');
-    // With private destinations allowed the name is not even resolved.
+    // With private destinations allowed, a name resolving inside is accepted; one resolving to 0.0.0.0 still is not.
     const local = fixture({ webhookHosts: hosts, config: { webhookAllowPrivate: true } });
     const other = await local.org('globex');
     await local.core.webhooks.set(OPERATOR, other.id, 'https://inside.acme.example/hook');
-    expect(hosts.calls).to.have.length(5);
+    expect((await rejectsWith(local.core.webhooks.set(OPERATOR, other.id, 'https://zero.acme.example/hook'), ValidationError)).details).to.deep.equal([
+      { field: 'url', issue: 'address 0.0.0.0 of zero.acme.example is not allowed (unspecified)' },
+    ]);
+    expect(hosts.calls.slice(5)).to.deep.equal(['inside.acme.example', 'zero.acme.example']);
+    expect((await local.core.webhooks.show(OPERATOR, other.id)).url).to.equal('https://inside.acme.example/hook');
   });
 
   it('C-59: webhooks and notifications are operator-only: keys, even platform keys, get 403', async () => {

@@ -57,7 +57,7 @@ export async function checkWebhookHost(
   policy: WebhookDestinationPolicy = STRICT_WEBHOOK_POLICY,
 ): Promise<Checked<string>> {
   const { hostname } = new URL(href);
-  if (hosts === null || policy.allowPrivate || hostname.startsWith('[') || isIP(hostname) !== 0) return valid(href);
+  if (hosts === null || hostname.startsWith('[') || isIP(hostname) !== 0) return valid(href);
   for (const address of await hosts.resolve(hostname)) {
     const refusal = addressRefusal(address, policy, hostname);
     if (refusal !== null) return invalid([{ field, issue: webhookDestinationIssue(refusal) }]);
