@@ -49,39 +49,30 @@ describe('cos-admin: webhook destinations (C-59, SSRF)', function () {
     expect(JSON.parse(r.stderr)).to.deep.equal({ error: 'VALIDATION_ERROR', message: `invalid input: --url: ${issue}` });
   }
 
-  it('C-59 (SSRF): org webhook set refuses every form of the issue, and the service\'s own API, with exit 1 and a line naming --url and why; nothing is stored', async () => {
-    const api = startServe([], env, db.cwd);
-    servers.push(api);
-    const own = (await api.listening()).url; // http://127.0.0.1:<port>
+  it('C-59 (SSRF): org webhook set refuses internal endpoints (each kind of form of the issue, and the service\'s own API) with exit 1 and a line naming --url and why; nothing is stored', async () => {
+    // Every form of the issue is checked in-process by the core's tests; here one of each kind goes
+    // through the command (each is a process): a name, a numeric spelling, an IPv4-mapped address,
+    // one never allowed, cloud metadata by address and by name, a private address.
     const refused: Array<[string, string]> = [
       ['https://localhost/hook', `host localhost is an internal name${PRIVATE_HINT}`],
-      ['https://127.1/hook', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
       ['https://2130706433/hook', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
-      ['https://0x7f.1/hook', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
-      ['https://0.0.0.0/hook', 'address 0.0.0.0 is not allowed (unspecified)'],
-      ['https://[::1]/hook', `address ::1 is not allowed (loopback)${PRIVATE_HINT}`],
       ['https://[::ffff:127.0.0.1]/hook', `address ::ffff:7f00:1 is not allowed (loopback: IPv4-mapped 127.0.0.1)${PRIVATE_HINT}`],
-      [`${own.replace('http:', 'https:')}/v1/organisations`, `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://0.0.0.0/hook', 'address 0.0.0.0 is not allowed (unspecified)'],
       ['https://169.254.169.254/latest/meta-data/', `address 169.254.169.254 is not allowed (link-local)${PRIVATE_HINT}`],
-      ['https://10.0.0.1/hook', `address 10.0.0.1 is not allowed (private)${PRIVATE_HINT}`],
-      ['https://[fd00::1]/hook', `address fd00::1 is not allowed (unique-local)${PRIVATE_HINT}`],
       ['https://metadata.google.internal/computeMetadata/v1/', `host metadata.google.internal is an internal name${PRIVATE_HINT}`],
-      ['https://127.0.0.1:6379/', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://10.0.0.1/hook', `address 10.0.0.1 is not allowed (private)${PRIVATE_HINT}`],
     ];
-    // Four commands at a time: each is a process.
     for (let i = 0; i < refused.length; i += 4) await Promise.all(refused.slice(i, i + 4).map(([url, issue]) => expectRefused(url, issue)));
-    // The service's own API over http: refused for http:// by default, for its address with WEBHOOK_ALLOW_HTTP.
-    await expectRefused(`${own}/v1/organisations`, 'http:// is not allowed, only https://; WEBHOOK_ALLOW_HTTP=true allows it');
-    await expectRefused(`${own}/v1/organisations`, `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`, { WEBHOOK_ALLOW_HTTP: 'true' });
+    // The service's own API (HOST and PORT defaults): http:// is refused, and with WEBHOOK_ALLOW_HTTP its address.
+    const own = 'http://127.0.0.1:3000/v1/organisations';
+    await expectRefused(own, 'http:// is not allowed, only https://; WEBHOOK_ALLOW_HTTP=true allows it');
+    await expectRefused(own, `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`, { WEBHOOK_ALLOW_HTTP: 'true' });
     const show = await runCli(['org', 'webhook', 'show', orgId], env, db.cwd);
     expect(show.code).to.equal(1);
     expect(show.stderr).to.equal('cos-admin: The organisation has no webhook endpoint\n');
-    // Opting in to both, the same loopback URL is accepted (development and tests).
-    expect((await cliJson<{ url: string }>(['org', 'webhook', 'set', orgId, '--url', `${own}/hooks`], { ...env, ...LOCAL }, db.cwd)).url).to.equal(`${own}/hooks`);
-    await cliJson(['org', 'webhook', 'remove', orgId], env, db.cwd);
   });
 
-  it('C-59 (SSRF): serve checks again at delivery: an endpoint on loopback set under WEBHOOK_ALLOW_PRIVATE is not delivered to by a serve without it (last_error says why); with it, it is', async () => {
+  it('C-59 (SSRF): an endpoint on loopback is accepted with both opt-ins; serve checks again at delivery: one without WEBHOOK_ALLOW_PRIVATE sends nothing (last_error says why), one with it delivers', async () => {
     const receiver = await startReceiver(() => secret);
     receivers.push(receiver);
     const set = await cliJson<{ secret: string }>(['org', 'webhook', 'set', orgId, '--url', receiver.url], { ...env, ...LOCAL }, db.cwd);
