@@ -64,6 +64,29 @@ describe('webhook-sender: destinations and answers (C-59, SSRF)', () => {
     await Promise.all(closers.splice(0).map((c) => c()));
   });
 
+  it('C-59 (SSRF): at delivery, by default, every form of the issue is refused before any lookup or connection, with the reason as the error', async () => {
+    const hosts = new StaticHostResolver({});
+    const sender = createWebhookSender({ hosts });
+    const forms: Array<[string, string]> = [
+      ['https://localhost/hook', 'host localhost is an internal name'],
+      ['https://127.1/hook', 'address 127.0.0.1 is not allowed (loopback)'],
+      ['https://2130706433/hook', 'address 127.0.0.1 is not allowed (loopback)'],
+      ['https://0x7f.1/hook', 'address 127.0.0.1 is not allowed (loopback)'],
+      ['https://0.0.0.0/hook', 'address 0.0.0.0 is not allowed (unspecified)'],
+      ['https://[::1]/hook', 'address ::1 is not allowed (loopback)'],
+      ['https://[::ffff:127.0.0.1]/hook', 'address ::ffff:7f00:1 is not allowed (loopback: IPv4-mapped 127.0.0.1)'],
+      ['https://127.0.0.1:3000/v1/organisations', 'address 127.0.0.1 is not allowed (loopback)'],
+      ['https://169.254.169.254/latest/meta-data/', 'address 169.254.169.254 is not allowed (link-local)'],
+      ['https://10.0.0.1/hook', 'address 10.0.0.1 is not allowed (private)'],
+      ['https://[fd00::1]/hook', 'address fd00::1 is not allowed (unique-local)'],
+      ['https://metadata.google.internal/computeMetadata/v1/', 'host metadata.google.internal is an internal name'],
+      ['https://127.0.0.1:6379/', 'address 127.0.0.1 is not allowed (loopback)'],
+      ['http://hooks.acme.example/cos', 'http:// is not allowed, only https://'],
+    ];
+    for (const [url, error] of forms) expect(await sender.send(request(url)), url).to.deep.equal({ ok: false, error });
+    expect(hosts.calls, 'nothing was resolved').to.deep.equal([]);
+  });
+
   it('C-59 (SSRF): a host name is resolved once per attempt, every address is checked, and the connection goes to the checked address', async () => {
     const r = await receiver();
     closers.push(r.close);
