@@ -24,6 +24,7 @@ import {
   type Random,
   type RateCounter,
   type ScannerKeySet,
+  type WebhookHostResolver,
 } from '@cos/core';
 import { createSqlStore, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
@@ -187,7 +188,20 @@ export interface CorePorts {
   readonly freshness?: CredentialFreshness | null;
   /** CREDENTIAL_CACHE (default true). */
   readonly credentialCache?: boolean;
+  /** How `org webhook set` resolves an endpoint's host name (default: the system resolver). */
+  readonly webhookHosts?: WebhookHostResolver;
 }
+
+/**
+ * The system resolver for webhook endpoints' host names (@cos/webhook-sender's, the one deliveries
+ * use), loaded on first use: only setting an endpoint resolves anything.
+ */
+export const systemWebhookHosts: WebhookHostResolver = {
+  async resolve(hostname: string): Promise<readonly string[]> {
+    const { dnsHostResolver } = await import('@cos/webhook-sender');
+    return dnsHostResolver.resolve(hostname);
+  },
+};
 
 /** The one function that builds the Core from ports: `serve`, embedders and operator commands all go through it. */
 export function composeCore(ports: CorePorts): Core {
@@ -202,6 +216,7 @@ export function composeCore(ports: CorePorts): Core {
     logger: ports.logger,
     ...(ports.metrics !== undefined ? { metrics: ports.metrics } : {}),
     config: ports.config,
+    webhookHosts: ports.webhookHosts ?? systemWebhookHosts,
   });
 }
 
@@ -242,7 +257,8 @@ export async function createWebhookDelivery(
   const { createWebhookSender } = await import('@cos/webhook-sender');
   return new WebhookDelivery({
     stores: store.stores,
-    sender: createWebhookSender(),
+    // The same destination rules as `org webhook set`, applied to the address each attempt connects to.
+    sender: createWebhookSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }),
     clock: ports.clock,
     random: ports.random,
     logger: ports.logger,

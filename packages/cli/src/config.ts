@@ -43,6 +43,10 @@ export interface AppConfig {
   readonly webhookMaxAttempts: number;
   readonly webhookRetryBaseMs: number;
   readonly webhookPollIntervalMs: number;
+  /** Webhook endpoints may be plain http:// (otherwise https:// only), at configuration and delivery. */
+  readonly webhookAllowHttp: boolean;
+  /** Webhook endpoints may be loopback, private, link-local or unique-local addresses or internal names (development, tests). */
+  readonly webhookAllowPrivate: boolean;
   /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
   readonly opsPort: number | null;
   readonly opsHost: string;
@@ -214,6 +218,16 @@ const VARIABLES = {
     'how often each `serve` looks for due webhook notifications',
     int('WEBHOOK_POLL_INTERVAL_MS', 10, 3_600_000).default(1_000),
   ),
+  WEBHOOK_ALLOW_HTTP: variable(
+    'false',
+    '`true`: webhook endpoints may be plain `http://` URLs (otherwise `https://` only); checked by `org webhook set` and again at every delivery',
+    bool('WEBHOOK_ALLOW_HTTP').default(false),
+  ),
+  WEBHOOK_ALLOW_PRIVATE: variable(
+    'false',
+    '`true` (development and tests only): webhook endpoints may be loopback, private (RFC 1918, 100.64/10), link-local or unique-local addresses and internal names (`localhost`, `*.internal`…); unspecified, multicast, broadcast and reserved addresses stay refused. Otherwise such endpoints are refused by `org webhook set`, and at every delivery on the address actually connected to (operations guide, webhooks)',
+    bool('WEBHOOK_ALLOW_PRIVATE').default(false),
+  ),
   OPS_PORT: variable(
     'unset',
     'unset: no operations listener; set: `serve` also answers `GET /livez`, `/readyz` and `/metrics` (Prometheus) on this port (`0`: any free port), without key or rate limit, never on the API port',
@@ -310,6 +324,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,
     webhookRetryBaseMs: v.WEBHOOK_RETRY_BASE_MS,
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
+    webhookAllowHttp: v.WEBHOOK_ALLOW_HTTP,
+    webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
     opsPort: v.OPS_PORT ?? null,
     opsHost: v.OPS_HOST,
     credentialCache: v.CREDENTIAL_CACHE,
@@ -324,5 +340,7 @@ export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
     rateCounterTimeoutMs: config.redisTimeoutMs,
     maxActiveKeysPerOrg: config.maxActiveKeysPerOrg,
     secretScanningRateLimitPerMinute: config.secretScanningRateLimitPerMinute,
+    webhookAllowHttp: config.webhookAllowHttp,
+    webhookAllowPrivate: config.webhookAllowPrivate,
   };
 }

@@ -57,6 +57,9 @@ for (const target of databaseTargets()) {
         WEBHOOK_POLL_INTERVAL_MS: '50',
         WEBHOOK_RETRY_BASE_MS: '100',
         WEBHOOK_TIMEOUT_MS: '500',
+        // The receivers are plain http on loopback: opt in, as a development set-up would.
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
         ...(target.name === 'Postgres' && redis !== undefined && redis !== '' ? { REDIS_URL: redis } : {}),
         ...extra,
       };

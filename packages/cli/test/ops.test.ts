@@ -172,7 +172,9 @@ for (const target of databaseTargets()) {
     });
 
     it('/metrics: the named metrics with their labels after some traffic, route templates instead of raw paths, no key material (C-31)', async () => {
-      const s = serve([], { OPS_PORT: '0', WEBHOOK_POLL_INTERVAL_MS: '50' });
+      // The test's webhook receiver is plain http on loopback: both opt-ins, for `serve` and `org webhook set`.
+      const local = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true' };
+      const s = serve([], { OPS_PORT: '0', WEBHOOK_POLL_INTERVAL_MS: '50', ...local });
       const { api, ops } = await started(s);
       const auth = { authorization: `Bearer ${platformKey}` };
       const orgs = JSON.parse((await get(`${api}/v1/organisations`, auth)).text) as { data: { id: string }[] };
@@ -232,7 +234,7 @@ for (const target of databaseTargets()) {
       await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
       try {
         const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks/cos`;
-        await cliJson(['org', 'webhook', 'set', orgId, '--url', hook], env, db.cwd);
+        await cliJson(['org', 'webhook', 'set', orgId, '--url', hook], { ...env, ...local }, db.cwd);
         const issued = await fetch(`${api}/v1/organisations/${orgId}/api-keys`, {
           method: 'POST',
           headers: { ...auth, 'content-type': 'application/json' },

@@ -14,6 +14,10 @@ export interface CoreConfig {
   readonly secretScanningRateLimitPerMinute: number;
   /** last_used_at: uses are written at most this often per instance, ms (precision of the field). */
   readonly keyUsageFlushIntervalMs: number;
+  /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP; default only https://). */
+  readonly webhookAllowHttp: boolean;
+  /** Webhook endpoints may be loopback, private or internal (WEBHOOK_ALLOW_PRIVATE; development and tests). */
+  readonly webhookAllowPrivate: boolean;
 }
 
 export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
@@ -24,4 +28,6 @@ export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
   healthTimeoutMs: 1000,
   secretScanningRateLimitPerMinute: 600,
   keyUsageFlushIntervalMs: 60_000,
+  webhookAllowHttp: false,
+  webhookAllowPrivate: false,
 });

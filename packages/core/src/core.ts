@@ -7,6 +7,7 @@ import type { Metrics } from './ports/metrics.js';
 import type { Random } from './ports/random.js';
 import type { RateCounter } from './ports/rate-counter.js';
 import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
+import type { WebhookHostResolver } from './ports/webhook-sender.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
@@ -62,6 +63,8 @@ export interface CreateCoreOptions {
   readonly logger?: Logger;
   readonly metrics?: Metrics;
   readonly config?: Partial<CoreConfig>;
+  /** Resolves a webhook endpoint's host name when it is set, to refuse names pointing inside (default: none). */
+  readonly webhookHosts?: WebhookHostResolver;
   /**
    * The shared counter store's freshness tokens (Redis; issue 14). Given: every credential write is
    * fenced (credential-fence.ts) and, unless `credentialCache` is false, the HTTP hot path keeps
@@ -100,6 +103,7 @@ export function createCore(options: CreateCoreOptions): Core {
     logger,
     metrics: options.metrics ?? noopMetrics,
     config,
+    webhookHosts: options.webhookHosts ?? null,
   };
   const rateLimiter = new RateLimiter(deps);
   const cache =

@@ -8,6 +8,7 @@ export * from './domain/member.js';
 export * from './domain/api-key.js';
 export * from './domain/audit.js';
 export * from './domain/webhook.js';
+export * from './domain/webhook-destination.js';
 export * from './domain/principal.js';
 export type * from './ports/index.js';
 export * from './config.js';
@@ -62,7 +63,7 @@ export {
   ISSUE_ALERT_SOURCE,
   type AlertMatch,
 } from './validation/secret-scanning.js';
-export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL } from './validation/webhook.js';
+export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL, webhookDestinationIssue } from './validation/webhook.js';
 export { encodeCursor, decodeCursor } from './validation/cursor.js';
 // Validation helpers (C-5, C-6, C-8, C-11..C-14, C-23), for adapters that validate on their own.
 export {

@@ -1,7 +1,7 @@
 /** The contract suites run against the in-memory implementations (the SQL and Redis packages run the same suites). */
 import { InProcessRateCounter } from '@cos/core';
-import { createInMemoryStore, InMemoryFreshCounter, InMemoryRateCounter } from '@cos/core/testing';
-import { describeCredentialFreshness, describeRateCounter, describeStoreContract } from '@cos/core/testing/contracts';
+import { createInMemoryStore, InMemoryFreshCounter, InMemoryRateCounter, StaticHostResolver } from '@cos/core/testing';
+import { describeCredentialFreshness, describeRateCounter, describeStoreContract, describeWebhookHostResolver } from '@cos/core/testing/contracts';
 
 describeStoreContract('in-memory', async () => createInMemoryStore());
 
@@ -24,3 +24,5 @@ describeCredentialFreshness('in-memory (InMemoryFreshCounter)', async () => {
   const shared = new InMemoryFreshCounter(undefined, 300);
   return { first: shared, second: shared, changeBoundMs: 300, flush: async () => shared.flush(), close: async () => undefined };
 });
+
+describeWebhookHostResolver('StaticHostResolver (a hosts table)', () => new StaticHostResolver({ localhost: ['127.0.0.1', '::1'] }));

@@ -17,6 +17,7 @@ import {
   type OrganisationStore,
   type Random,
   type Stores,
+  type WebhookHostResolver,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore, createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
 
@@ -44,11 +45,12 @@ export function recordingRandom(inner: Random, uuids: string[]): Random {
   };
 }
 
-export function fixture(options: { config?: Partial<CoreConfig>; seed?: number } = {}): Fixture {
+export function fixture(options: { config?: Partial<CoreConfig>; seed?: number; webhookHosts?: WebhookHostResolver } = {}): Fixture {
   const uuids: string[] = [];
   const t = createTestCore({
     random: recordingRandom(seededRandom(options.seed ?? 42), uuids),
     ...(options.config !== undefined ? { config: options.config } : {}),
+    ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
   });
   const f: Fixture = {
     ...t,

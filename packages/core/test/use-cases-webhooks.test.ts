@@ -11,7 +11,11 @@ import {
   ValidationError,
   WEBHOOK_NOT_FOUND_MESSAGE,
 } from '@cos/core';
+import { StaticHostResolver } from '@cos/core/testing';
 import { UNKNOWN_UUID, fixture, rejectsWith } from './use-cases-fixtures.js';
+
+const PRIVATE_HINT = '; WEBHOOK_ALLOW_PRIVATE=true (development and tests only) allows it';
+const HTTP_ISSUE = 'http:// is not allowed, only https://; WEBHOOK_ALLOW_HTTP=true allows it';
 
 describe('use case: webhooks and the outbox (C-59)', () => {
   it('C-59: set makes an endpoint with a new whsec_ secret shown once; changing the URL keeps the secret; rotate makes a new one', async () => {
@@ -45,6 +49,114 @@ describe('use case: webhooks and the outbox (C-59)', () => {
     }
     expect(await f.store.stores.webhooks.get(org.id)).to.equal(null);
     await rejectsWith(f.core.webhooks.set(OPERATOR, UNKNOWN_UUID, 'https://x.example/h'), NotFoundError);
+  });
+
+  it('C-59 (SSRF): set refuses every internal destination (each form of the issue, other special ranges, internal names) with a detail saying why; nothing is stored', async () => {
+    const f = fixture();
+    const org = await f.org('acme');
+    const refused: Array<[string, string]> = [
+      ['https://localhost/hook', `host localhost is an internal name${PRIVATE_HINT}`],
+      ['https://LOCALHOST./hook', `host localhost is an internal name${PRIVATE_HINT}`],
+      ['https://127.1/hook', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://2130706433/hook', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://0x7f.1/hook', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://0.0.0.0/hook', 'address 0.0.0.0 is not allowed (unspecified)'],
+      ['https://[::1]/hook', `address ::1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://[::ffff:127.0.0.1]/hook', `address ::ffff:7f00:1 is not allowed (loopback: IPv4-mapped 127.0.0.1)${PRIVATE_HINT}`],
+      // the service's own API (HOST and PORT defaults)
+      ['https://127.0.0.1:3000/v1/organisations', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://169.254.169.254/latest/meta-data/', `address 169.254.169.254 is not allowed (link-local)${PRIVATE_HINT}`],
+      ['https://10.0.0.1/hook', `address 10.0.0.1 is not allowed (private)${PRIVATE_HINT}`],
+      ['https://[fd00::1]/hook', `address fd00::1 is not allowed (unique-local)${PRIVATE_HINT}`],
+      ['https://metadata.google.internal/computeMetadata/v1/', `host metadata.google.internal is an internal name${PRIVATE_HINT}`],
+      ['https://127.0.0.1:6379/', `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://172.16.5.4/hook', `address 172.16.5.4 is not allowed (private)${PRIVATE_HINT}`],
+      ['https://192.168.1.1/hook', `address 192.168.1.1 is not allowed (private)${PRIVATE_HINT}`],
+      ['https://100.64.0.1/hook', `address 100.64.0.1 is not allowed (shared address space)${PRIVATE_HINT}`],
+      ['https://[fe80::1]/hook', `address fe80::1 is not allowed (link-local)${PRIVATE_HINT}`],
+      ['https://[::]/hook', 'address :: is not allowed (unspecified)'],
+      ['https://224.0.0.1/hook', 'address 224.0.0.1 is not allowed (multicast)'],
+      ['https://[ff02::1]/hook', 'address ff02::1 is not allowed (multicast)'],
+      ['https://255.255.255.255/hook', 'address 255.255.255.255 is not allowed (broadcast)'],
+      ['https://192.0.2.10/hook', 'address 192.0.2.10 is not allowed (documentation)'],
+      ['https://240.0.0.1/hook', 'address 240.0.0.1 is not allowed (reserved)'],
+      ['https://[::127.0.0.1]/hook', `address ::7f00:1 is not allowed (loopback: IPv4-compatible 127.0.0.1)${PRIVATE_HINT}`],
+      ['https://[64:ff9b::10.0.0.1]/hook', `address 64:ff9b::a00:1 is not allowed (private: NAT64 10.0.0.1)${PRIVATE_HINT}`],
+      ['https://[2002:a9fe:a9fe::1]/hook', `address 2002:a9fe:a9fe::1 is not allowed (link-local: 6to4 169.254.169.254)${PRIVATE_HINT}`],
+      ['https://[2001::1]/hook', 'address 2001::1 is not allowed (reserved)'],
+      ['https://api.localhost/hook', `host api.localhost is an internal name${PRIVATE_HINT}`],
+      ['https://printer.local/hook', `host printer.local is an internal name${PRIVATE_HINT}`],
+      ['https://intranet/hook', `host intranet is a single-label (local network) name${PRIVATE_HINT}`],
+      ['http://hooks.acme.example/cos', HTTP_ISSUE],
+    ];
+    for (const [url, issue] of refused) {
+      const e = await rejectsWith(f.core.webhooks.set(OPERATOR, org.id, url), ValidationError);
+      expect(e.details, url).to.deep.equal([{ field: 'url', issue }]);
+    }
+    expect(await f.store.stores.webhooks.get(org.id)).to.equal(null);
+    // Public destinations, including IPv6 and IPv4 forms of public addresses, are accepted.
+    for (const url of ['https://93.184.215.14/hook', 'https://[2606:4700:4700::1111]/hook', 'https://[::ffff:8.8.8.8]/hook', 'https://[64:ff9b::8.8.8.8]/hook', 'https://172.32.0.1/hook']) {
+      expect((await f.core.webhooks.set(OPERATOR, org.id, url)).endpoint.url, url).to.equal(new URL(url).href);
+    }
+  });
+
+  it('C-59 (SSRF): WEBHOOK_ALLOW_HTTP allows http://, WEBHOOK_ALLOW_PRIVATE loopback, private and internal names; neither allows unspecified, multicast or broadcast', async () => {
+    const httpOnly = fixture({ config: { webhookAllowHttp: true } });
+    const a = await httpOnly.org('acme');
+    expect((await httpOnly.core.webhooks.set(OPERATOR, a.id, 'http://hooks.acme.example/cos')).endpoint.url).to.equal('http://hooks.acme.example/cos');
+    expect((await rejectsWith(httpOnly.core.webhooks.set(OPERATOR, a.id, 'http://127.0.0.1:8080/hook'), ValidationError)).details).to.deep.equal([
+      { field: 'url', issue: `address 127.0.0.1 is not allowed (loopback)${PRIVATE_HINT}` },
+    ]);
+
+    const privateOnly = fixture({ config: { webhookAllowPrivate: true } });
+    const b = await privateOnly.org('acme');
+    expect((await rejectsWith(privateOnly.core.webhooks.set(OPERATOR, b.id, 'http://127.0.0.1:8080/hook'), ValidationError)).details).to.deep.equal([
+      { field: 'url', issue: HTTP_ISSUE },
+    ]);
+
+    const local = fixture({ config: { webhookAllowHttp: true, webhookAllowPrivate: true } });
+    const c = await local.org('acme');
+    for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost:8080/hook', 'https://10.0.0.1/hook', 'https://[::1]:8443/hook', 'https://metadata.google.internal/x', 'http://receiver/hook']) {
+      expect((await local.core.webhooks.set(OPERATOR, c.id, url)).endpoint.url, url).to.equal(new URL(url).href);
+    }
+    for (const url of ['http://0.0.0.0:8080/hook', 'http://224.0.0.1/hook', 'http://255.255.255.255/hook', 'http://[::]:8080/hook']) {
+      await rejectsWith(local.core.webhooks.set(OPERATOR, c.id, url), ValidationError);
+    }
+  });
+
+  it('C-59 (SSRF): with a host resolver, a name that resolves to any internal address is refused; a public or not (yet) resolving name is accepted; literal addresses are not resolved', async () => {
+    const hosts = new StaticHostResolver({
+      'hooks.acme.example': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+      'inside.acme.example': ['10.1.2.3'],
+      'mixed.acme.example': ['93.184.215.14', '::1'],
+      'metadata.acme.example': ['169.254.169.254'],
+      'zero.acme.example': ['0.0.0.0'],
+    });
+    const f = fixture({ webhookHosts: hosts });
+    const org = await f.org('acme');
+    const refused: Array<[string, string]> = [
+      ['https://inside.acme.example/hook', `address 10.1.2.3 of inside.acme.example is not allowed (private)${PRIVATE_HINT}`],
+      ['https://mixed.acme.example/hook', `address ::1 of mixed.acme.example is not allowed (loopback)${PRIVATE_HINT}`],
+      ['https://metadata.acme.example/hook', `address 169.254.169.254 of metadata.acme.example is not allowed (link-local)${PRIVATE_HINT}`],
+    ];
+    for (const [url, issue] of refused) {
+      expect((await rejectsWith(f.core.webhooks.set(OPERATOR, org.id, url), ValidationError)).details, url).to.deep.equal([{ field: 'url', issue }]);
+    }
+    expect(await f.store.stores.webhooks.get(org.id)).to.equal(null);
+    await f.core.webhooks.set(OPERATOR, org.id, 'https://hooks.acme.example/cos');
+    await f.core.webhooks.set(OPERATOR, org.id, 'https://later.acme.example/cos');
+    await f.core.webhooks.set(OPERATOR, org.id, 'https://93.184.215.14/cos');
+    expect(hosts.calls).to.deep.equal(['inside.acme.example', 'mixed.acme.example', 'metadata.acme.example', 'hooks.acme.example', 'later.acme.example']);
+    expect((await f.core.webhooks.show(OPERATOR, org.id)).url).to.equal('https://93.184.215.14/cos');
+    // With private destinations allowed, a name resolving inside is accepted; one resolving to 0.0.0.0 still is not.
+    const local = fixture({ webhookHosts: hosts, config: { webhookAllowPrivate: true } });
+    const other = await local.org('globex');
+    await local.core.webhooks.set(OPERATOR, other.id, 'https://inside.acme.example/hook');
+    expect((await rejectsWith(local.core.webhooks.set(OPERATOR, other.id, 'https://zero.acme.example/hook'), ValidationError)).details).to.deep.equal([
+      { field: 'url', issue: 'address 0.0.0.0 of zero.acme.example is not allowed (unspecified)' },
+    ]);
+    expect(hosts.calls.slice(5)).to.deep.equal(['inside.acme.example', 'zero.acme.example']);
+    expect((await local.core.webhooks.show(OPERATOR, other.id)).url).to.equal('https://inside.acme.example/hook');
   });
 
   it('C-59: webhooks and notifications are operator-only: keys, even platform keys, get 403', async () => {

@@ -1,5 +1,6 @@
 /** The WebhookSender contract (C-59) against the HTTP sender, on a real local receiver. */
-import { describeWebhookSender } from '@cos/core/testing/contracts';
-import { createWebhookSender } from '@cos/webhook-sender';
+import { describeWebhookHostResolver, describeWebhookSender } from '@cos/core/testing/contracts';
+import { createWebhookSender, dnsHostResolver } from '@cos/webhook-sender';
 
-describeWebhookSender('@cos/webhook-sender (standardwebhooks over fetch)', () => createWebhookSender());
+describeWebhookSender('@cos/webhook-sender (standardwebhooks over node:http)', (policy) => createWebhookSender(policy));
+describeWebhookHostResolver('@cos/webhook-sender dnsHostResolver (the system resolver)', () => dnsHostResolver);

@@ -3,7 +3,9 @@
  * core wrote to the in-memory outbox are delivered to a REAL HTTP receiver (node:http on
  * 127.0.0.1, ephemeral port) that verifies them with `standardwebhooks` as a customer would.
  * Time between attempts is driven by a FakeClock (started at the real time, so the receiver's
- * timestamp tolerance holds) and explicit deliverDue() rounds; timeouts are real.
+ * timestamp tolerance holds) and explicit deliverDue() rounds; timeouts are real. The receiver is
+ * plain http on loopback, so the core and the sender opt in to both (WEBHOOK_ALLOW_HTTP and
+ * WEBHOOK_ALLOW_PRIVATE in `serve`).
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -87,6 +89,10 @@ async function closedPort(): Promise<number> {
   return r.port;
 }
 
+/** The opt-in a loopback http receiver needs, in the core (configuration) and in the sender (delivery). */
+const LOCAL = { allowHttp: true, allowPrivate: true } as const;
+const LOCAL_CONFIG = { webhookAllowHttp: true, webhookAllowPrivate: true } as const;
+
 const OPTIONS: Partial<WebhookDeliveryOptions> = { timeoutMs: 1_000, maxAttempts: 4, retryBaseMs: 1_000, retryMaxMs: 60_000, batchSize: 10 };
 
 interface Setup {
@@ -98,7 +104,7 @@ interface Setup {
 
 /** A core over the in-memory store whose clock starts now; one organisation with an endpoint at `url`. */
 async function setup(url: string, options: Partial<WebhookDeliveryOptions> = {}): Promise<Setup> {
-  const tc = createTestCore({ clock: new FakeClock(new Date()) });
+  const tc = createTestCore({ clock: new FakeClock(new Date()), config: LOCAL_CONFIG });
   const org = await tc.core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
   const change = await tc.core.webhooks.set(OPERATOR, org.id, url);
   return { tc, orgId: org.id, secret: change.newSecret!, delivery: newDelivery(tc, { ...OPTIONS, ...options }) };
@@ -107,7 +113,7 @@ async function setup(url: string, options: Partial<WebhookDeliveryOptions> = {})
 function newDelivery(tc: TestCore, options: Partial<WebhookDeliveryOptions> = OPTIONS): WebhookDelivery {
   return new WebhookDelivery({
     stores: tc.store.stores,
-    sender: createWebhookSender(),
+    sender: createWebhookSender(LOCAL),
     clock: tc.clock,
     random: cryptoRandom,
     logger: tc.logger,
@@ -281,7 +287,7 @@ describe('webhook-sender: WebhookDelivery over real HTTP (C-59)', () => {
     expect(receiver.received.map((r) => r.path)).to.deep.equal(['/hook']);
   });
 
-  it('C-59: a failure never records or logs the endpoint URL\'s credentials or query (fetch quotes the URL of one with a user)', async () => {
+  it('C-59: a failure never records or logs the endpoint URL\'s credentials or query', async () => {
     // The use case refuses such a URL now; an endpoint stored before that rule (or by an embedder
     // writing the store directly) must still not leak through the sender's error text.
     const s = await setup(receiver.url);

@@ -28,7 +28,7 @@ export function registerWebhook(org: Command): void {
       .command('set')
       .description('set the endpoint (a new endpoint gets a signing secret, printed once; changing the URL keeps the secret)')
       .argument('<org_id>', 'organisation id (UUID)')
-      .requiredOption('--url <url>', 'an absolute http:// or https:// URL')
+      .requiredOption('--url <url>', 'an https:// URL on the Internet (http:// needs WEBHOOK_ALLOW_HTTP=true; loopback, private and internal hosts WEBHOOK_ALLOW_PRIVATE=true)')
       .addHelpText('after', EVENTS_HELP)
       .action(async (orgId: string, opts: { url: string }, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {

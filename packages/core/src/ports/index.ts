@@ -12,5 +12,5 @@ export type { Random } from './random.js';
 export type { RateCounter } from './rate-counter.js';
 export type { Stores, UnitOfWork } from './unit-of-work.js';
 export type { WebhookStore } from './webhook-store.js';
-export type { WebhookRequest, WebhookResult, WebhookSender } from './webhook-sender.js';
+export type { WebhookHostResolver, WebhookRequest, WebhookResult, WebhookSender } from './webhook-sender.js';
 export type { CredentialFreshness, FreshnessCheck, FreshnessCount, FreshnessReply } from './credential-freshness.js';

@@ -11,6 +11,8 @@ export interface WebhookRequest {
   readonly body: string;
   /** The attempt's bound: connection, request and response together. */
   readonly timeoutMs: number;
+  /** Aborts the attempt (shutdown); combined with `timeoutMs`. */
+  readonly signal?: AbortSignal;
 }
 
 /** How an attempt ended: a 2xx answer, or why not (no key material, no response body). */
@@ -19,4 +21,14 @@ export type WebhookResult = { readonly ok: true; readonly status: number } | { r
 /** Signs and sends one webhook (implemented by @cos/webhook-sender). Never throws: failures are results. */
 export interface WebhookSender {
   send(request: WebhookRequest): Promise<WebhookResult>;
+}
+
+/**
+ * Resolves an endpoint's host name to the addresses a sender would connect to (DNS, implemented by
+ * @cos/webhook-sender), so that a name pointing inside is refused when the endpoint is configured.
+ * Delivery resolves again and checks the address it connects to: this is early feedback, not the
+ * guard. Returns [] when the name does not resolve (now); never throws.
+ */
+export interface WebhookHostResolver {
+  resolve(hostname: string): Promise<readonly string[]>;
 }

@@ -11,4 +11,5 @@ export { FakeClock, FAKE_CLOCK_START } from './fake-clock.js';
 export { seededRandom } from './seeded-random.js';
 export { CapturingLogger, type LogEntry } from './capturing-logger.js';
 export { RecordingMetrics, type MetricEvent } from './recording-metrics.js';
+export { StaticHostResolver } from './static-host-resolver.js';
 export { createTestCore, type TestCore, type TestCoreOptions } from './test-core.js';

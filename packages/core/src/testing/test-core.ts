@@ -4,6 +4,7 @@ import { cryptoRandom } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
+import type { WebhookHostResolver } from '../ports/webhook-sender.js';
 import { CapturingLogger } from './capturing-logger.js';
 import { FakeClock } from './fake-clock.js';
 import type { StoreHarness } from './harness.js';
@@ -30,6 +31,8 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   logger?: CapturingLogger;
   /** Default: none (noopMetrics); e.g. a RecordingMetrics. */
   metrics?: Metrics;
+  /** Default: none (webhook hosts are checked as written, not resolved). */
+  webhookHosts?: WebhookHostResolver;
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -47,6 +50,7 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     logger,
     ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
     ...(options.config !== undefined ? { config: options.config } : {}),
+    ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
   });
   return { core, clock, store, counter, logger };
 }

@@ -8,7 +8,7 @@ import type { Principal } from '../domain/principal.js';
 import { generateWebhookSecret, type WebhookEndpoint } from '../domain/webhook.js';
 import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
-import { checkWebhookUrl } from '../validation/webhook.js';
+import { checkWebhookHost, checkWebhookUrl } from '../validation/webhook.js';
 import { authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
@@ -22,11 +22,14 @@ export interface WebhookChange {
 }
 
 export class Webhooks {
-  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'unitOfWork' | 'clock' | 'random'>) {}
+  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'unitOfWork' | 'clock' | 'random' | 'config' | 'webhookHosts'>) {}
 
   async set(principal: Principal, orgId: string, url: unknown): Promise<WebhookChange> {
     authorise(principal, 'webhooks.manage');
-    const [id, href] = all(checkUuid(orgId, 'org_id'), checkWebhookUrl(url));
+    // The destination rules (https only, nothing inside) on the URL, then on what its host resolves to.
+    const policy = { allowHttp: this.deps.config.webhookAllowHttp, allowPrivate: this.deps.config.webhookAllowPrivate };
+    const [id, checked] = all(checkUuid(orgId, 'org_id'), checkWebhookUrl(url, 'url', policy));
+    const [href] = all(await checkWebhookHost(checked, this.deps.webhookHosts, 'url', policy));
     return this.deps.unitOfWork.run(async (stores) => {
       if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
       const now = this.deps.clock.now();

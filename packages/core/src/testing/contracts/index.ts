@@ -13,5 +13,5 @@ export { describeRateCounter } from './rate-counter.js';
 export { describeStoreContract } from './store.js';
 export { describeUnitOfWork } from './unit-of-work.js';
 export { describeWebhookStore, expectWebhookEndpoint } from './webhook-store.js';
-export { describeWebhookSender } from './webhook-sender.js';
+export { describeWebhookHostResolver, describeWebhookSender } from './webhook-sender.js';
 export { describeCredentialFreshness, type FreshnessHarness } from './credential-freshness.js';
