@@ -58,7 +58,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   let raw: string;
   let keyId: string;
 
-  function instance(options: { cache?: boolean; maxEntries?: number } = {}): Instance {
+  function instance(options: { cache?: boolean; maxEntries?: number; lease?: { epoch(): number | null } } = {}): Instance {
     const keys = new GatedApiKeyStore(store.stores.apiKeys);
     const logger = new CapturingLogger();
     const core = createCore({
@@ -69,6 +69,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       freshness: shared,
       ...(options.cache !== undefined ? { credentialCache: options.cache } : {}),
       ...(options.maxEntries !== undefined ? { credentialCacheMaxEntries: options.maxEntries } : {}),
+      ...(options.lease !== undefined ? { credentialCacheLease: options.lease } : {}),
       clock,
       logger,
       config: { rateLimitPerMinute: LIMIT },
@@ -303,6 +304,36 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect((await one.core.apiKeys.get(OPERATOR, org.id, rollable.key.id)).revokedAt).to.equal(null);
     expect((await one.core.organisations.get(OPERATOR, org.id)).industrySection).to.not.equal('K');
     expect((await one.core.apiKeys.list(OPERATOR, org.id, {})).items.length, 'no new key').to.equal(2);
+  });
+
+  it('C-57, the lease: while it is not held nothing is trusted or filled; a lease lost and taken anew empties the cache even with no request in between, so a change written unfenced meanwhile is never served', async () => {
+    const lease = { current: 1 as number | null, epoch() { return this.current; } };
+    const leased = instance({ lease });
+    await warm(leased);
+    // Lost: every request reads the store, and nothing it reads is kept.
+    lease.current = null;
+    let reads = leased.keys.reads;
+    for (let n = 0; n < 3; n++) expect(await admit(leased)).to.equal('ok');
+    expect(leased.keys.reads - reads, 'a store read per request while the lease is not held').to.equal(3);
+    // Taken again, lost, and (without a request seeing that) taken anew while a writer that saw no
+    // registered instance changed the key without fencing.
+    lease.current = 2;
+    await warm(leased);
+    lease.current = null;
+    await store.stores.apiKeys.revoke(org.id, keyId, clock.now()); // no beginChange / endChange
+    lease.current = 3;
+    expect(await admit(leased), 'the entry from before the lapse is gone').to.equal(401);
+    // A fill whose store read started under one epoch is not kept once the epoch changed.
+    const other = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'other' });
+    lease.current = 4;
+    leased.keys.hold();
+    const reading = admit(leased, `Bearer ${other.rawKey}`); // a miss: reads the store under epoch 4
+    lease.current = 5;
+    leased.keys.release();
+    expect(await reading).to.equal('ok');
+    reads = leased.keys.reads;
+    expect(await admit(leased, `Bearer ${other.rawKey}`)).to.equal('ok');
+    expect(leased.keys.reads - reads, 'not filled from the read that straddled the new epoch').to.equal(1);
   });
 
   it('bounded: at most maxEntries entries, the oldest filled goes first', async () => {
