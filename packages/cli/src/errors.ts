@@ -109,7 +109,12 @@ export function describeError(e: unknown, labels: Readonly<Record<string, string
         return `invalid input: ${details || oneLine(e.message)}`;
       case 'SERVICE_UNAVAILABLE': {
         // The credential fence (issue 14): Redis, not the database.
-        if (e.message === FENCE_UNAVAILABLE_MESSAGE) return 'Redis (REDIS_URL) is unreachable: credential changes are refused while the instances cache credentials; nothing was changed';
+        if (e.message === FENCE_UNAVAILABLE_MESSAGE) {
+          // The command's own fence refused (instance-registration.ts): its message names what to set.
+          const cause = (e as { cause?: unknown }).cause;
+          if (cause instanceof Error && cause.name === 'CommandFenceRefusal') return oneLine(cause.message);
+          return 'Redis (REDIS_URL) is unreachable: credential changes are refused while the instances cache credentials; nothing was changed';
+        }
         const cause = causeMessage(e);
         return `the database is unavailable${cause ? ` (${cause})` : ''}; check DATABASE_URL and that the database is up`;
       }

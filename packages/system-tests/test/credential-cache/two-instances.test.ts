@@ -98,6 +98,20 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
   const client = (i: 'A' | 'B') => (i === 'A' ? a : b);
   const getOrg = (i: 'A' | 'B', key: string) => client(i).call('GET', `/v1/organisations/${orgId}`, { key, timeoutMs: 5_000 });
 
+  /**
+   * Bytes B sent to Postgres while answering `n` requests of the owner key, the fewer of two
+   * windows: B's instance-registry heartbeat (one statement every 5 s) may fall in one of them.
+   */
+  async function fewestBytesToPostgres(n: number): Promise<number> {
+    let fewest = Number.POSITIVE_INFINITY;
+    for (let attempt = 0; attempt < 2 && fewest > 0; attempt++) {
+      const before = pgProxy.bytesFromClients;
+      for (let i = 0; i < n; i++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
+      fewest = Math.min(fewest, pgProxy.bytesFromClients - before);
+    }
+    return fewest;
+  }
+
   /** Keeps sending GET of the organisation with `key` on both instances until stopped. */
   function load(key: string): { shots: Shot[]; stop(): Promise<void> } {
     const shots: Shot[] = [];
@@ -142,9 +156,7 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
 
   it('the cache is in use: a warm key is answered without a byte to Postgres, by its one Redis call', async () => {
     for (let n = 0; n < 5; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
-    const before = pgProxy.bytesFromClients;
-    for (let n = 0; n < 50; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
-    expect(pgProxy.bytesFromClients - before, 'bytes sent to Postgres for 50 cached requests').to.equal(0);
+    expect(await fewestBytesToPostgres(50), 'bytes sent to Postgres for 50 cached requests').to.equal(0);
   });
 
   it(`C-36: a key revoked on one instance is 401 on both for every request sent after the 204, under load of that key on both or with it idle in both caches (${REPETITIONS} times)`, async () => {
@@ -331,9 +343,7 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     }
     // And B's cache works again by itself: warm, then no byte to Postgres.
     for (let n = 0; n < 5; n++) await getOrg('B', ownerKey);
-    const before = pgProxy.bytesFromClients;
-    for (let n = 0; n < 20; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);
-    expect(pgProxy.bytesFromClients - before, 'bytes to Postgres once Redis is back').to.equal(0);
+    expect(await fewestBytesToPostgres(20), 'bytes to Postgres once Redis is back').to.equal(0);
   });
 
   it('partition: instance A reaches Postgres but not Redis; a revocation through A is refused (503, nothing changes) and B keeps the truth; once A reaches Redis again the revocation is 204 and B answers 401 at once', async () => {
