@@ -176,36 +176,38 @@ const NOTHING_CHANGED = 'nothing was changed';
 
 /**
  * No live registration: fence in REDIS_URL's Redis when set (as always), else nothing to fence.
- * Live registrations: fence in their Redis: REDIS_URL must name it; without REDIS_URL it is
- * reached from its recorded location when it needs no credentials, else the command refuses.
+ * Live registrations: fence in their Redis. REDIS_URL, when set, must name it (one of the recorded
+ * locations, when instances reach one Redis by different addresses); without REDIS_URL it is
+ * reached from its recorded location when all instances recorded the same one and it needs no
+ * credentials, else the command refuses, naming REDIS_URL and the host:port to set.
  */
 export function planCommandFence(live: readonly InstanceRecord[], redisUrl: string | null): FencePlan {
   const configured = redisUrl === null ? null : redisLocationOf(redisUrl);
   if (live.length === 0) return configured === null || redisUrl === null ? { kind: 'none' } : { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
   const locations = [...new Set(live.map((r) => r.redisLocation))];
-  const targets = locations.map((l) => redisLocationOf(l).target);
+  const recorded = locations.map((l) => redisLocationOf(l));
+  const targets = recorded.map((l) => l.target).join(', ');
+  if (configured !== null && redisUrl !== null) {
+    if (locations.includes(configured.location)) return { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
+    return {
+      kind: 'refuse',
+      message: `REDIS_URL names the Redis at ${configured.target} (${configured.location}), but the running instances cache credentials with the Redis at ${targets} (${locations.join(', ')}): set REDIS_URL to that Redis; ${NOTHING_CHANGED}`,
+    };
+  }
   if (locations.length > 1) {
     return {
       kind: 'refuse',
-      message: `the running instances cache credentials with different Redis servers (${targets.join(', ')}): they must share one; set REDIS_URL to it; ${NOTHING_CHANGED}`,
+      message: `the running instances cache credentials with Redis at different addresses (${targets}): set REDIS_URL to their Redis and run the command again; ${NOTHING_CHANGED}`,
     };
   }
-  const location = locations[0]!;
-  const recorded = redisLocationOf(location);
-  if (configured !== null && redisUrl !== null) {
-    if (configured.location === recorded.location) return { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
-    return {
-      kind: 'refuse',
-      message: `REDIS_URL names the Redis at ${configured.target} (${configured.location}), but the running instances cache credentials with the Redis at ${recorded.target} (${recorded.location}): set REDIS_URL to that Redis; ${NOTHING_CHANGED}`,
-    };
-  }
+  const only = recorded[0]!;
   if (live.some((r) => r.redisAuth)) {
     return {
       kind: 'refuse',
-      message: `the running instances cache credentials with the Redis at ${recorded.target}, which needs credentials: set REDIS_URL to that Redis (${recorded.location} with its password) and run the command again; ${NOTHING_CHANGED}`,
+      message: `the running instances cache credentials with the Redis at ${only.target}, which needs credentials: set REDIS_URL to that Redis (${only.location} with its password) and run the command again; ${NOTHING_CHANGED}`,
     };
   }
-  return { kind: 'redis', url: location, location: recorded, from: 'registry' };
+  return { kind: 'redis', url: only.location, location: only, from: 'registry' };
 }
 
 /** A credential change an operator command must not make; its message is the command's one line. */
@@ -244,6 +246,7 @@ export class CommandFence implements CredentialFreshness {
     if (plan.kind === 'refuse') throw new CommandFenceRefusal(plan.message);
     if (plan.kind === 'none') return;
     const redis = this.redis;
+    // The Redis connected at the start must still be the one the plan names (an instance may have registered since).
     if (redis === null || redis.location.location !== plan.location.location) {
       throw new CommandFenceRefusal(
         `instances caching credentials with the Redis at ${plan.location.target} registered while the command ran: run it again${this.redisUrl === null ? '' : ' (REDIS_URL must name that Redis)'}; ${NOTHING_CHANGED}`,

@@ -62,13 +62,17 @@ describe('instance registration (issue 27): caching instances and operator comma
       const otherDb = planCommandFence([record('redis://cache:6379/0')], 'redis://cache:6379/1');
       expect(otherDb.kind, 'another database of the same server is another Redis').to.equal('refuse');
       const split = planCommandFence([record('redis://a:6379/0'), record('redis://b:6379/0', false, 'i-2')], null);
-      expect(split.kind).to.equal('refuse');
+      expect(split.kind, 'instances that recorded different addresses, no REDIS_URL').to.equal('refuse');
+      expect(planCommandFence([record('redis://a:6379/0'), record('redis://b:6379/0', false, 'i-2')], 'redis://b:6379'), 'REDIS_URL names one of them').to.deep.include({
+        kind: 'redis',
+        from: 'REDIS_URL',
+      });
       for (const plan of [needsPassword, other, otherDb]) {
         const message = (plan as { message: string }).message;
         expect(message).to.include('REDIS_URL').and.to.include('cache:6379').and.to.include('nothing was changed').and.not.include('hunter2');
         expect(message).to.not.include('\n');
       }
-      expect((split as { message: string }).message).to.include('a:6379').and.to.include('b:6379');
+      expect((split as { message: string }).message).to.include('a:6379').and.to.include('b:6379').and.to.include('REDIS_URL');
       // The same Redis named with its password: fenced there.
       expect(planCommandFence([record('redis://cache:6379/0', true)], 'redis://:pw@CACHE:6379')).to.deep.include({ kind: 'redis', from: 'REDIS_URL' });
     });
