@@ -175,13 +175,13 @@ export class FencedUnitOfWork implements UnitOfWork {
     // end cannot be announced; end() has then logged a warning. That is safe because of what begin()
     // left in the shared counter store before the first write: (1) a new token, so no entry filled
     // before the change is fresh again (credential-cache.ts trusts an entry only under the current
-    // token); (2) the change's marker, which keeps the organisation unsettled until it expires
-    // (the implementation's change bound, 10 s in limiter-redis): meanwhile no cache trusts or fills an entry of it. Readers
-    // fill only under a token seen settled before their store read started, so the first fill after
-    // the marker expires reads the store after it, and the commit came before it: the store's
-    // deadline (C-17, 2 s for the whole unit of work, from before begin() to the COMMIT's answer)
-    // keeps every unit of work far shorter than the marker. Answering 503 instead would lose a
-    // committed roll's raw key, and its repeat would be refused as already rolled.
+    // token); (2) the change's marker, which keeps the organisation unsettled until it expires (the
+    // implementation's change bound, 10 s in limiter-redis): meanwhile no cache trusts or fills an
+    // entry of it. Readers fill only under a token seen settled before their store read started, so
+    // the first fill after the marker expires reads the store after that, and the commit came
+    // before it: the store's deadline (C-17, 2 s for the whole unit of work, from before begin() to
+    // the COMMIT's answer) keeps every unit of work far shorter than the marker. Answering 503
+    // instead would lose a committed roll's raw key, and its repeat would be refused as already rolled.
     if (!change.empty) await change.end();
     return result;
   }
