@@ -16,6 +16,5 @@ export {
   InstanceRegistrar,
   REGISTRATION_HEARTBEAT_MS,
   REGISTRATION_LIVE_MS,
-  REGISTRATION_SETTLE_MS,
   REGISTRATION_TRUST_MS,
 } from './instance-registration.js';

@@ -1,22 +1,25 @@
 /**
  * Credential changes reach every caching instance, whoever makes them. A `serve` instance that
  * caches credentials (Postgres, REDIS_URL, CREDENTIAL_CACHE on) records itself in the database's
- * instance registry with the Redis it fences with (InstanceRegistrar); an operator command reads
- * the live registrations before each credential change (CommandFence) and fences the change in
- * that Redis, or refuses it before anything is written, even when it was given no REDIS_URL.
+ * instance registry with the Redis it fences with (InstanceRegistrar); an operator command, before
+ * each credential change, records the change as in flight and reads the live registrations
+ * (CommandFence): it fences the change in that Redis, or refuses it before anything is written,
+ * even when it was given no REDIS_URL.
  *
- * The timing rules that make a registration trustworthy from both sides:
+ * Why no change can slip past a cache:
  * - An instance refreshes its row every REGISTRATION_HEARTBEAT_MS. A command counts a row as live
  *   while the database's clock says its last heartbeat is less than REGISTRATION_LIVE_MS old.
  * - The instance holds its cache lease (core's CredentialCacheLease) only until
  *   REGISTRATION_TRUST_MS after it *sent* its last successful heartbeat (its own monotonic clock):
  *   the row was written after that, so by the time a command may call it dead (LIVE_MS after the
  *   write) the instance has stopped trusting its cache for LIVE_MS - TRUST_MS already.
- * - After registering (first, or again after a lapse) the instance waits REGISTRATION_SETTLE_MS
- *   before it trusts or fills anything, and its cache starts empty. A command re-reads the
- *   registry inside its unit of work, right before its first credential write, and the store's
- *   deadline (2 s, C-17) ends that unit of work long before the settle is over: a command that did
- *   not see the new row has committed before the instance reads anything it would keep.
+ * - Registering (first, or again after a lapse) and a command's change race safely: the command
+ *   writes its in-flight row and then reads the registrations (inside its unit of work, right
+ *   before the write); the instance writes its registration and then reads the in-flight rows. One
+ *   of them sees the other. The command that sees the instance fences in its Redis; the instance
+ *   that sees a change in flight takes no lease until no change is in flight (the command removes
+ *   its row after its commit; a dead command's row stops counting after LIVE_MS). Every lease
+ *   starts with an empty cache, so nothing read before a change committed is kept.
  * - A clean shutdown closes the lease first, then deletes the row.
  */
 import { randomUUID } from 'node:crypto';
@@ -29,21 +32,19 @@ export const REGISTRATION_HEARTBEAT_MS = 5_000;
 export const REGISTRATION_LIVE_MS = 30_000;
 /** An instance trusts its cache at most this long after sending its last successful heartbeat (< LIVE_MS). */
 export const REGISTRATION_TRUST_MS = 20_000;
-/** After (re-)registering, an instance trusts and fills nothing for this long (> the store's 2 s deadline). */
-export const REGISTRATION_SETTLE_MS = 10_000;
 /** A failed heartbeat is logged at most this often. */
 const WARN_INTERVAL_MS = 10_000;
 
 export interface RegistrationTimings {
   readonly heartbeatMs: number;
   readonly trustMs: number;
-  readonly settleMs: number;
+  readonly liveMs: number;
 }
 
 export const DEFAULT_REGISTRATION_TIMINGS: RegistrationTimings = Object.freeze({
   heartbeatMs: REGISTRATION_HEARTBEAT_MS,
   trustMs: REGISTRATION_TRUST_MS,
-  settleMs: REGISTRATION_SETTLE_MS,
+  liveMs: REGISTRATION_LIVE_MS,
 });
 
 /** Where a Redis is, without credentials: what the registry records and what is compared. */
@@ -73,8 +74,8 @@ export function redisLocationOf(url: string): RedisLocation {
 export class InstanceRegistrar implements CredentialCacheLease {
   readonly instanceId = randomUUID();
   #validUntil = Number.NEGATIVE_INFINITY;
-  #settledAt = Number.POSITIVE_INFINITY;
   #epoch = 0;
+  #waitLogged = false;
   #stopped = false;
   #started = false;
   #timer: NodeJS.Timeout | undefined;
@@ -82,7 +83,7 @@ export class InstanceRegistrar implements CredentialCacheLease {
   #lastWarnedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly registry: Pick<InstanceRegistry, 'heartbeat' | 'remove' | 'prune'>,
+    private readonly registry: Pick<InstanceRegistry, 'heartbeat' | 'writesInFlight' | 'remove' | 'prune'>,
     private readonly redis: RedisLocation,
     private readonly logger: Logger,
     private readonly timings: RegistrationTimings = DEFAULT_REGISTRATION_TIMINGS,
@@ -92,7 +93,7 @@ export class InstanceRegistrar implements CredentialCacheLease {
   /** null while the cache may not be trusted; otherwise the lease's number, new each time it is taken. */
   epoch(): number | null {
     const t = this.now();
-    if (this.#stopped || t >= this.#validUntil || t < this.#settledAt) return null;
+    if (this.#stopped || t >= this.#validUntil) return null;
     return this.#epoch;
   }
 
@@ -116,8 +117,19 @@ export class InstanceRegistrar implements CredentialCacheLease {
 
   async #beat(): Promise<boolean> {
     const sent = this.now();
+    let taking = false;
     try {
       await this.registry.heartbeat({ instanceId: this.instanceId, redisLocation: this.redis.location, redisAuth: this.redis.auth });
+      if (this.now() >= this.#validUntil) {
+        // No lease held (the first registration, or one that lapsed): commands may be changing
+        // credentials unfenced right now. Read after the row is written (see the module comment).
+        if ((await this.registry.writesInFlight(this.timings.liveMs)) > 0) {
+          if (!this.#waitLogged) this.logger.info({ component: 'instance-registry' }, 'an operator command is changing credentials: the credential cache waits for it to finish');
+          this.#waitLogged = true;
+          return false;
+        }
+        taking = true;
+      }
     } catch (e) {
       const t = this.now();
       if (t - this.#lastWarnedAt >= WARN_INTERVAL_MS) {
@@ -133,12 +145,11 @@ export class InstanceRegistrar implements CredentialCacheLease {
       return false;
     }
     if (this.#stopped) return false;
-    const received = this.now();
-    if (received >= this.#validUntil) {
-      // No lease held (the first registration, or one that lapsed): commands may have changed
-      // credentials unfenced meanwhile, so the cache starts empty (a new epoch) after the settle.
+    if (taking) {
+      // A new lease: commands may have changed credentials unfenced while none was held, so the
+      // cache starts empty (a new epoch).
       this.#epoch += 1;
-      this.#settledAt = received + this.timings.settleMs;
+      this.#waitLogged = false;
       if (this.#epoch > 1) this.logger.info({ component: 'instance-registry' }, 'instance registration refreshed again: the credential cache starts empty');
     }
     this.#validUntil = Math.max(this.#validUntil, sent + this.timings.trustMs);
@@ -147,9 +158,11 @@ export class InstanceRegistrar implements CredentialCacheLease {
 
   #schedule(): void {
     if (this.#stopped) return;
+    // Without a lease (waiting for a command's change, or the database unreachable) sooner.
+    const delay = this.now() < this.#validUntil ? this.timings.heartbeatMs : Math.min(this.timings.heartbeatMs, 1_000);
     this.#timer = setTimeout(() => {
       void this.heartbeat().finally(() => this.#schedule());
-    }, this.timings.heartbeatMs);
+    }, delay);
     this.#timer.unref();
   }
 
@@ -230,21 +243,36 @@ export interface CommandRedis {
  * was a registry; a failure there refuses the change unless CREDENTIAL_CACHE=off (`bestEffort`).
  */
 export class CommandFence implements CredentialFreshness {
-  /** organisation/change ids begun in Redis, to end there. */
-  readonly #begun = new Set<string>();
+  /** organisation/change ids begun: whether in Redis, and the in-flight row to remove at the end. */
+  readonly #begun = new Map<string, { readonly writeId: string; readonly redis: boolean }>();
 
   constructor(
-    private readonly registry: Pick<InstanceRegistry, 'live'>,
+    private readonly registry: Pick<InstanceRegistry, 'live' | 'beginWrite' | 'endWrite'>,
     private readonly redisUrl: string | null,
     private readonly redis: CommandRedis | null,
     private readonly bestEffort: boolean,
   ) {}
 
   async beginChange(organisationId: string, changeId: string): Promise<void> {
+    const id = `${organisationId}\n${changeId}`;
+    // The change is recorded as in flight before the registrations are read (see the module comment).
+    const writeId = randomUUID();
+    await this.registry.beginWrite(writeId);
+    try {
+      const redis = await this.#fence(organisationId, changeId);
+      this.#begun.set(id, { writeId, redis });
+    } catch (e) {
+      await this.registry.endWrite(writeId).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /** Fences the change as the live registrations require; true when it was begun in Redis. */
+  async #fence(organisationId: string, changeId: string): Promise<boolean> {
     const live = await this.registry.live(REGISTRATION_LIVE_MS);
     const plan = planCommandFence(live, this.redisUrl);
     if (plan.kind === 'refuse') throw new CommandFenceRefusal(plan.message);
-    if (plan.kind === 'none') return;
+    if (plan.kind === 'none') return false;
     const redis = this.redis;
     // The Redis connected at the start must still be the one the plan names (an instance may have registered since).
     if (redis === null || redis.location.location !== plan.location.location) {
@@ -254,9 +282,9 @@ export class CommandFence implements CredentialFreshness {
     }
     try {
       await redis.freshness.beginChange(organisationId, changeId);
-      this.#begun.add(`${organisationId}\n${changeId}`);
+      return true;
     } catch (e) {
-      if (live.length === 0 && this.bestEffort) return;
+      if (live.length === 0 && this.bestEffort) return false;
       if (redis.from === 'registry') {
         throw new CommandFenceRefusal(
           `the Redis at ${redis.location.target}, with which the running instances cache credentials, is unreachable (REDIS_URL is not set; the instances recorded it): credential changes are refused; ${NOTHING_CHANGED}`,
@@ -267,11 +295,15 @@ export class CommandFence implements CredentialFreshness {
     }
   }
 
+  /** After the commit (or rollback): ends the change in Redis, then removes its in-flight row. */
   async endChange(organisationId: string, changeId: string): Promise<void> {
     const id = `${organisationId}\n${changeId}`;
-    if (!this.#begun.has(id)) return;
-    await this.redis!.freshness.endChange(organisationId, changeId);
+    const begun = this.#begun.get(id);
+    if (begun === undefined) return;
+    if (begun.redis) await this.redis!.freshness.endChange(organisationId, changeId);
     this.#begun.delete(id);
+    // A row left behind (the database unreachable) stops counting after REGISTRATION_LIVE_MS.
+    await this.registry.endWrite(begun.writeId).catch(() => undefined);
   }
 
   /** Commands never authenticate requests: only for the port's sake. */

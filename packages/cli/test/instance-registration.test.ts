@@ -16,7 +16,6 @@ import {
   redisLocationOf,
   REGISTRATION_HEARTBEAT_MS,
   REGISTRATION_LIVE_MS,
-  REGISTRATION_SETTLE_MS,
   REGISTRATION_TRUST_MS,
 } from '../src/instance-registration.js';
 
@@ -99,28 +98,25 @@ describe('instance registration (issue 27): caching instances and operator comma
     function registrar(): InstanceRegistrar {
       const flaky = {
         heartbeat: (r: Parameters<InstanceRegistry['heartbeat']>[0]) => (failing ? Promise.reject(new Error('database unreachable')) : registry.heartbeat(r)),
+        writesInFlight: (liveMs: number) => registry.writesInFlight(liveMs),
         remove: (id: string) => registry.remove(id),
         prune: () => registry.prune(),
       };
       return new InstanceRegistrar(flaky, location, logger, undefined, () => now);
     }
 
-    it('the timing rules hold: the lease ends well before a command may call the row dead, and the settle outlasts the store deadline', () => {
+    it('the timing rules hold: the lease ends well before a command may call the row dead', () => {
       expect(REGISTRATION_TRUST_MS + 2 * REGISTRATION_HEARTBEAT_MS).to.be.at.most(REGISTRATION_LIVE_MS);
-      expect(REGISTRATION_SETTLE_MS).to.be.at.least(4 * DEFAULT_STATEMENT_TIMEOUT_MS);
       expect(REGISTRATION_TRUST_MS).to.be.at.least(3 * REGISTRATION_HEARTBEAT_MS);
+      expect(REGISTRATION_LIVE_MS).to.be.at.least(10 * DEFAULT_STATEMENT_TIMEOUT_MS);
     });
 
-    it('registers (without the password) and holds the lease only after the settle; keeps it while heartbeats succeed', async () => {
+    it('registers (without the password) and holds the lease at once when no command is changing credentials; keeps it while heartbeats succeed', async () => {
       const r = registrar();
       expect(r.epoch(), 'before registering').to.equal(null);
-      await r.heartbeat();
+      expect(await r.heartbeat()).to.equal(true);
       const [row] = await registry.live(REGISTRATION_LIVE_MS);
       expect(row).to.include({ instanceId: r.instanceId, redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: true });
-      expect(r.epoch(), 'registered, settling').to.equal(null);
-      now += REGISTRATION_SETTLE_MS - 1;
-      expect(r.epoch()).to.equal(null);
-      now += 1;
       const epoch = r.epoch();
       expect(epoch).to.be.a('number');
       for (let n = 0; n < 10; n++) {
@@ -131,12 +127,30 @@ describe('instance registration (issue 27): caching instances and operator comma
       await r.stop();
     });
 
-    it('heartbeats failing: the lease ends REGISTRATION_TRUST_MS after the last successful one was sent; once they succeed again a new lease (a new epoch: the cache starts empty) after the settle', async () => {
+    it("a command's change in flight when the instance registers: registered (the command will see it) but no lease until the change is over", async () => {
+      await registry.beginWrite('w-1');
+      const r = registrar();
+      expect(await r.heartbeat()).to.equal(false);
+      expect(await registry.live(REGISTRATION_LIVE_MS), 'registered all the same').to.have.length(1);
+      expect(r.epoch()).to.equal(null);
+      expect(logger.entries.some((e) => /waits for it to finish/.test(e.message))).to.equal(true);
+      await registry.endWrite('w-1');
+      expect(await r.heartbeat()).to.equal(true);
+      expect(r.epoch()).to.be.a('number');
+      // Once held, a command's change in flight does not matter: the command sees the registration.
+      await registry.beginWrite('w-2');
+      now += REGISTRATION_HEARTBEAT_MS;
+      expect(await r.heartbeat()).to.equal(true);
+      expect(r.epoch()).to.be.a('number');
+      await r.stop();
+    });
+
+    it('heartbeats failing: the lease ends REGISTRATION_TRUST_MS after the last successful one was sent; once they succeed again a new lease (a new epoch: the cache starts empty)', async () => {
       const r = registrar();
       await r.heartbeat();
-      now += REGISTRATION_SETTLE_MS;
       const first = r.epoch();
       expect(first).to.be.a('number');
+      now += REGISTRATION_HEARTBEAT_MS;
       const lastSent = now;
       await r.heartbeat();
       failing = true;
@@ -149,9 +163,11 @@ describe('instance registration (issue 27): caching instances and operator comma
       expect(r.epoch(), 'lapsed').to.equal(null);
       expect(logger.entries.some((e) => e.level === 'warn' && /instance registration not refreshed/.test(e.message))).to.equal(true);
       failing = false;
+      await registry.beginWrite('w-1'); // a command that saw no live registration is changing a key
+      expect(await r.heartbeat()).to.equal(false);
+      expect(r.epoch(), 'waits for the command').to.equal(null);
+      await registry.endWrite('w-1');
       await r.heartbeat();
-      expect(r.epoch(), 'registered again, settling').to.equal(null);
-      now += REGISTRATION_SETTLE_MS;
       const second = r.epoch();
       expect(second).to.be.a('number').and.not.equal(first);
       await r.stop();
@@ -160,7 +176,6 @@ describe('instance registration (issue 27): caching instances and operator comma
     it('stop(): the lease ends at once, then the row is removed; idempotent', async () => {
       const r = registrar();
       await r.start();
-      now += REGISTRATION_SETTLE_MS;
       expect(r.epoch()).to.be.a('number');
       expect(await registry.live(REGISTRATION_LIVE_MS)).to.have.length(1);
       await r.stop();
@@ -180,14 +195,17 @@ describe('instance registration (issue 27): caching instances and operator comma
     });
     afterEach(() => store.close());
 
-    it('nothing registered and no REDIS_URL: nothing to fence; an instance registered since the command started: refused', async () => {
+    it('nothing registered and no REDIS_URL: nothing to fence, but the change is in flight (a writer row) from before the registry is read until its end; an instance registered since the command started: refused', async () => {
       const fence = new CommandFence(registry, null, null, false);
       await fence.beginChange('org', 'c1');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(1);
       await fence.endChange('org', 'c1');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(0);
       await registry.heartbeat({ instanceId: 'late', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false });
       const refused = await rejection(fence.beginChange('org', 'c2'));
       expect(refused).to.be.instanceOf(CommandFenceRefusal);
       expect(refused.message).to.include('127.0.0.1:6390').and.to.include('nothing was changed');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS), 'a refused change leaves no row').to.equal(0);
     });
 
     it("fenced in the instances' Redis: begin and end reach it; a Redis failure is refused even with CREDENTIAL_CACHE=off, which excuses it only when no instance is registered", async () => {

@@ -1,9 +1,12 @@
 /**
  * The instance registry (table `instance_registry`, migration 0005): every `serve` instance that
- * caches credentials records itself here with the Redis it fences credential changes with, and
- * refreshes its row (a heartbeat) while it runs; it removes the row on a clean shutdown. An
- * operator command reads the live rows before a credential change, so it fences the change in
- * the same Redis (or refuses) even when it was not given REDIS_URL.
+ * caches credentials records itself here (role 'cache') with the Redis it fences credential changes
+ * with, and refreshes its row (a heartbeat) while it runs; it removes the row on a clean shutdown.
+ * An operator command records each credential change it has in flight (role 'writer') and then
+ * reads the live cache rows, so it fences the change in their Redis (or refuses) even when it was
+ * not given REDIS_URL; an instance that registers reads the live writer rows after its own row is
+ * written. Of a command and an instance doing this at the same time at least one sees the other
+ * (each writes before it reads): the command fences, or the instance waits for the command.
  *
  * Times are the database's clock only (epoch ms computed by SQL): a heartbeat is written with the
  * database's "now" and a row is live while the database's "now" is less than `liveMs` past it, so
@@ -54,32 +57,54 @@ export class InstanceRegistry {
     this.now = NOW_MS[db.dialect];
   }
 
-  /** Records the instance, or refreshes its heartbeat (the row is re-created if it was removed). */
+  /** Records the caching instance, or refreshes its heartbeat (the row is re-created if it was removed). */
   async heartbeat(registration: InstanceRegistration): Promise<void> {
     const now = this.now;
     await this.db.query(
-      `INSERT INTO instance_registry (instance_id, redis_location, redis_auth, started_at, heartbeat_at)
-       VALUES (?, ?, ?, ${now}, ${now})
+      `INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at)
+       VALUES (?, 'cache', ?, ?, ${now}, ${now})
        ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = ${now}, redis_location = excluded.redis_location, redis_auth = excluded.redis_auth`,
-      [registration.instanceId, registration.redisLocation, this.db.dialect === 'postgres' ? registration.redisAuth : registration.redisAuth ? 1 : 0],
+      [registration.instanceId, registration.redisLocation, this.bool(registration.redisAuth)],
     );
   }
 
-  /** Deletes rows whose heartbeat is older than `olderThanMs` (dead instances; not live ones). */
+  /** Records a credential change in flight (an operator command's), until endWrite(). */
+  async beginWrite(writeId: string): Promise<void> {
+    const now = this.now;
+    await this.db.query(
+      `INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at) VALUES (?, 'writer', NULL, ?, ${now}, ${now})`,
+      [writeId, this.bool(false)],
+    );
+  }
+
+  async endWrite(writeId: string): Promise<void> {
+    await this.db.query("DELETE FROM instance_registry WHERE instance_id = ? AND role = 'writer'", [writeId]);
+  }
+
+  /** How many credential changes of operator commands are in flight (recorded less than `liveMs` ago). */
+  async writesInFlight(liveMs: number): Promise<number> {
+    const [row] = await this.db.query<Record<string, unknown>>(
+      `SELECT count(*) AS n FROM instance_registry WHERE role = 'writer' AND heartbeat_at > ${this.now} - ?`,
+      [Math.floor(liveMs)],
+    );
+    return Number(row?.['n'] ?? 0);
+  }
+
+  /** Deletes rows whose heartbeat is older than `olderThanMs` (dead instances and commands; not live ones). */
   async prune(olderThanMs: number = REGISTRY_PRUNE_AFTER_MS): Promise<void> {
     await this.db.query(`DELETE FROM instance_registry WHERE heartbeat_at < ${this.now} - ?`, [Math.floor(olderThanMs)]);
   }
 
   /** Removes the instance's row (a clean shutdown). */
   async remove(instanceId: string): Promise<void> {
-    await this.db.query('DELETE FROM instance_registry WHERE instance_id = ?', [instanceId]);
+    await this.db.query("DELETE FROM instance_registry WHERE instance_id = ? AND role = 'cache'", [instanceId]);
   }
 
-  /** The rows whose last heartbeat is less than `liveMs` old by the database's clock, oldest first. */
+  /** The caching instances whose last heartbeat is less than `liveMs` old by the database's clock, oldest first. */
   async live(liveMs: number): Promise<InstanceRecord[]> {
     const rows = await this.db.query<Record<string, unknown>>(
       `SELECT instance_id, redis_location, redis_auth, started_at, heartbeat_at, ${this.now} - heartbeat_at AS age_ms
-       FROM instance_registry WHERE heartbeat_at > ${this.now} - ? ORDER BY started_at, instance_id`,
+       FROM instance_registry WHERE role = 'cache' AND heartbeat_at > ${this.now} - ? ORDER BY started_at, instance_id`,
       [Math.floor(liveMs)],
     );
     return rows.map((r) => ({
@@ -90,5 +115,10 @@ export class InstanceRegistry {
       heartbeatAt: Number(r['heartbeat_at']),
       ageMs: Number(r['age_ms']),
     }));
+  }
+
+  /** Postgres binds booleans; better-sqlite3 takes 0/1. */
+  private bool(value: boolean): boolean | number {
+    return this.db.dialect === 'postgres' ? value : value ? 1 : 0;
   }
 }

@@ -54,4 +54,19 @@ forEachTarget('instance registry', (target) => {
     await registry.remove('i-2');
     expect(await registry.live(30_000)).to.deep.equal([]);
   });
+
+  it("an operator command's change in flight is a writer row: counted while live, never listed as a caching instance, gone at endWrite()", async () => {
+    expect(await registry.writesInFlight(30_000)).to.equal(0);
+    await registry.beginWrite('w-1');
+    await registry.beginWrite('w-2');
+    await registry.heartbeat({ instanceId: 'i-1', redisLocation: 'redis://127.0.0.1:6379/0', redisAuth: false });
+    expect(await registry.writesInFlight(30_000)).to.equal(2);
+    expect((await registry.live(30_000)).map((r) => r.instanceId)).to.deep.equal(['i-1']);
+    await registry.remove('w-1'); // remove() is for instances only
+    expect(await registry.writesInFlight(30_000)).to.equal(2);
+    await registry.endWrite('w-1');
+    expect(await registry.writesInFlight(30_000)).to.equal(1);
+    await sleep(60);
+    expect(await registry.writesInFlight(20), 'older than the bound: a command that died').to.equal(0);
+  });
 });
