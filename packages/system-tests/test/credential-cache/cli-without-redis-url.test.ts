@@ -256,6 +256,25 @@ describe('system: operator commands without REDIS_URL against caching instances 
     }
   });
 
+  it("the instances' Redis unreachable (frozen): the command without REDIS_URL refuses naming its host:port, nothing written; thawed, the same command revokes", async () => {
+    const { id, key } = await issueKey('frozen-redis');
+    const before = await snapshot();
+    redis.freeze();
+    let r;
+    try {
+      r = await runCli(['key', 'revoke', orgId, id], operatorEnv, work.dir);
+    } finally {
+      redis.thaw();
+    }
+    expect(r.code).to.equal(1);
+    expect(r.stderr.trim().split('\n')).to.have.length(1);
+    expect(r.stderr).to.include(`127.0.0.1:${redis.port}`).and.to.include('unreachable').and.to.include('nothing was changed');
+    expect(await snapshot(), 'the database is unchanged').to.deep.equal(before);
+    const ok = await runCli(['key', 'revoke', orgId, id], operatorEnv, work.dir);
+    expect(ok.code, ok.stderr).to.equal(0);
+    for (const i of ['A', 'B'] as const) expect((await getOrg(i, key)).status).to.equal(401);
+  });
+
   it('a clean shutdown removes the registration; with none left the command writes as before (nothing to fence)', async () => {
     const stopped = servers.splice(0);
     for (const s of stopped) s.child.kill('SIGTERM');
