@@ -18,6 +18,7 @@ import {
   type Clock,
   type Core,
   type CoreConfig,
+  type CredentialCacheLease,
   type CredentialFreshness,
   type Logger,
   type Metrics,
@@ -26,8 +27,9 @@ import {
   type ScannerKeySet,
   type WebhookHostResolver,
 } from '@cos/core';
-import { createSqlStore, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
+import { createSqlStore, InstanceRegistry, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
+import { CommandFence, InstanceRegistrar, planCommandFence, redisLocationOf, REGISTRATION_LIVE_MS, type CommandRedis } from './instance-registration.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
 export type LimiterKind = 'in-process' | 'redis';
@@ -103,16 +105,41 @@ export function usesFreshness(config: AppConfig): boolean {
 }
 
 /**
- * The Redis credential freshness for a one-shot operator command (`key revoke`, `org classify`…),
- * which must fence its credential writes like `serve` does (Postgres with REDIS_URL); null when it
- * needs none. Connected (or given up on after COMMAND_REDIS_CONNECT_MS: its writes then answer 503).
+ * The credential freshness of a one-shot operator command (`key revoke`, `key roll`, `org
+ * classify`…) on Postgres: a CommandFence (instance-registration.ts) that fences every credential
+ * change in the Redis of the caching instances registered in the database, or in REDIS_URL's Redis
+ * when none is, or refuses the change. It connects now (or gives up after COMMAND_REDIS_CONNECT_MS:
+ * its changes are then refused) to the Redis the registrations or REDIS_URL name. Null on SQLite,
+ * which keeps its own freshness check.
  */
-export async function createCommandFreshness(config: AppConfig): Promise<{ freshness: CredentialFreshness; close(): Promise<void> } | null> {
-  if (config.redisUrl === null || !usesFreshness(config)) return null;
-  const { createRedisCounter } = await import('@cos/limiter-redis');
-  const counter = createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs });
-  await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
-  return { freshness: counter, close: () => counter.close() };
+export async function createCommandFreshness(config: AppConfig, store: SqlStore): Promise<{ freshness: CredentialFreshness; close(): Promise<void> } | null> {
+  if (parseDatabaseUrl(config.databaseUrl).dialect !== 'postgres') return null;
+  const registry = new InstanceRegistry(store);
+  // Which Redis to connect to. A failed read (the database down, the registry not migrated yet)
+  // connects to REDIS_URL's as before; the fence reads the registry again before any change.
+  const live = await registry.live(REGISTRATION_LIVE_MS).catch(() => []);
+  const plan = planCommandFence(live, config.redisUrl);
+  let redis: (CommandRedis & { close(): Promise<void> }) | null = null;
+  if (plan.kind === 'redis') {
+    const { createRedisCounter } = await import('@cos/limiter-redis');
+    const counter = createRedisCounter({ url: plan.url, timeoutMs: config.redisTimeoutMs });
+    await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
+    redis = { freshness: counter, location: plan.location, from: plan.from, close: () => counter.close() };
+  }
+  return {
+    freshness: new CommandFence(registry, config.redisUrl, redis, !config.credentialCache),
+    close: () => redis?.close() ?? Promise.resolve(),
+  };
+}
+
+/**
+ * The registration of an instance whose credential cache is on (Postgres, REDIS_URL, Redis's own
+ * freshness, CREDENTIAL_CACHE on): its cache is trusted only while the registration is held
+ * (instance-registration.ts). Null for any other instance. Not started: call start().
+ */
+export function createInstanceRegistrar(config: AppConfig, store: SqlStore, limiter: LimiterHandle, logger: Logger): InstanceRegistrar | null {
+  if (!config.credentialCache || limiter.freshness === null || config.redisUrl === null || store.dialect !== 'postgres') return null;
+  return new InstanceRegistrar(new InstanceRegistry(store), redisLocationOf(config.redisUrl), logger);
 }
 
 /** What a host may replace before anything is built from it (buildContainer's overrides). */
@@ -190,6 +217,8 @@ export interface CorePorts {
   readonly credentialCache?: boolean;
   /** How `org webhook set` resolves an endpoint's host name (default: the system resolver). */
   readonly webhookHosts?: WebhookHostResolver;
+  /** The instance's registration, when its cache is on (createInstanceRegistrar). */
+  readonly credentialCacheLease?: CredentialCacheLease | null;
 }
 
 /**
@@ -207,6 +236,7 @@ export const systemWebhookHosts: WebhookHostResolver = {
 export function composeCore(ports: CorePorts): Core {
   return createCore({
     ...(ports.freshness ? { freshness: ports.freshness, credentialCache: ports.credentialCache !== false } : {}),
+    ...(ports.credentialCacheLease ? { credentialCacheLease: ports.credentialCacheLease } : {}),
     stores: ports.store.stores,
     unitOfWork: ports.store.unitOfWork,
     health: ports.store.health,

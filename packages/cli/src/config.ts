@@ -53,8 +53,9 @@ export interface AppConfig {
   /**
    * CREDENTIAL_CACHE (default on): with Postgres and REDIS_URL, keys and organisations are kept in
    * memory and confirmed fresh in the Redis call that counts each request (issue 14), and every
-   * credential write is fenced in Redis (503 when Redis cannot be reached). Off: every request reads
-   * the store. Without REDIS_URL or on SQLite it has no effect.
+   * credential write is fenced in Redis (503 when Redis cannot be reached); the instance records
+   * itself in the database's instance registry so operator commands fence for it. Off: every
+   * request reads the store. Without REDIS_URL or on SQLite it has no effect.
    */
   readonly credentialCache: boolean;
 }
@@ -236,7 +237,7 @@ const VARIABLES = {
   OPS_HOST: variable('127.0.0.1', 'listen address of the operations listener', host('OPS_HOST')),
   CREDENTIAL_CACHE: variable(
     'on',
-    'Postgres with `REDIS_URL` only: keys and organisations kept in memory and confirmed fresh in the Redis call that counts each request (one round trip, no Postgres read); revocations and organisation changes answer 503 while Redis cannot be reached; `off`: every request reads Postgres (operations guide, section 3)',
+    'Postgres with `REDIS_URL` only: keys and organisations kept in memory and confirmed fresh in the Redis call that counts each request (one round trip, no Postgres read); revocations and organisation changes answer 503 while Redis cannot be reached; each caching instance records itself and its Redis (no credentials) in the database, so operator commands fence their changes there even without `REDIS_URL`, or refuse; `off`: every request reads Postgres (operations guide, section 3)',
     z.stringbool({ truthy: ['on'], falsy: ['off'], error: 'CREDENTIAL_CACHE must be on or off' }).default(true),
   ),
 };

@@ -26,6 +26,7 @@ import {
   composeCore,
   coreConfigOf,
   createHttpApp,
+  createInstanceRegistrar,
   createServicePorts,
   createWebhookDelivery,
   type HttpApp,
@@ -34,6 +35,7 @@ import {
 } from './compose.js';
 import type { AppConfig } from './config.js';
 import type { PrometheusMetrics } from './metrics.js';
+import type { InstanceRegistrar } from './instance-registration.js';
 import { ScannerKeyFile } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
 
@@ -53,6 +55,8 @@ export const CLI_TOKENS = Object.freeze({
   WebhookDelivery: Symbol.for('cos.cli.WebhookDelivery'),
   /** PrometheusMetrics when OPS_PORT is set (the operations listener's /metrics), else null. */
   PrometheusMetrics: Symbol.for('cos.cli.PrometheusMetrics'),
+  /** The instance's registration (InstanceRegistrar) when its credential cache is on, else null: closeContainer ends it. */
+  InstanceRegistrar: Symbol.for('cos.cli.InstanceRegistrar'),
 });
 
 /**
@@ -94,6 +98,12 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   container.bind<HealthProbe>(TOKENS.HealthProbe).toConstantValue(store.health);
   container.bind<RateCounter>(TOKENS.RateCounter).toConstantValue(limiter.counter);
 
+  // A caching instance records itself in the database for as long as the container lives, so
+  // operator commands fence their credential changes for it (instance-registration.ts).
+  const registrar = createInstanceRegistrar(config, store, limiter, logger);
+  container.bind<InstanceRegistrar | null>(CLI_TOKENS.InstanceRegistrar).toConstantValue(registrar);
+  if (registrar !== null) void registrar.start();
+
   container.bind<Core>(TOKENS.Core).toResolvedValue(() =>
     composeCore({
       store,
@@ -105,6 +115,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
       config: coreConfig,
       freshness: limiter.freshness,
       credentialCache: config.credentialCache,
+      credentialCacheLease: registrar,
     }),
   );
 
@@ -127,6 +138,8 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
 export async function closeContainer(container: Container): Promise<void> {
   if (!container.isBound(CLI_TOKENS.SqlStore)) return;
   await coreOf(container).keyUsage.stop();
+  // The cache is bypassed from here on, then the registration is removed (before the pool closes).
+  await container.get<InstanceRegistrar | null>(CLI_TOKENS.InstanceRegistrar)?.stop();
   const store = container.get<SqlStore>(CLI_TOKENS.SqlStore);
   const limiter = container.get<LimiterHandle>(CLI_TOKENS.Limiter);
   const results = await Promise.allSettled([limiter.close(), store.close()]);

@@ -12,3 +12,9 @@ export { routeConsoleTo } from './console.js';
 export { listen, SHUTDOWN_GRACE_MS, type ListenOptions, type RunningServer, type StopResult } from './server.js';
 export { makeStoreReady } from './runtime.js';
 export { serviceVersion } from './version.js';
+export {
+  InstanceRegistrar,
+  REGISTRATION_HEARTBEAT_MS,
+  REGISTRATION_LIVE_MS,
+  REGISTRATION_TRUST_MS,
+} from './instance-registration.js';

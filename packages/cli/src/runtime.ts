@@ -49,6 +49,9 @@ export function actorName(given: string | undefined = invocation.actor): string 
   return name;
 }
 
+/** Bound on one fence begin of an operator command (well within the store's 2 s for its unit of work). */
+export const COMMAND_FENCE_TIMEOUT_MS = 1_000;
+
 export interface RunOptions {
   /** 'ready' (default): SQLite is migrated, Postgres must have no pending migration; 'none': as is. */
   readonly prepare?: 'ready' | 'none';
@@ -115,18 +118,22 @@ export async function runCommand(
   let fence: Awaited<ReturnType<typeof createCommandFreshness>> = null;
   try {
     if ((options.prepare ?? 'ready') === 'ready') await makeStoreReady(store);
-    // Operator commands never count requests: an in-process counter. On Postgres with REDIS_URL
-    // they connect to Redis all the same, to fence their credential writes as serve does (issue 14).
-    fence = await createCommandFreshness(config);
+    // Operator commands never count requests: an in-process counter. On Postgres they fence their
+    // credential writes as serve does, in the Redis of the caching instances registered in the
+    // database (or REDIS_URL's), or refuse them (instance-registration.ts).
+    fence = await createCommandFreshness(config, store);
     const core = composeCore({
       store,
       counter: new InProcessRateCounter(),
       clock: systemClock,
       random: cryptoRandom,
       logger,
-      config: coreConfigOf(config),
+      // The fence's bound on one begin (a registry read and a Redis call) inside the unit of work.
+      config: { ...coreConfigOf(config), rateCounterTimeoutMs: Math.max(config.redisTimeoutMs, COMMAND_FENCE_TIMEOUT_MS) },
       freshness: fence?.freshness ?? null,
-      credentialCache: config.credentialCache,
+      // Strict: the command's fence itself decides which failures may be ignored (CREDENTIAL_CACHE=off
+      // with no caching instance registered); a refusal must stop the change.
+      credentialCache: true,
     });
     await work({ config, core, store, logger, json, operator });
   } finally {

@@ -13,7 +13,7 @@ import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
 import { Authenticator } from './use-cases/authenticate.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
-import { CredentialCache } from './use-cases/credential-cache.js';
+import { CredentialCache, type CredentialCacheLease } from './use-cases/credential-cache.js';
 import { FencedUnitOfWork, fenceOuterStores } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
@@ -75,6 +75,11 @@ export interface CreateCoreOptions {
   readonly freshness?: CredentialFreshness;
   /** Default true when `freshness` is given. */
   readonly credentialCache?: boolean;
+  /**
+   * When the credential cache may be trusted at all (see CredentialCacheLease): the composition
+   * root's record of this instance in the shared database. Absent: always.
+   */
+  readonly credentialCacheLease?: CredentialCacheLease;
   /** Bound on the credential cache's entries (default CREDENTIAL_CACHE_MAX_ENTRIES). */
   readonly credentialCacheMaxEntries?: number;
 }
@@ -111,6 +116,7 @@ export function createCore(options: CreateCoreOptions): Core {
       ? new CredentialCache(deps, {
           freshness,
           limiter: rateLimiter,
+          ...(options.credentialCacheLease !== undefined ? { lease: options.credentialCacheLease } : {}),
           ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
         })
       : null;

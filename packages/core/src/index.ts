@@ -32,9 +32,9 @@ export {
 } from './use-cases/api-keys.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './use-cases/key-usage.js';
 export { Authenticator, type Admitted } from './use-cases/authenticate.js';
-export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheOptions } from './use-cases/credential-cache.js';
+export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheLease, type CredentialCacheOptions } from './use-cases/credential-cache.js';
 export type { Bounded } from './use-cases/timeout.js';
-export { CREDENTIAL_WRITES, FENCE_UNAVAILABLE_MESSAGE, FENCE_UNCONFIRMED_MESSAGE } from './use-cases/credential-fence.js';
+export { CREDENTIAL_WRITES, FENCE_UNAVAILABLE_MESSAGE } from './use-cases/credential-fence.js';
 export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
 export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';

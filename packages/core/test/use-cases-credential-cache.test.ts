@@ -10,6 +10,7 @@ import {
   OPERATOR,
   UnauthorizedError,
   UnavailableError,
+  ConflictError,
   type ApiKeyStore,
   type Core,
   type Credential,
@@ -57,7 +58,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   let raw: string;
   let keyId: string;
 
-  function instance(options: { cache?: boolean; maxEntries?: number } = {}): Instance {
+  function instance(options: { cache?: boolean; maxEntries?: number; lease?: { epoch(): number | null } } = {}): Instance {
     const keys = new GatedApiKeyStore(store.stores.apiKeys);
     const logger = new CapturingLogger();
     const core = createCore({
@@ -68,6 +69,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       freshness: shared,
       ...(options.cache !== undefined ? { credentialCache: options.cache } : {}),
       ...(options.maxEntries !== undefined ? { credentialCacheMaxEntries: options.maxEntries } : {}),
+      ...(options.lease !== undefined ? { credentialCacheLease: options.lease } : {}),
       clock,
       logger,
       config: { rateLimitPerMinute: LIMIT },
@@ -253,16 +255,85 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal(401);
   });
 
-  it('an end that cannot be confirmed: 503 although committed, and the other instance does not trust its entry', async () => {
+  it("C-57: an end that cannot be confirmed after the commit: the write answers its success (a roll's new key works, revocation and classify too), a warning is logged, and the other instance serves no old state, before or after the marker expires", async () => {
     await warm(two);
+    const rollable = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'to roll' });
+    for (let n = 0; n < 3; n++) expect(await admit(two, `Bearer ${rollable.rawKey}`)).to.equal('ok'); // cached on two
     const end = shared.endChange.bind(shared);
-    shared.endChange = () => Promise.reject(new Error('lost'));
+    let ends = 0;
+    shared.endChange = () => {
+      ends++;
+      return Promise.reject(new Error('lost between commit and confirmation'));
+    };
+    let rolled: Awaited<ReturnType<Core['apiKeys']['roll']>>;
+    let classified: Organisation;
     try {
-      await rejectsWith(one.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
+      await one.core.apiKeys.revoke(OPERATOR, org.id, keyId);
+      rolled = await one.core.apiKeys.roll(OPERATOR, org.id, rollable.key.id, { grace_period_seconds: 0 });
+      classified = await one.core.organisations.classify(OPERATOR, org.id, 'K');
     } finally {
       shared.endChange = end;
     }
-    expect(await admit(two)).to.equal(401);
+    expect(ends, 'each change tried to end (and retried)').to.be.greaterThan(0);
+    expect(rolled.rawKey, 'the committed roll hands over its new key').to.be.a('string');
+    expect(classified.industrySection).to.equal('K');
+    expect(one.logger.entries.some((e) => e.level === 'warn' && /end could not be announced/.test(e.message)), 'a warning is logged').to.equal(true);
+    // No instance answers from the state before the changes: not while the markers live, nor after.
+    for (const [when, advance] of [['markers live', 0], ['markers expired', IN_MEMORY_CHANGE_BOUND_MS + 1]] as const) {
+      clock.advance(advance);
+      for (const i of [one, two]) {
+        expect(await admit(i), `${when}: the revoked key`).to.equal(401);
+        expect(await admit(i, `Bearer ${rollable.rawKey}`), `${when}: the rolled (grace 0) key`).to.equal(401);
+        const { organisation } = await i.core.authenticator.admit(`Bearer ${rolled.rawKey}`);
+        expect(organisation.industrySection, `${when}: the classified organisation`).to.equal('K');
+      }
+    }
+    // The repeat of a committed roll is refused (already rolled), so the answer above was the only chance to get the key.
+    await rejectsWith(one.core.apiKeys.roll(OPERATOR, org.id, rollable.key.id, {}), ConflictError);
+  });
+
+  it('a failure before the commit (the change cannot begin) still answers 503 and writes nothing', async () => {
+    const rollable = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'to roll' });
+    shared.failing = true;
+    try {
+      await rejectsWith(one.core.apiKeys.roll(OPERATOR, org.id, rollable.key.id, { grace_period_seconds: 0 }), UnavailableError);
+      await rejectsWith(one.core.organisations.classify(OPERATOR, org.id, 'K'), UnavailableError);
+    } finally {
+      shared.failing = false;
+    }
+    expect((await one.core.apiKeys.get(OPERATOR, org.id, rollable.key.id)).revokedAt).to.equal(null);
+    expect((await one.core.organisations.get(OPERATOR, org.id)).industrySection).to.not.equal('K');
+    expect((await one.core.apiKeys.list(OPERATOR, org.id, {})).items.length, 'no new key').to.equal(2);
+  });
+
+  it('C-57, the lease: while it is not held nothing is trusted or filled; a lease lost and taken anew empties the cache even with no request in between, so a change written unfenced meanwhile is never served', async () => {
+    const lease = { current: 1 as number | null, epoch() { return this.current; } };
+    const leased = instance({ lease });
+    await warm(leased);
+    // Lost: every request reads the store, and nothing it reads is kept.
+    lease.current = null;
+    let reads = leased.keys.reads;
+    for (let n = 0; n < 3; n++) expect(await admit(leased)).to.equal('ok');
+    expect(leased.keys.reads - reads, 'a store read per request while the lease is not held').to.equal(3);
+    // Taken again, lost, and (without a request seeing that) taken anew while a writer that saw no
+    // registered instance changed the key without fencing.
+    lease.current = 2;
+    await warm(leased);
+    lease.current = null;
+    await store.stores.apiKeys.revoke(org.id, keyId, clock.now()); // no beginChange / endChange
+    lease.current = 3;
+    expect(await admit(leased), 'the entry from before the lapse is gone').to.equal(401);
+    // A fill whose store read started under one epoch is not kept once the epoch changed.
+    const other = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'other' });
+    lease.current = 4;
+    leased.keys.hold();
+    const reading = admit(leased, `Bearer ${other.rawKey}`); // a miss: reads the store under epoch 4
+    lease.current = 5;
+    leased.keys.release();
+    expect(await reading).to.equal('ok');
+    reads = leased.keys.reads;
+    expect(await admit(leased, `Bearer ${other.rawKey}`)).to.equal('ok');
+    expect(leased.keys.reads - reads, 'not filled from the read that straddled the new epoch').to.equal(1);
   });
 
   it('bounded: at most maxEntries entries, the oldest filled goes first', async () => {

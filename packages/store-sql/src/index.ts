@@ -13,3 +13,10 @@ export {
   type SqlStoreFromKnexOptions,
 } from './sql-store.js';
 export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations.js';
+export {
+  InstanceRegistry,
+  REGISTRY_PRUNE_AFTER_MS,
+  type InstanceRecord,
+  type InstanceRegistration,
+  type RegistryDatabase,
+} from './instance-registry.js';

@@ -23,6 +23,11 @@
  *   then reads the store and counting fails open as without the cache (C-54).
  * - An organisation over its limit (known locally) is checked with a call that counts nothing, so
  *   a revoked key still gets its 401 (C-33) and a valid one its 429 without a store read.
+ * - A lease (optional) gates the whole cache: while it is not held nothing is trusted or filled
+ *   (every request reads the store and is counted as on a miss), and whenever it is lost or taken
+ *   anew the cache starts empty. Writers that fence only when they know caches are in use (operator
+ *   commands reading the instance registry) rely on it: an instance that cannot prove it is
+ *   registered must not trust entries such a writer may have changed unseen.
  */
 import { digestsEqual, keyStatus } from '../domain/api-key.js';
 import { windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
@@ -53,10 +58,21 @@ export interface Admission {
   readonly decision: RateDecision;
 }
 
+/**
+ * When the cache may be used: `epoch()` is null while it may not, otherwise a number that changes
+ * every time the lease is taken anew (the cache is emptied then, since changes may have been made
+ * unfenced while it was not held). Called on every request: it must be cheap and never block.
+ */
+export interface CredentialCacheLease {
+  epoch(): number | null;
+}
+
 export interface CredentialCacheOptions {
   readonly freshness: CredentialFreshness;
   readonly limiter: RateLimiter;
   readonly maxEntries?: number;
+  /** Default: always held. */
+  readonly lease?: CredentialCacheLease;
 }
 
 export class CredentialCache {
@@ -70,6 +86,9 @@ export class CredentialCache {
   private readonly limiter: RateLimiter;
   private readonly maxEntries: number;
   private readonly bounded: BoundedCalls;
+  private readonly lease: CredentialCacheLease | undefined;
+  /** The lease's epoch last seen (undefined: never asked). */
+  private leaseEpoch: number | null | undefined;
 
   constructor(
     private readonly deps: Pick<CoreDeps, 'stores' | 'clock' | 'config'>,
@@ -79,6 +98,18 @@ export class CredentialCache {
     this.limiter = options.limiter;
     this.maxEntries = options.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES;
     this.bounded = new BoundedCalls(deps.config.rateCounterTimeoutMs);
+    this.lease = options.lease;
+  }
+
+  /** Whether the lease is held now; any change of its epoch (lost, or taken anew) empties the cache first. */
+  private leaseHeld(): boolean {
+    if (this.lease === undefined) return true;
+    const epoch = this.lease.epoch();
+    if (epoch !== this.leaseEpoch) {
+      this.leaseEpoch = epoch;
+      this.clear();
+    }
+    return epoch !== null;
   }
 
   /** Entries held now (tests, metrics). */
@@ -96,7 +127,8 @@ export class CredentialCache {
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
     let failure: Bounded<number | null> | null = null;
 
-    const entry = this.entries.get(digest);
+    const leased = this.leaseHeld();
+    const entry = leased ? this.entries.get(digest) : undefined;
     if (entry !== undefined) {
       const { key } = entry.credential;
       if (keyStatus(key, now) !== 'active') {
@@ -130,7 +162,7 @@ export class CredentialCache {
     if (status !== 'active') return status;
     const organisationId = credential.key.organisationId;
     const scope = organisationScope(organisationId);
-    if (fillUnder === null && failure === null) {
+    if (fillUnder === null && failure === null && leased) {
       const seen = this.observed.get(organisationId);
       if (seen !== undefined && seen.seq <= readStartSeq) fillUnder = { organisationId, token: seen.token, generation: generationAtRead };
     }
@@ -144,7 +176,8 @@ export class CredentialCache {
       const outcome = await this.call(organisationId, null, 'always', window);
       decision = this.limiter.conclude(scope, window, outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome);
     }
-    if (fillUnder !== null && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
+    // leaseHeld() first: a lease lost or renewed since the read started bumps the generation.
+    if (fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
       this.fill(digest, { credential, tag: fillUnder.token });
     }
     return { credential, decision };

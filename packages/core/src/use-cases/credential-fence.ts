@@ -15,10 +15,10 @@
  * issuing a key changes no cached entry (caches never hold negative answers) and is not fenced.
  *
  * Strict (the cache is on): a change that cannot be registered fails with 503 before anything is
- * written; one whose end cannot be confirmed (after brief retries) answers 503 although it is
- * committed (repeating it is idempotent; its marker expires by itself). Best effort (the cache is
- * off on this instance): failures are only logged, so writes do not depend on Redis, while instances
- * that still cache (a rolling switch-off) normally see the change.
+ * written. One whose end cannot be confirmed (after brief retries) is committed all the same: it
+ * answers its success and logs a warning (see FencedUnitOfWork.run for why that is safe). Best
+ * effort (the cache is off on this instance): begin failures are only logged, so writes do not
+ * depend on Redis, while instances that still cache (a rolling switch-off) normally see the change.
  */
 import { UnavailableError } from '../domain/errors.js';
 import type { CredentialFreshness } from '../ports/credential-freshness.js';
@@ -61,9 +61,6 @@ function warn(options: FenceOptions, reason: string, message: string): void {
 /** 503 before anything was written: the change could not be registered in the shared counter store. */
 export const FENCE_UNAVAILABLE_MESSAGE =
   'The change could not be confirmed to every instance (the shared counter store is unreachable); nothing was changed; retry with exponential backoff';
-/** 503 after the commit: the change is made, but its end could not be announced; repeating it is safe. */
-export const FENCE_UNCONFIRMED_MESSAGE =
-  'The change was made but could not be confirmed to every instance (the shared counter store is unreachable); repeat it with exponential backoff to confirm';
 
 /** One unit of work's (or one outer call's) set of organisations being changed. */
 class Change {
@@ -174,7 +171,18 @@ export class FencedUnitOfWork implements UnitOfWork {
       if (!change.empty) await change.end();
       throw error;
     }
-    if (!change.empty && !(await change.end()) && this.options.strict) throw new UnavailableError(FENCE_UNCONFIRMED_MESSAGE);
+    // Committed: the caller gets its success (a roll's new key, a revocation's 204) even when the
+    // end cannot be announced; end() has then logged a warning. That is safe because of what begin()
+    // left in the shared counter store before the first write: (1) a new token, so no entry filled
+    // before the change is fresh again (credential-cache.ts trusts an entry only under the current
+    // token); (2) the change's marker, which keeps the organisation unsettled until it expires (the
+    // implementation's change bound, 10 s in limiter-redis): meanwhile no cache trusts or fills an
+    // entry of it. Readers fill only under a token seen settled before their store read started, so
+    // the first fill after the marker expires reads the store after that, and the commit came
+    // before it: the store's deadline (C-17, 2 s for the whole unit of work, from before begin() to
+    // the COMMIT's answer) keeps every unit of work far shorter than the marker. Answering 503
+    // instead would lose a committed roll's raw key, and its repeat would be refused as already rolled.
+    if (!change.empty) await change.end();
     return result;
   }
 }
@@ -194,7 +202,9 @@ export function fenceOuterStores(stores: Stores, options: FenceOptions): Stores 
       await change.end();
       throw error;
     }
-    if (!(await change.end()) && options.strict) throw new UnavailableError(FENCE_UNCONFIRMED_MESSAGE);
+    // Written: its success stands even if the end cannot be announced (see FencedUnitOfWork.run; one
+    // statement is bounded by the same 2 s deadline as a unit of work).
+    await change.end();
     return result;
   });
 }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createSqlStore, type SqlDialect, type SqlStore, type SqlStoreConfig } from '@cos/store-sql';
 import knexFactory, { type Knex } from 'knex';
 
-export const TABLES = ['organisations', 'members', 'api_keys', 'audit_entries', 'webhook_endpoints', 'webhook_outbox', 'api_key_exposures'] as const;
+export const TABLES = ['organisations', 'members', 'api_keys', 'audit_entries', 'webhook_endpoints', 'webhook_outbox', 'api_key_exposures', 'instance_registry'] as const;
 
 export interface Target {
   readonly name: string;

@@ -1,0 +1,314 @@
+/**
+ * Credential changes reach every caching instance, whoever makes them. A `serve` instance that
+ * caches credentials (Postgres, REDIS_URL, CREDENTIAL_CACHE on) records itself in the database's
+ * instance registry with the Redis it fences with (InstanceRegistrar); an operator command, before
+ * each credential change, records the change as in flight and reads the live registrations
+ * (CommandFence): it fences the change in that Redis, or refuses it before anything is written,
+ * even when it was given no REDIS_URL.
+ *
+ * Why no change can slip past a cache:
+ * - An instance refreshes its row every REGISTRATION_HEARTBEAT_MS. A command counts a row as live
+ *   while the database's clock says its last heartbeat is less than REGISTRATION_LIVE_MS old.
+ * - The instance holds its cache lease (core's CredentialCacheLease) only until
+ *   REGISTRATION_TRUST_MS after it *sent* its last successful heartbeat (its own monotonic clock):
+ *   the row was written after that, so by the time a command may call it dead (LIVE_MS after the
+ *   write) the instance has stopped trusting its cache for LIVE_MS - TRUST_MS already.
+ * - Registering (first, or again after a lapse) and a command's change race safely: the command
+ *   writes its in-flight row and then reads the registrations (inside its unit of work, right
+ *   before the write); the instance writes its registration and then reads the in-flight rows. One
+ *   of them sees the other. The command that sees the instance fences in its Redis; the instance
+ *   that sees a change in flight takes no lease until no change is in flight (the command removes
+ *   its row after its commit; a dead command's row stops counting after LIVE_MS). Every lease
+ *   starts with an empty cache, so nothing read before a change committed is kept.
+ * - A clean shutdown closes the lease first, then deletes the row.
+ */
+import { randomUUID } from 'node:crypto';
+import type { CredentialCacheLease, CredentialFreshness, FreshnessCheck, FreshnessReply, Logger } from '@cos/core';
+import type { InstanceRecord, InstanceRegistry } from '@cos/store-sql';
+
+/** How often a caching instance refreshes its registration. */
+export const REGISTRATION_HEARTBEAT_MS = 5_000;
+/** A registration is live, for operator commands, while its last heartbeat is younger than this (database clock). */
+export const REGISTRATION_LIVE_MS = 30_000;
+/** An instance trusts its cache at most this long after sending its last successful heartbeat (< LIVE_MS). */
+export const REGISTRATION_TRUST_MS = 20_000;
+/** A failed heartbeat is logged at most this often. */
+const WARN_INTERVAL_MS = 10_000;
+
+export interface RegistrationTimings {
+  readonly heartbeatMs: number;
+  readonly trustMs: number;
+  readonly liveMs: number;
+}
+
+export const DEFAULT_REGISTRATION_TIMINGS: RegistrationTimings = Object.freeze({
+  heartbeatMs: REGISTRATION_HEARTBEAT_MS,
+  trustMs: REGISTRATION_TRUST_MS,
+  liveMs: REGISTRATION_LIVE_MS,
+});
+
+/** Where a Redis is, without credentials: what the registry records and what is compared. */
+export interface RedisLocation {
+  /** `redis[s]://host:port/db` (lower-case host, default port 6379, default db 0). */
+  readonly location: string;
+  /** `host:port`, for messages. */
+  readonly target: string;
+  /** The URL carries a user name or a password. */
+  readonly auth: boolean;
+}
+
+/** The credential-free location of a REDIS_URL (or of a recorded location). */
+export function redisLocationOf(url: string): RedisLocation {
+  const u = new URL(url);
+  const scheme = u.protocol.replace(/:$/, '');
+  const host = u.hostname.toLowerCase();
+  const port = u.port === '' ? '6379' : u.port;
+  const db = u.pathname.replace(/^\/+/, '').replace(/\/+$/, '') || '0';
+  return { location: `${scheme}://${host}:${port}/${db}`, target: `${host}:${port}`, auth: u.username !== '' || u.password !== '' };
+}
+
+/**
+ * A caching instance's registration: heartbeats in the background from start() until stop(), and
+ * the lease its credential cache consults on every request (`epoch()`).
+ */
+export class InstanceRegistrar implements CredentialCacheLease {
+  readonly instanceId = randomUUID();
+  #validUntil = Number.NEGATIVE_INFINITY;
+  #epoch = 0;
+  #waitLogged = false;
+  #stopped = false;
+  #started = false;
+  #timer: NodeJS.Timeout | undefined;
+  #inFlight: Promise<boolean> | null = null;
+  #lastWarnedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly registry: Pick<InstanceRegistry, 'heartbeat' | 'writesInFlight' | 'remove' | 'prune'>,
+    private readonly redis: RedisLocation,
+    private readonly logger: Logger,
+    private readonly timings: RegistrationTimings = DEFAULT_REGISTRATION_TIMINGS,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** null while the cache may not be trusted; otherwise the lease's number, new each time it is taken. */
+  epoch(): number | null {
+    const t = this.now();
+    if (this.#stopped || t >= this.#validUntil) return null;
+    return this.#epoch;
+  }
+
+  /** Registers now (resolves when the first heartbeat is answered, well or not) and keeps heartbeating. */
+  async start(): Promise<void> {
+    if (this.#started || this.#stopped) return;
+    this.#started = true;
+    await this.heartbeat();
+    // Rows of instances long dead (killed without a clean shutdown) are dropped now and then.
+    await this.registry.prune().catch(() => undefined);
+    this.#schedule();
+  }
+
+  /** One heartbeat; true when the row was written. Exposed for tests. */
+  heartbeat(): Promise<boolean> {
+    this.#inFlight ??= this.#beat().finally(() => {
+      this.#inFlight = null;
+    });
+    return this.#inFlight;
+  }
+
+  async #beat(): Promise<boolean> {
+    const sent = this.now();
+    let taking = false;
+    try {
+      await this.registry.heartbeat({ instanceId: this.instanceId, redisLocation: this.redis.location, redisAuth: this.redis.auth });
+      if (this.now() >= this.#validUntil) {
+        // No lease held (the first registration, or one that lapsed): commands may be changing
+        // credentials unfenced right now. Read after the row is written (see the module comment).
+        if ((await this.registry.writesInFlight(this.timings.liveMs)) > 0) {
+          if (!this.#waitLogged) this.logger.info({ component: 'instance-registry' }, 'an operator command is changing credentials: the credential cache waits for it to finish');
+          this.#waitLogged = true;
+          return false;
+        }
+        taking = true;
+      }
+    } catch (e) {
+      const t = this.now();
+      if (t - this.#lastWarnedAt >= WARN_INTERVAL_MS) {
+        this.#lastWarnedAt = t;
+        const held = t < this.#validUntil;
+        this.logger.warn(
+          { component: 'instance-registry', reason: e instanceof Error ? e.message : String(e) },
+          held
+            ? 'instance registration not refreshed; the credential cache is bypassed if it stays so'
+            : 'instance registration not refreshed: the credential cache is bypassed until it is',
+        );
+      }
+      return false;
+    }
+    if (this.#stopped) return false;
+    if (taking) {
+      // A new lease: commands may have changed credentials unfenced while none was held, so the
+      // cache starts empty (a new epoch).
+      this.#epoch += 1;
+      this.#waitLogged = false;
+      if (this.#epoch > 1) this.logger.info({ component: 'instance-registry' }, 'instance registration refreshed again: the credential cache starts empty');
+    }
+    this.#validUntil = Math.max(this.#validUntil, sent + this.timings.trustMs);
+    return true;
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    // Without a lease (waiting for a command's change, or the database unreachable) sooner.
+    const delay = this.now() < this.#validUntil ? this.timings.heartbeatMs : Math.min(this.timings.heartbeatMs, 1_000);
+    this.#timer = setTimeout(() => {
+      void this.heartbeat().finally(() => this.#schedule());
+    }, delay);
+    this.#timer.unref();
+  }
+
+  /** Closes the lease (the cache is bypassed from now on), then removes the row. Idempotent; never throws. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#inFlight?.catch(() => undefined);
+    if (!this.#started) return;
+    await this.registry.remove(this.instanceId).catch((e: unknown) => {
+      this.logger.warn({ component: 'instance-registry', reason: e instanceof Error ? e.message : String(e) }, 'instance registration not removed; it expires by itself');
+    });
+  }
+}
+
+/** What a command does about a credential change, given the live registrations and its REDIS_URL. */
+export type FencePlan =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'redis'; readonly url: string; readonly location: RedisLocation; readonly from: 'REDIS_URL' | 'registry' }
+  | { readonly kind: 'refuse'; readonly message: string };
+
+const NOTHING_CHANGED = 'nothing was changed';
+
+/**
+ * No live registration: fence in REDIS_URL's Redis when set (as always), else nothing to fence.
+ * Live registrations: fence in their Redis. REDIS_URL, when set, must name it (one of the recorded
+ * locations, when instances reach one Redis by different addresses); without REDIS_URL it is
+ * reached from its recorded location when all instances recorded the same one and it needs no
+ * credentials, else the command refuses, naming REDIS_URL and the host:port to set.
+ */
+export function planCommandFence(live: readonly InstanceRecord[], redisUrl: string | null): FencePlan {
+  const configured = redisUrl === null ? null : redisLocationOf(redisUrl);
+  if (live.length === 0) return configured === null || redisUrl === null ? { kind: 'none' } : { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
+  const locations = [...new Set(live.map((r) => r.redisLocation))];
+  const recorded = locations.map((l) => redisLocationOf(l));
+  const targets = recorded.map((l) => l.target).join(', ');
+  if (configured !== null && redisUrl !== null) {
+    if (locations.includes(configured.location)) return { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
+    return {
+      kind: 'refuse',
+      message: `REDIS_URL names the Redis at ${configured.target} (${configured.location}), but the running instances cache credentials with the Redis at ${targets} (${locations.join(', ')}): set REDIS_URL to that Redis; ${NOTHING_CHANGED}`,
+    };
+  }
+  if (locations.length > 1) {
+    return {
+      kind: 'refuse',
+      message: `the running instances cache credentials with Redis at different addresses (${targets}): set REDIS_URL to their Redis and run the command again; ${NOTHING_CHANGED}`,
+    };
+  }
+  const only = recorded[0]!;
+  if (live.some((r) => r.redisAuth)) {
+    return {
+      kind: 'refuse',
+      message: `the running instances cache credentials with the Redis at ${only.target}, which needs credentials: set REDIS_URL to that Redis (${only.location} with its password) and run the command again; ${NOTHING_CHANGED}`,
+    };
+  }
+  return { kind: 'redis', url: only.location, location: only, from: 'registry' };
+}
+
+/** A credential change an operator command must not make; its message is the command's one line. */
+export class CommandFenceRefusal extends Error {
+  override readonly name = 'CommandFenceRefusal';
+}
+
+/** The Redis a command connected to for its fence. */
+export interface CommandRedis {
+  readonly freshness: CredentialFreshness;
+  readonly location: RedisLocation;
+  readonly from: 'REDIS_URL' | 'registry';
+}
+
+/**
+ * An operator command's credential freshness: before each credential change (inside its unit of
+ * work, before the write) it reads the live registrations again and fences the change in their
+ * Redis, or refuses (the unit of work then rolls back: nothing is written). With no live
+ * registration it fences in REDIS_URL's Redis when one is set, as every writer did before there
+ * was a registry; a failure there refuses the change unless CREDENTIAL_CACHE=off (`bestEffort`).
+ */
+export class CommandFence implements CredentialFreshness {
+  /** organisation/change ids begun: whether in Redis, and the in-flight row to remove at the end. */
+  readonly #begun = new Map<string, { readonly writeId: string; readonly redis: boolean }>();
+
+  constructor(
+    private readonly registry: Pick<InstanceRegistry, 'live' | 'beginWrite' | 'endWrite'>,
+    private readonly redisUrl: string | null,
+    private readonly redis: CommandRedis | null,
+    private readonly bestEffort: boolean,
+  ) {}
+
+  async beginChange(organisationId: string, changeId: string): Promise<void> {
+    const id = `${organisationId}\n${changeId}`;
+    // The change is recorded as in flight before the registrations are read (see the module comment).
+    const writeId = randomUUID();
+    await this.registry.beginWrite(writeId);
+    try {
+      const redis = await this.#fence(organisationId, changeId);
+      this.#begun.set(id, { writeId, redis });
+    } catch (e) {
+      await this.registry.endWrite(writeId).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /** Fences the change as the live registrations require; true when it was begun in Redis. */
+  async #fence(organisationId: string, changeId: string): Promise<boolean> {
+    const live = await this.registry.live(REGISTRATION_LIVE_MS);
+    const plan = planCommandFence(live, this.redisUrl);
+    if (plan.kind === 'refuse') throw new CommandFenceRefusal(plan.message);
+    if (plan.kind === 'none') return false;
+    const redis = this.redis;
+    // The Redis connected at the start must still be the one the plan names (an instance may have registered since).
+    if (redis === null || redis.location.location !== plan.location.location) {
+      throw new CommandFenceRefusal(
+        `instances caching credentials with the Redis at ${plan.location.target} registered while the command ran: run it again${this.redisUrl === null ? '' : ' (REDIS_URL must name that Redis)'}; ${NOTHING_CHANGED}`,
+      );
+    }
+    try {
+      await redis.freshness.beginChange(organisationId, changeId);
+      return true;
+    } catch (e) {
+      if (live.length === 0 && this.bestEffort) return false;
+      if (redis.from === 'registry') {
+        throw new CommandFenceRefusal(
+          `the Redis at ${redis.location.target}, with which the running instances cache credentials, is unreachable (REDIS_URL is not set; the instances recorded it): credential changes are refused; ${NOTHING_CHANGED}`,
+          { cause: e },
+        );
+      }
+      throw e;
+    }
+  }
+
+  /** After the commit (or rollback): ends the change in Redis, then removes its in-flight row. */
+  async endChange(organisationId: string, changeId: string): Promise<void> {
+    const id = `${organisationId}\n${changeId}`;
+    const begun = this.#begun.get(id);
+    if (begun === undefined) return;
+    if (begun.redis) await this.redis!.freshness.endChange(organisationId, changeId);
+    this.#begun.delete(id);
+    // A row left behind (the database unreachable) stops counting after REGISTRATION_LIVE_MS.
+    await this.registry.endWrite(begun.writeId).catch(() => undefined);
+  }
+
+  /** Commands never authenticate requests: only for the port's sake. */
+  check(request: FreshnessCheck): Promise<FreshnessReply> {
+    if (this.redis === null) return Promise.reject(new Error('operator commands keep no credential cache'));
+    return this.redis.freshness.check(request);
+  }
+}

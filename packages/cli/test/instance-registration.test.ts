@@ -1,0 +1,229 @@
+/**
+ * The instance registry from both sides (C-36, C-57): a caching instance's registration and the
+ * lease its cache consults (InstanceRegistrar), and what an operator command makes of the live
+ * registrations (planCommandFence, CommandFence), on a real SQLite registry with a controlled
+ * monotonic clock. The end-to-end race with two `serve` processes is in system-tests
+ * (credential-cache/cli-without-redis-url.test.ts).
+ */
+import { expect } from 'chai';
+import { CapturingLogger, InMemoryFreshCounter } from '@cos/core/testing';
+import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, InstanceRegistry, type InstanceRecord, type SqlStore } from '@cos/store-sql';
+import {
+  CommandFence,
+  CommandFenceRefusal,
+  InstanceRegistrar,
+  planCommandFence,
+  redisLocationOf,
+  REGISTRATION_HEARTBEAT_MS,
+  REGISTRATION_LIVE_MS,
+  REGISTRATION_TRUST_MS,
+} from '../src/instance-registration.js';
+
+function record(redisLocation: string, redisAuth = false, instanceId = 'i-1'): InstanceRecord {
+  return { instanceId, redisLocation, redisAuth, startedAt: 0, heartbeatAt: 0, ageMs: 0 };
+}
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('instance registration (issue 27): caching instances and operator commands', () => {
+  describe('redisLocationOf / planCommandFence', () => {
+    it('a location never holds credentials: scheme, lower-case host, port (default 6379) and db (default 0)', () => {
+      expect(redisLocationOf('redis://user:pw@Cache.Internal')).to.deep.equal({ location: 'redis://cache.internal:6379/0', target: 'cache.internal:6379', auth: true });
+      expect(redisLocationOf('rediss://:pw@10.0.0.5:6380/3')).to.deep.equal({ location: 'rediss://10.0.0.5:6380/3', target: '10.0.0.5:6380', auth: true });
+      expect(redisLocationOf('redis://127.0.0.1:6379/')).to.deep.equal({ location: 'redis://127.0.0.1:6379/0', target: '127.0.0.1:6379', auth: false });
+    });
+
+    it('no live registration: REDIS_URL when set (as before), else nothing to fence', () => {
+      expect(planCommandFence([], null)).to.deep.equal({ kind: 'none' });
+      expect(planCommandFence([], 'redis://:pw@h:1/2')).to.deep.include({ kind: 'redis', url: 'redis://:pw@h:1/2', from: 'REDIS_URL' });
+    });
+
+    it('live registrations without REDIS_URL: their Redis from its recorded location when it needs no credentials', () => {
+      expect(planCommandFence([record('redis://127.0.0.1:6390/0'), record('redis://127.0.0.1:6390/0', false, 'i-2')], null)).to.deep.include({
+        kind: 'redis',
+        url: 'redis://127.0.0.1:6390/0',
+        from: 'registry',
+      });
+    });
+
+    it('refusals name REDIS_URL and the host:port to set, never a password: credentials needed, another Redis named, instances disagreeing', () => {
+      const needsPassword = planCommandFence([record('redis://cache:6379/0', true)], null);
+      expect(needsPassword.kind).to.equal('refuse');
+      const other = planCommandFence([record('redis://cache:6379/0')], 'redis://:hunter2@elsewhere:6379/0');
+      expect(other.kind).to.equal('refuse');
+      const otherDb = planCommandFence([record('redis://cache:6379/0')], 'redis://cache:6379/1');
+      expect(otherDb.kind, 'another database of the same server is another Redis').to.equal('refuse');
+      const split = planCommandFence([record('redis://a:6379/0'), record('redis://b:6379/0', false, 'i-2')], null);
+      expect(split.kind, 'instances that recorded different addresses, no REDIS_URL').to.equal('refuse');
+      expect(planCommandFence([record('redis://a:6379/0'), record('redis://b:6379/0', false, 'i-2')], 'redis://b:6379'), 'REDIS_URL names one of them').to.deep.include({
+        kind: 'redis',
+        from: 'REDIS_URL',
+      });
+      for (const plan of [needsPassword, other, otherDb]) {
+        const message = (plan as { message: string }).message;
+        expect(message).to.include('REDIS_URL').and.to.include('cache:6379').and.to.include('nothing was changed').and.not.include('hunter2');
+        expect(message).to.not.include('\n');
+      }
+      expect((split as { message: string }).message).to.include('a:6379').and.to.include('b:6379').and.to.include('REDIS_URL');
+      // The same Redis named with its password: fenced there.
+      expect(planCommandFence([record('redis://cache:6379/0', true)], 'redis://:pw@CACHE:6379')).to.deep.include({ kind: 'redis', from: 'REDIS_URL' });
+    });
+  });
+
+  describe('InstanceRegistrar (the lease) on a SQLite registry', () => {
+    let store: SqlStore;
+    let registry: InstanceRegistry;
+    let now: number;
+    let failing: boolean;
+    let logger: CapturingLogger;
+    const location = redisLocationOf('redis://:pw@127.0.0.1:6390');
+
+    beforeEach(async () => {
+      store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
+      await store.migrate();
+      registry = new InstanceRegistry(store);
+      now = 1_000_000;
+      failing = false;
+      logger = new CapturingLogger();
+    });
+    afterEach(() => store.close());
+
+    function registrar(): InstanceRegistrar {
+      const flaky = {
+        heartbeat: (r: Parameters<InstanceRegistry['heartbeat']>[0]) => (failing ? Promise.reject(new Error('database unreachable')) : registry.heartbeat(r)),
+        writesInFlight: (liveMs: number) => registry.writesInFlight(liveMs),
+        remove: (id: string) => registry.remove(id),
+        prune: () => registry.prune(),
+      };
+      return new InstanceRegistrar(flaky, location, logger, undefined, () => now);
+    }
+
+    it('the timing rules hold: the lease ends well before a command may call the row dead', () => {
+      expect(REGISTRATION_TRUST_MS + 2 * REGISTRATION_HEARTBEAT_MS).to.be.at.most(REGISTRATION_LIVE_MS);
+      expect(REGISTRATION_TRUST_MS).to.be.at.least(3 * REGISTRATION_HEARTBEAT_MS);
+      expect(REGISTRATION_LIVE_MS).to.be.at.least(10 * DEFAULT_STATEMENT_TIMEOUT_MS);
+    });
+
+    it('registers (without the password) and holds the lease at once when no command is changing credentials; keeps it while heartbeats succeed', async () => {
+      const r = registrar();
+      expect(r.epoch(), 'before registering').to.equal(null);
+      expect(await r.heartbeat()).to.equal(true);
+      const [row] = await registry.live(REGISTRATION_LIVE_MS);
+      expect(row).to.include({ instanceId: r.instanceId, redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: true });
+      const epoch = r.epoch();
+      expect(epoch).to.be.a('number');
+      for (let n = 0; n < 10; n++) {
+        now += REGISTRATION_HEARTBEAT_MS;
+        await r.heartbeat();
+        expect(r.epoch(), 'the same lease').to.equal(epoch);
+      }
+      await r.stop();
+    });
+
+    it("a command's change in flight when the instance registers: registered (the command will see it) but no lease until the change is over", async () => {
+      await registry.beginWrite('w-1');
+      const r = registrar();
+      expect(await r.heartbeat()).to.equal(false);
+      expect(await registry.live(REGISTRATION_LIVE_MS), 'registered all the same').to.have.length(1);
+      expect(r.epoch()).to.equal(null);
+      expect(logger.entries.some((e) => /waits for it to finish/.test(e.message))).to.equal(true);
+      await registry.endWrite('w-1');
+      expect(await r.heartbeat()).to.equal(true);
+      expect(r.epoch()).to.be.a('number');
+      // Once held, a command's change in flight does not matter: the command sees the registration.
+      await registry.beginWrite('w-2');
+      now += REGISTRATION_HEARTBEAT_MS;
+      expect(await r.heartbeat()).to.equal(true);
+      expect(r.epoch()).to.be.a('number');
+      await r.stop();
+    });
+
+    it('heartbeats failing: the lease ends REGISTRATION_TRUST_MS after the last successful one was sent; once they succeed again a new lease (a new epoch: the cache starts empty)', async () => {
+      const r = registrar();
+      await r.heartbeat();
+      const first = r.epoch();
+      expect(first).to.be.a('number');
+      now += REGISTRATION_HEARTBEAT_MS;
+      const lastSent = now;
+      await r.heartbeat();
+      failing = true;
+      now += REGISTRATION_HEARTBEAT_MS;
+      expect(await r.heartbeat()).to.equal(false);
+      expect(r.epoch(), 'one failure: still held').to.equal(first);
+      now = lastSent + REGISTRATION_TRUST_MS - 1;
+      expect(r.epoch()).to.equal(first);
+      now = lastSent + REGISTRATION_TRUST_MS;
+      expect(r.epoch(), 'lapsed').to.equal(null);
+      expect(logger.entries.some((e) => e.level === 'warn' && /instance registration not refreshed/.test(e.message))).to.equal(true);
+      failing = false;
+      await registry.beginWrite('w-1'); // a command that saw no live registration is changing a key
+      expect(await r.heartbeat()).to.equal(false);
+      expect(r.epoch(), 'waits for the command').to.equal(null);
+      await registry.endWrite('w-1');
+      await r.heartbeat();
+      const second = r.epoch();
+      expect(second).to.be.a('number').and.not.equal(first);
+      await r.stop();
+    });
+
+    it('stop(): the lease ends at once, then the row is removed; idempotent', async () => {
+      const r = registrar();
+      await r.start();
+      expect(r.epoch()).to.be.a('number');
+      expect(await registry.live(REGISTRATION_LIVE_MS)).to.have.length(1);
+      await r.stop();
+      expect(r.epoch()).to.equal(null);
+      expect(await registry.live(REGISTRATION_LIVE_MS)).to.deep.equal([]);
+      await r.stop();
+    });
+  });
+
+  describe('CommandFence: the registry read again right before each change', () => {
+    let store: SqlStore;
+    let registry: InstanceRegistry;
+    beforeEach(async () => {
+      store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
+      await store.migrate();
+      registry = new InstanceRegistry(store);
+    });
+    afterEach(() => store.close());
+
+    it('nothing registered and no REDIS_URL: nothing to fence, but the change is in flight (a writer row) from before the registry is read until its end; an instance registered since the command started: refused', async () => {
+      const fence = new CommandFence(registry, null, null, false);
+      await fence.beginChange('org', 'c1');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(1);
+      await fence.endChange('org', 'c1');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(0);
+      await registry.heartbeat({ instanceId: 'late', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false });
+      const refused = await rejection(fence.beginChange('org', 'c2'));
+      expect(refused).to.be.instanceOf(CommandFenceRefusal);
+      expect(refused.message).to.include('127.0.0.1:6390').and.to.include('nothing was changed');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS), 'a refused change leaves no row').to.equal(0);
+    });
+
+    it("fenced in the instances' Redis: begin and end reach it; a Redis failure is refused even with CREDENTIAL_CACHE=off, which excuses it only when no instance is registered", async () => {
+      await registry.heartbeat({ instanceId: 'i', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false });
+      const shared = new InMemoryFreshCounter();
+      const fence = new CommandFence(registry, null, { freshness: shared, location: redisLocationOf('redis://127.0.0.1:6390/0'), from: 'registry' }, true);
+      const before = await shared.check({ organisationId: 'org', tag: null, count: 'never', windowStartMs: 0, ttlMs: 1 });
+      await fence.beginChange('org', 'c1');
+      const during = await shared.check({ organisationId: 'org', tag: null, count: 'never', windowStartMs: 0, ttlMs: 1 });
+      expect(during.settled, 'the change is in progress in Redis').to.equal(false);
+      expect(during.token).to.not.equal(before.token);
+      await fence.endChange('org', 'c1');
+      shared.failing = true;
+      const refused = await rejection(fence.beginChange('org', 'c2'));
+      expect(refused).to.be.instanceOf(CommandFenceRefusal);
+      expect(refused.message).to.include('127.0.0.1:6390').and.to.include('unreachable');
+      await registry.remove('i');
+      await fence.beginChange('org', 'c3'); // none registered: best effort
+    });
+  });
+});

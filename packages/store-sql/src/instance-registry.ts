@@ -1,0 +1,124 @@
+/**
+ * The instance registry (table `instance_registry`, migration 0005): every `serve` instance that
+ * caches credentials records itself here (role 'cache') with the Redis it fences credential changes
+ * with, and refreshes its row (a heartbeat) while it runs; it removes the row on a clean shutdown.
+ * An operator command records each credential change it has in flight (role 'writer') and then
+ * reads the live cache rows, so it fences the change in their Redis (or refuses) even when it was
+ * not given REDIS_URL; an instance that registers reads the live writer rows after its own row is
+ * written. Of a command and an instance doing this at the same time at least one sees the other
+ * (each writes before it reads): the command fences, or the instance waits for the command.
+ *
+ * Times are the database's clock only (epoch ms computed by SQL): a heartbeat is written with the
+ * database's "now" and a row is live while the database's "now" is less than `liveMs` past it, so
+ * the hosts' clocks never meet. The Redis location is a URL without credentials
+ * (`redis://host:port/db`); `redis_auth` says whether that Redis needs credentials the command
+ * cannot take from here.
+ */
+import type { SqlDialect } from './database-url.js';
+
+/** One registered instance as read back. */
+export interface InstanceRecord {
+  readonly instanceId: string;
+  /** `redis[s]://host:port/db`, never credentials. */
+  readonly redisLocation: string;
+  /** The instance's REDIS_URL carries a user name or a password. */
+  readonly redisAuth: boolean;
+  /** Epoch ms, the database's clock. */
+  readonly startedAt: number;
+  readonly heartbeatAt: number;
+  /** How long ago the last heartbeat was, by the database's clock when it was read (ms). */
+  readonly ageMs: number;
+}
+
+export interface InstanceRegistration {
+  readonly instanceId: string;
+  readonly redisLocation: string;
+  readonly redisAuth: boolean;
+}
+
+/** What the registry needs of a SqlStore: its dialect and one statement under its deadline. */
+export interface RegistryDatabase {
+  readonly dialect: SqlDialect;
+  query<T = Record<string, unknown>>(sql: string, bindings?: readonly unknown[]): Promise<T[]>;
+}
+
+/** Rows whose heartbeat is older than this are deleted when an instance registers (they are long dead). */
+export const REGISTRY_PRUNE_AFTER_MS = 24 * 60 * 60 * 1000;
+
+const NOW_MS: Readonly<Record<SqlDialect, string>> = {
+  postgres: '(extract(epoch from clock_timestamp()) * 1000)::bigint',
+  sqlite: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+};
+
+export class InstanceRegistry {
+  private readonly now: string;
+
+  constructor(private readonly db: RegistryDatabase) {
+    this.now = NOW_MS[db.dialect];
+  }
+
+  /** Records the caching instance, or refreshes its heartbeat (the row is re-created if it was removed). */
+  async heartbeat(registration: InstanceRegistration): Promise<void> {
+    const now = this.now;
+    await this.db.query(
+      `INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at)
+       VALUES (?, 'cache', ?, ?, ${now}, ${now})
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = ${now}, redis_location = excluded.redis_location, redis_auth = excluded.redis_auth`,
+      [registration.instanceId, registration.redisLocation, this.bool(registration.redisAuth)],
+    );
+  }
+
+  /** Records a credential change in flight (an operator command's), until endWrite(). */
+  async beginWrite(writeId: string): Promise<void> {
+    const now = this.now;
+    await this.db.query(
+      `INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at) VALUES (?, 'writer', NULL, ?, ${now}, ${now})`,
+      [writeId, this.bool(false)],
+    );
+  }
+
+  async endWrite(writeId: string): Promise<void> {
+    await this.db.query("DELETE FROM instance_registry WHERE instance_id = ? AND role = 'writer'", [writeId]);
+  }
+
+  /** How many credential changes of operator commands are in flight (recorded less than `liveMs` ago). */
+  async writesInFlight(liveMs: number): Promise<number> {
+    const [row] = await this.db.query<Record<string, unknown>>(
+      `SELECT count(*) AS n FROM instance_registry WHERE role = 'writer' AND heartbeat_at > ${this.now} - ?`,
+      [Math.floor(liveMs)],
+    );
+    return Number(row?.['n'] ?? 0);
+  }
+
+  /** Deletes rows whose heartbeat is older than `olderThanMs` (dead instances and commands; not live ones). */
+  async prune(olderThanMs: number = REGISTRY_PRUNE_AFTER_MS): Promise<void> {
+    await this.db.query(`DELETE FROM instance_registry WHERE heartbeat_at < ${this.now} - ?`, [Math.floor(olderThanMs)]);
+  }
+
+  /** Removes the instance's row (a clean shutdown). */
+  async remove(instanceId: string): Promise<void> {
+    await this.db.query("DELETE FROM instance_registry WHERE instance_id = ? AND role = 'cache'", [instanceId]);
+  }
+
+  /** The caching instances whose last heartbeat is less than `liveMs` old by the database's clock, oldest first. */
+  async live(liveMs: number): Promise<InstanceRecord[]> {
+    const rows = await this.db.query<Record<string, unknown>>(
+      `SELECT instance_id, redis_location, redis_auth, started_at, heartbeat_at, ${this.now} - heartbeat_at AS age_ms
+       FROM instance_registry WHERE role = 'cache' AND heartbeat_at > ${this.now} - ? ORDER BY started_at, instance_id`,
+      [Math.floor(liveMs)],
+    );
+    return rows.map((r) => ({
+      instanceId: String(r['instance_id']),
+      redisLocation: String(r['redis_location']),
+      redisAuth: r['redis_auth'] === true || Number(r['redis_auth']) === 1,
+      startedAt: Number(r['started_at']),
+      heartbeatAt: Number(r['heartbeat_at']),
+      ageMs: Number(r['age_ms']),
+    }));
+  }
+
+  /** Postgres binds booleans; better-sqlite3 takes 0/1. */
+  private bool(value: boolean): boolean | number {
+    return this.db.dialect === 'postgres' ? value : value ? 1 : 0;
+  }
+}
