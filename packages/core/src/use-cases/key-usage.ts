@@ -9,11 +9,12 @@
  *  - a use with no W (the first use after start, or after a quiet period) is due at once;
  *  - any other use is due at W + I - margin: it rides along with the write that keeps the stored
  *    value from falling more than I behind.
- * So a use is written at most I - margin after it happened, and the stored value is never more than
- * I behind the key's last use once that use has been written (a due flush starts at once, or at
- * most `minGapMs` later when a flush has just started). `margin` (I / 12, at most 5 s) is time kept
- * for the write itself to land before the I is up. A key used all the time is written about once
- * per I - margin; a crash (SIGKILL) loses only uses that were not yet due.
+ * A due flush starts at once, or at most `minGapMs` later when one has just started. So a use is
+ * written at most I - margin + minGapMs after it happened (56 s by default), and once a use is
+ * minGapMs old the stored value is at most I - margin behind it, however long the key was quiet
+ * before; `margin` (I / 12, at most 5 s) is time kept for the write itself to land before the I is
+ * up. A key used all the time is written about once per I - margin; a crash (SIGKILL) loses only
+ * uses that were not yet due, so the stored value then stays within I of the last use.
  *
  * A flush writes every pending use, not only the due ones, and starts at most once per `minGapMs`
  * (1 s at most): one statement carries all the keys that turned due meanwhile. When it is due is
