@@ -187,7 +187,7 @@ export async function listen(
     }
     if (shed + refused > 0 && Date.now() - lastCapWarnMs >= CAP_WARN_INTERVAL_MS) {
       logger.warn(
-        { max_connections: maxConnections, idle_closed: shed, refused },
+        { port: (server.address() as AddressInfo | null)?.port ?? null, max_connections: maxConnections, idle_closed: shed, refused },
         'connection cap reached: idle connections closed to admit new ones (MAX_CONNECTIONS)',
       );
       lastCapWarnMs = Date.now();
