@@ -19,6 +19,18 @@ export interface AppConfig {
   readonly redisUrl: string | null;
   readonly host: string;
   readonly port: number;
+  /**
+   * Connections the API listener holds at once (MAX_CONNECTIONS); null (unset): derived from the
+   * soft descriptor limit at start (descriptors.ts). At the cap a new connection closes the least
+   * recently active idle one; a connection with a request in flight is never closed for it.
+   */
+  readonly maxConnections: number | null;
+  /** Node's http.Server headersTimeout: the whole header section must arrive within this (408 otherwise). */
+  readonly headersTimeoutMs: number;
+  /** Node's http.Server requestTimeout: the whole request, body included, must arrive within this (408 otherwise). */
+  readonly requestTimeoutMs: number;
+  /** last_used_at: a use is written within this (less a margin); the core's keyUsageFlushIntervalMs. */
+  readonly keyUsageFlushMs: number;
   readonly rateLimitPerMinute: number;
   readonly unauthRateLimitPerMinute: number;
   readonly logLevel: LogLevel;
@@ -151,6 +163,26 @@ const VARIABLES = {
     host('HOST'),
   ),
   PORT: variable('3000', 'listen port; `0` takes any free port (the start-up line says which)', int('PORT', 0, 65535).default(3000)),
+  MAX_CONNECTIONS: variable(
+    'unset',
+    "connections the API listener holds at once; unset: the process's soft descriptor limit (`ulimit -n`) less a reserve of a quarter of it, 32 to 256 (768 at 1024). At the cap a new connection closes the least recently active idle one; a connection with a request in flight is never closed for it (operations guide, section 10)",
+    int('MAX_CONNECTIONS', 1, 1_000_000).optional(),
+  ),
+  HEADERS_TIMEOUT_MS: variable(
+    '10000',
+    "a request's header section must arrive within this (a silent or slow connection is answered 408 and closed); at most `REQUEST_TIMEOUT_MS`",
+    int('HEADERS_TIMEOUT_MS', 100, 600_000).default(10_000),
+  ),
+  REQUEST_TIMEOUT_MS: variable(
+    '30000',
+    'a whole request, body included, must arrive within this (a trickled body is answered 408 and closed); the handling time after it is not counted',
+    int('REQUEST_TIMEOUT_MS', 100, 3_600_000).default(30_000),
+  ),
+  KEY_USAGE_FLUSH_MS: variable(
+    '60000',
+    "how far `last_used_at` may lag: each use is written within this (less a margin of a twelfth, at most 5 s), so the stored value is never further behind a key's last use, a crash included; at most one write per key per this interval per instance",
+    int('KEY_USAGE_FLUSH_MS', 1_000, 3_600_000).default(60_000),
+  ),
   RATE_LIMIT_PER_MINUTE: variable('60', 'authenticated requests per organisation per UTC minute', int('RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60)),
   UNAUTH_RATE_LIMIT_PER_MINUTE: variable(
     '60',
@@ -305,11 +337,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     throw new ConfigError(`invalid configuration: ${messages.join('; ')}`);
   }
   const v = parsed.data;
+  // Node's http.Server refuses a header timeout longer than the request timeout.
+  if (v.HEADERS_TIMEOUT_MS > v.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS');
+  }
   return Object.freeze({
     databaseUrl: v.DATABASE_URL,
     redisUrl: v.REDIS_URL ?? null,
     host: v.HOST,
     port: v.PORT,
+    maxConnections: v.MAX_CONNECTIONS ?? null,
+    headersTimeoutMs: v.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
+    keyUsageFlushMs: v.KEY_USAGE_FLUSH_MS,
     rateLimitPerMinute: v.RATE_LIMIT_PER_MINUTE,
     unauthRateLimitPerMinute: v.UNAUTH_RATE_LIMIT_PER_MINUTE,
     logLevel: v.LOG_LEVEL as LogLevel,
@@ -343,5 +383,6 @@ export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
     secretScanningRateLimitPerMinute: config.secretScanningRateLimitPerMinute,
     webhookAllowHttp: config.webhookAllowHttp,
     webhookAllowPrivate: config.webhookAllowPrivate,
+    keyUsageFlushIntervalMs: config.keyUsageFlushMs,
   };
 }

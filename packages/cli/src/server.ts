@@ -22,6 +22,14 @@
  *    moment ago. It reports neither the requests in flight nor whether the drain was forced.
  * What serve.test.ts pins (issues 15 and 18: the SIGTERM drain with 100 keep-alive connections, a
  * second signal cutting a stuck drain short, `serve | head -2`) is this file's behaviour.
+ *
+ * Holding connections is bounded too. A connection must deliver its header section within
+ * `headersTimeoutMs` (a silent one included) and its whole request within `requestTimeoutMs`,
+ * checked every second at most; keep-alive connections idle for KEEP_ALIVE_TIMEOUT_MS are closed.
+ * And at most `maxConnections` are open at once, below the process's descriptor limit: at the cap
+ * a new connection closes the least recently active idle connection (the connection map is kept in the
+ * order they became idle), so idle or silent connections cannot lock legitimate clients out; a
+ * connection with a request in flight is never closed for it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
@@ -31,10 +39,28 @@ import type { HttpApp } from './compose.js';
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** During shutdown, how long an idle connection may still bring a request before it is closed. */
 export const CONNECTION_IDLE_GRACE_MS = 500;
+/** The header section of a request must arrive within this (HEADERS_TIMEOUT_MS); a silent connection too. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+/** The whole request, body included, must arrive within this (REQUEST_TIMEOUT_MS). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** An idle keep-alive connection is closed after this (Node's default, stated here). */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** At most this often a "connection cap reached" warning; the next one says how many were closed meanwhile. */
+const CAP_WARN_INTERVAL_MS = 60_000;
 
 export interface ListenOptions {
   /** Default CONNECTION_IDLE_GRACE_MS. */
   readonly idleGraceMs?: number;
+  /**
+   * Connections held at once (default: no cap). At the cap a new connection closes the least
+   * recently active idle one (accepted or answered longest ago, with no request in flight); when
+   * every connection has a request in flight, the new one is closed instead.
+   */
+  readonly maxConnections?: number;
+  /** Default DEFAULT_HEADERS_TIMEOUT_MS; at most requestTimeoutMs. */
+  readonly headersTimeoutMs?: number;
+  /** Default DEFAULT_REQUEST_TIMEOUT_MS. */
+  readonly requestTimeoutMs?: number;
 }
 
 /** An app with its own answer to requests Node's parser refuses (HttpApp.clientError). */
@@ -73,6 +99,14 @@ interface ConnectionState {
   idleSince: number;
 }
 
+/**
+ * How often Node looks for connections past their header or request timeout (its default, 30 s,
+ * let a 60 s header timeout fire only after up to 90 s): a quarter of the header timeout, 50 ms to 1 s.
+ */
+export function connectionsCheckingIntervalFor(headersTimeoutMs: number): number {
+  return Math.max(50, Math.min(1_000, Math.floor(headersTimeoutMs / 4)));
+}
+
 export async function listen(
   app: HttpApp,
   host: string,
@@ -81,7 +115,11 @@ export async function listen(
   options: ListenOptions = {},
 ): Promise<RunningServer> {
   const idleGraceMs = options.idleGraceMs ?? CONNECTION_IDLE_GRACE_MS;
+  const maxConnections = options.maxConnections ?? Number.POSITIVE_INFINITY;
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const handle = app.callback();
+  /** Every open connection, in the order they last became idle (re-inserted when a response ends). */
   const connections = new Map<Socket, ConnectionState>();
   let inFlight = 0;
   let stopping = false;
@@ -98,11 +136,25 @@ export async function listen(
       if (state !== undefined) {
         state.active -= 1;
         state.idleSince = Date.now();
+        // To the end of the idle order; a connection already closed stays out.
+        if (connections.delete(req.socket)) connections.set(req.socket, state);
       }
     });
     handle(req, res);
   };
-  const server = createServer({ requireHostHeader: app.clientError === undefined }, onRequest);
+  // Node checks the header and request timeouts every connectionsCheckingInterval: a silent
+  // connection counts as one whose headers have not arrived. Past either timeout the connection gets
+  // the app's 408 (clientError, ERR_HTTP_REQUEST_TIMEOUT) and is closed.
+  const server = createServer(
+    {
+      requireHostHeader: app.clientError === undefined,
+      headersTimeout,
+      requestTimeout,
+      connectionsCheckingInterval: connectionsCheckingIntervalFor(headersTimeout),
+    },
+    onRequest,
+  );
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   if (app.clientError !== undefined) server.on('checkExpectation', onRequest);
   // Requests the HTTP parser refuses get the app's answer (the standard error shape) instead of
   // Node's bare status line, when the app has one.
@@ -111,9 +163,37 @@ export async function listen(
   // CONNECT (a tunnel request) gets the app's answer instead of a silently closed connection.
   const connect: ConnectHandler | undefined = app.connect?.bind(app);
   if (connect !== undefined) server.on('connect', connect);
+  let shed = 0;
+  let refused = 0;
+  let lastCapWarnMs = Number.NEGATIVE_INFINITY;
+  /** At the cap: closes the least recently active idle connection; false when every one has a request in flight. */
+  const shedIdle = (): boolean => {
+    for (const [socket, state] of connections) {
+      if (state.active > 0) continue;
+      connections.delete(socket);
+      socket.destroy();
+      shed += 1;
+      return true;
+    }
+    return false;
+  };
   server.on('connection', (socket: Socket) => {
-    connections.set(socket, { active: 0, idleSince: Date.now() });
-    socket.once('close', () => connections.delete(socket));
+    if (connections.size >= maxConnections && !shedIdle()) {
+      socket.destroy();
+      refused += 1;
+    } else {
+      connections.set(socket, { active: 0, idleSince: Date.now() });
+      socket.once('close', () => connections.delete(socket));
+    }
+    if (shed + refused > 0 && Date.now() - lastCapWarnMs >= CAP_WARN_INTERVAL_MS) {
+      logger.warn(
+        { port: (server.address() as AddressInfo | null)?.port ?? null, max_connections: maxConnections, idle_closed: shed, refused },
+        'connection cap reached: idle connections closed to admit new ones (MAX_CONNECTIONS)',
+      );
+      lastCapWarnMs = Date.now();
+      shed = 0;
+      refused = 0;
+    }
   });
 
   await new Promise<void>((resolveListen, rejectListen) => {

@@ -51,22 +51,31 @@ for (const target of databaseTargets()) {
 
     const keyList = async (...args: string[]): Promise<KeyView[]> => (await cliJson<{ data: KeyView[] }>(['key', 'list', orgId, ...args], env, db.cwd)).data;
 
-    it('serve writes last_used_at on SIGTERM: nothing on the request path, the uses after shutdown, failed requests never', async () => {
+    it('serve writes last_used_at in the background: the first use at once, later uses batched (written on SIGTERM here), failed requests never', async () => {
       const used = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'used'], env, db.cwd);
       const revoked = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'revoked'], env, db.cwd);
       await cliJson(['key', 'revoke', orgId, revoked.id], env, db.cwd);
       const s = startServe([], env, db.cwd);
       servers.push(s);
       const { url } = await s.listening();
-      const before = Date.now();
-      for (let i = 0; i < 5; i++) {
-        const res = await fetch(`${url}/v1/organisations/${orgId}`, { headers: { authorization: `Bearer ${used.key}` } });
-        expect(res.status).to.equal(200);
+      const get = (key: string): Promise<Response> => fetch(`${url}/v1/organisations/${orgId}`, { headers: { authorization: `Bearer ${key}` } });
+      const firstBefore = Date.now();
+      expect((await get(used.key!)).status).to.equal(200);
+      const firstAfter = Date.now();
+      // The first use after start is due at once (nothing written for it in the last minute).
+      let firstWritten: string | null | undefined = null;
+      for (let i = 0; i < 50 && firstWritten === null; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        firstWritten = (await keyList()).find((k) => k.id === used.id)?.last_used_at;
       }
-      const refused = await fetch(`${url}/v1/organisations/${orgId}`, { headers: { authorization: `Bearer ${revoked.key}` } });
-      expect(refused.status).to.equal(401);
+      expect(firstWritten, 'the first use written in the background').to.be.a('string');
+      expect(Date.parse(firstWritten!)).to.be.within(firstBefore - 1000, firstAfter + 1000);
+      const before = Date.now();
+      for (let i = 0; i < 4; i++) expect((await get(used.key!)).status).to.equal(200);
+      expect((await get(revoked.key!)).status).to.equal(401);
       const after = Date.now();
-      expect((await keyList()).find((k) => k.id === used.id)?.last_used_at, 'no write on the request path').to.equal(null);
+      // Within the minute after that write, later uses wait for the next batch: one write per key per minute.
+      expect((await keyList()).find((k) => k.id === used.id)?.last_used_at, 'batched, not one write per request').to.equal(firstWritten);
       s.child.kill('SIGTERM');
       expect(await s.exited(), s.stdout() + s.stderr()).to.deep.equal({ code: 0, signal: null });
       const listed = await keyList();
@@ -77,6 +86,61 @@ for (const target of databaseTargets()) {
       const table = await runCli(['key', 'list', orgId], env, db.cwd);
       expect(table.stdout).to.match(/LAST USED/);
       expect(table.stdout).to.include(lastUsed!);
+    });
+
+    it('SIGKILL: last_used_at is never more than KEY_USAGE_FLUSH_MS behind the last use, after a quiet period (used, written, quiet, used, killed 1 s later) as under steady use', async () => {
+      const INTERVAL = 3_000; // KEY_USAGE_FLUSH_MS: the rule scaled down from the default minute
+      const k = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'killed'], env, db.cwd);
+      const lastUsedOf = async (): Promise<number | null> => {
+        const v = (await keyList()).find((r) => r.id === k.id)?.last_used_at;
+        return v === null || v === undefined ? null : Date.parse(v);
+      };
+      const serveHere = async (): Promise<{ s: ServeProcess; use: () => Promise<[number, number]> }> => {
+        const s = startServe([], { ...env, KEY_USAGE_FLUSH_MS: String(INTERVAL) }, db.cwd);
+        servers.push(s);
+        const { url } = await s.listening();
+        const use = async (): Promise<[number, number]> => {
+          const before = Date.now();
+          const res = await fetch(`${url}/v1/organisations/${orgId}`, { headers: { authorization: `Bearer ${k.key}` } });
+          expect(res.status).to.equal(200);
+          return [before, Date.now()];
+        };
+        return { s, use };
+      };
+      const kill = async (s: ServeProcess): Promise<void> => {
+        s.child.kill('SIGKILL');
+        expect((await s.exited()).signal).to.equal('SIGKILL');
+      };
+
+      // Used (and written: the first use since start is due at once), quiet for longer than the
+      // interval, used again, SIGKILLed a second later: the second use is the one stored.
+      const first = await serveHere();
+      const [a0, a1] = await first.use();
+      let stored: number | null = null;
+      for (let i = 0; i < 50 && stored === null; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        stored = await lastUsedOf();
+      }
+      expect(stored, 'the first use written in the background').to.be.within(a0 - 1, a1 + 1);
+      await new Promise((r) => setTimeout(r, INTERVAL + 1_000));
+      const [b0, b1] = await first.use();
+      await new Promise((r) => setTimeout(r, 1_000));
+      await kill(first.s);
+      expect(await lastUsedOf(), 'the use after the quiet period, written before the kill').to.be.within(b0 - 1, b1 + 1);
+
+      // Steady use (a request every 100 ms for two intervals), SIGKILLed right after the last one:
+      // the stored value is at most the interval behind it.
+      const second = await serveHere();
+      const until = Date.now() + 2 * INTERVAL;
+      let last: [number, number] = await second.use();
+      while (Date.now() < until) {
+        last = await second.use();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await kill(second.s);
+      const afterSteady = (await lastUsedOf())!;
+      expect(afterSteady, 'at most the interval behind the last use').to.be.at.least(last[1] - INTERVAL);
+      expect(afterSteady).to.be.at.most(last[1] + 1);
     });
 
     it('key roll --grace 24h: a new key (same label and environment) shown once; the old one ends in 24 h; a second roll is refused', async () => {

@@ -12,7 +12,7 @@ export interface CoreConfig {
   readonly healthTimeoutMs: number;
   /** Signed secret-scanning alerts per UTC minute, one global counter (SECRET_SCANNING_RATE_LIMIT_PER_MINUTE). */
   readonly secretScanningRateLimitPerMinute: number;
-  /** last_used_at: uses are written at most this often per instance, ms (precision of the field). */
+  /** last_used_at: a use is written within this (less a margin), ms: the precision of the field (KeyUsage). */
   readonly keyUsageFlushIntervalMs: number;
   /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP; default only https://). */
   readonly webhookAllowHttp: boolean;

@@ -1,7 +1,11 @@
 /**
- * KeyUsage (issue 16, last_used_at) with a FakeClock: uses kept in memory, at most one flush per
- * interval, one recordUses call per flush, a failed flush kept and retried with a throttled warning,
- * never an error to the caller; stop() writes what is left.
+ * KeyUsage (last_used_at in batches) with a FakeClock. The rule: a key's first use, or its first
+ * use more than interval - margin after the use last written for it, is written at once; later
+ * uses wait until interval - margin after that write, riding along with it. So no use waits more
+ * than interval - margin, and the stored value is never more than the interval behind the last use,
+ * whatever the history (a long quiet period included). One recordUses call per flush, at most one
+ * flush per minGapMs, a failed flush kept and retried with a throttled warning, never an error to
+ * the caller; stop() writes what is left.
  */
 import { expect } from 'chai';
 import { KeyUsage, KEY_USAGE_WARN_INTERVAL_MS, type KeyUse } from '@cos/core';
@@ -15,6 +19,12 @@ class RecordingKeys {
   async recordUses(uses: readonly KeyUse[]): Promise<void> {
     if (this.failing) throw new Error('database unavailable');
     this.batches.push([...uses]);
+  }
+  /** What a store keeping the latest time per key holds. */
+  stored(keyId: string): number | undefined {
+    let latest: number | undefined;
+    for (const b of this.batches) for (const u of b) if (u.keyId === keyId && (latest === undefined || u.at.getTime() > latest)) latest = u.at.getTime();
+    return latest;
   }
 }
 
@@ -31,60 +41,149 @@ describe('core: KeyUsage (last_used_at in batches)', () => {
   });
   afterEach(() => usage.stop());
 
-  const at = (ms: number): Date => new Date(clock.now().getTime() + ms);
-
-  it('keeps the latest use of each key and writes nothing before the interval has passed', async () => {
-    usage.record('a', at(0));
-    usage.record('a', at(2_000));
-    usage.record('a', at(1_000));
-    usage.record('b', at(500));
-    clock.advance(MINUTE - 1);
+  const rows = (b: KeyUse[] | undefined): [string, number][] => (b ?? []).map((u) => [u.keyId, u.at.getTime()]);
+  /** One use of `keyId` now, then whatever flush it started (record() never waits). */
+  const use = async (keyId: string): Promise<number> => {
+    const now = clock.now().getTime();
+    usage.record(keyId, new Date(now));
     await usage.flushIfDue();
-    expect(keys.batches).to.deep.equal([]);
-    expect(usage.pendingKeys).to.equal(2);
-    clock.advance(1);
+    return now;
+  };
+
+  it('the margin and gap for the default interval: due 55 s after the last write, flushes at most once a second', () => {
+    expect(usage.flushIntervalMs).to.equal(MINUTE);
+    expect(usage.marginMs).to.equal(5_000);
+    expect(usage.minGapMs).to.equal(1_000);
+  });
+
+  it('the first use of a key is written at once; later uses wait until interval - margin after that write, keeping the latest', async () => {
+    const t0 = await use('a');
+    expect(rows(keys.batches[0])).to.deep.equal([['a', t0]]);
+    clock.advance(1_000);
+    await use('a');
+    clock.advance(1_000);
+    const latest = await use('a');
+    clock.advance(MINUTE - 5_000 - 2_000 - 1);
     await usage.flushIfDue();
     expect(keys.batches).to.have.length(1);
-    expect(keys.batches[0]!.map((u) => [u.keyId, u.at.getTime()])).to.deep.equal([
-      ['a', at(2_000 - MINUTE).getTime()],
-      ['b', at(500 - MINUTE).getTime()],
-    ]);
+    expect(usage.pendingKeys).to.equal(1);
+    clock.advance(1);
+    await usage.flushIfDue();
+    expect(keys.batches).to.have.length(2);
+    expect(rows(keys.batches[1])).to.deep.equal([['a', latest]]);
     expect(usage.pendingKeys).to.equal(0);
   });
 
-  it('at most one flush per interval: a key used all the time is written once a minute', async () => {
-    for (let s = 0; s < 180; s++) {
-      usage.record('busy', clock.now());
+  it('a use after a quiet period longer than interval - margin is written at once (used 15:38:09, written; used again 15:39:15: written at 15:39:15)', async () => {
+    /** The quiet time passes as with start()'s timer: a flushIfDue every second. */
+    const quietUntil = async (iso: string): Promise<void> => {
+      while (clock.now().getTime() < Date.parse(iso)) {
+        clock.advance(1_000);
+        await usage.flushIfDue();
+      }
+    };
+    clock.set(new Date('2026-11-25T15:38:09Z'));
+    await use('a');
+    expect(keys.batches).to.have.length(1);
+    await quietUntil('2026-11-25T15:39:15Z');
+    const second = await use('a');
+    expect(keys.batches).to.have.length(2);
+    expect(rows(keys.batches[1])).to.deep.equal([['a', second]]);
+    // After a long quiet period the same: the error does not grow with the silence.
+    await quietUntil('2026-11-25T17:39:15Z');
+    const third = await use('a');
+    expect(rows(keys.batches[2])).to.deep.equal([['a', third]]);
+  });
+
+  it('whatever the pattern of uses (bursts, quiet spells, steady use), each use is written within interval - margin + minGapMs and the stored value is never more than interval - margin behind a use minGapMs old', async () => {
+    // A deterministic pseudo-random schedule of uses of three keys over two hours, advancing the
+    // clock in steps of 250 ms as the timer would (flushIfDue at every step).
+    let seed = 12345;
+    const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const uses = new Map<string, number[]>();
+    const unwritten = new Map<string, number>(); // key -> earliest use not yet covered by a write
+    const start = clock.now().getTime();
+    let maxBehind = 0;
+    let maxWait = 0;
+    while (clock.now().getTime() - start < 2 * 3_600_000) {
+      const now = clock.now().getTime();
+      // Bursts, quiet spells of up to 5 minutes, and steady traffic.
+      for (const key of ['steady', 'bursty', 'rare']) {
+        const p = key === 'steady' ? 0.5 : key === 'bursty' ? (Math.floor(now / 90_000) % 3 === 0 ? 0.8 : 0) : 0.002;
+        if (random() < p) {
+          usage.record(key, new Date(now));
+          uses.set(key, [...(uses.get(key) ?? []), now]);
+          if (!unwritten.has(key)) unwritten.set(key, now);
+        }
+      }
       await usage.flushIfDue();
+      for (const [key, times] of uses) {
+        const stored = keys.stored(key) ?? Number.NEGATIVE_INFINITY;
+        if (stored >= (unwritten.get(key) ?? Number.POSITIVE_INFINITY)) unwritten.delete(key);
+        // The latest use at least minGapMs old: a due flush may wait that long for the previous one.
+        while (times.length > 1 && times[1]! <= now - usage.minGapMs) times.shift();
+        const settled = times[0]! <= now - usage.minGapMs ? times[0] : undefined;
+        if (settled !== undefined) maxBehind = Math.max(maxBehind, settled - stored);
+        const first = unwritten.get(key);
+        if (first !== undefined) maxWait = Math.max(maxWait, now - first);
+      }
+      clock.advance(250);
+    }
+    expect(maxBehind).to.be.at.most(MINUTE - usage.marginMs);
+    expect(maxWait).to.be.at.most(MINUTE - usage.marginMs + usage.minGapMs);
+    expect(maxWait).to.be.below(MINUTE);
+    // Still batched: about 14,400 uses of the steady key alone, yet one statement per 55 s plus one
+    // per burst or rare use that found no recent write (about 130 + 27 + 15).
+    expect(keys.batches.length).to.be.within(130, 200);
+  });
+
+  it('batched: one statement carries every pending key, and flushes start at most once per minGapMs', async () => {
+    const t0 = await use('a'); // written at once
+    clock.advance(10_000);
+    const a2 = await use('a'); // pending, due at t0 + 55 s
+    expect(keys.batches).to.have.length(1);
+    const b1 = await use('b'); // a first use: due at once, and a rides along
+    expect(rows(keys.batches[1])).to.deep.equal([['a', a2], ['b', b1]]);
+    clock.advance(usage.minGapMs - 1);
+    const c1 = await use('c'); // due, but a flush started less than minGapMs ago
+    expect(keys.batches).to.have.length(2);
+    clock.advance(1);
+    await usage.flushIfDue();
+    expect(rows(keys.batches[2])).to.deep.equal([['c', c1]]);
+    expect(t0).to.be.below(a2);
+  });
+
+  it('a key used all the time is written about once per interval - margin (one write at first use, then every 55 s)', async () => {
+    for (let s = 0; s < 180; s++) {
+      await use('busy');
       clock.advance(1_000);
     }
-    expect(keys.batches.length).to.be.within(2, 3);
+    // At 0, 55, 110 and 165 s.
+    expect(keys.batches).to.have.length(4);
     for (const b of keys.batches) expect(b).to.have.length(1);
   });
 
-  it('a failed flush fails nothing: the uses are kept (a later use wins), retried at the next interval, warned about at most once a minute', async () => {
+  it('a failed flush fails nothing: the uses are kept (a later use wins), retried after the margin, warned about at most once a minute', async () => {
     keys.failing = true;
-    usage.record('a', at(0));
-    clock.advance(MINUTE);
-    await usage.flushIfDue();
-    usage.record('a', clock.now());
+    await use('a');
     expect(usage.pendingKeys).to.equal(1);
-    clock.advance(MINUTE / 2);
-    await usage.flush(); // a second failure within the warning interval: not logged
     const warnings = (): number => logger.entries.filter((e) => e.level === 'warn').length;
     expect(warnings()).to.equal(1);
     expect(logger.entries[0]!.message).to.match(/last_used_at flush failed/);
+    clock.advance(usage.marginMs - 1);
+    await use('a'); // not retried yet
+    clock.advance(1);
+    await usage.flushIfDue(); // retried: a second failure within the warning interval is not logged
+    expect(warnings()).to.equal(1);
     clock.advance(KEY_USAGE_WARN_INTERVAL_MS);
     await usage.flush();
     expect(warnings()).to.equal(2);
     expect(logger.entries.at(-1)!.fields).to.include({ suppressed: 1 });
     keys.failing = false;
-    const lastUse = clock.now();
-    usage.record('a', lastUse);
-    clock.advance(MINUTE);
-    await usage.flushIfDue();
+    clock.advance(usage.marginMs);
+    const lastUse = await use('a');
     expect(keys.batches).to.have.length(1);
-    expect(keys.batches[0]!.map((u) => [u.keyId, u.at.getTime()])).to.deep.equal([['a', lastUse.getTime()]]);
+    expect(rows(keys.batches[0])).to.deep.equal([['a', lastUse]]);
   });
 
   it('record() never throws and never waits, even while the store fails', () => {
@@ -94,20 +193,24 @@ describe('core: KeyUsage (last_used_at in batches)', () => {
   });
 
   it('stop() writes what is left at once (graceful shutdown), and is idempotent', async () => {
+    await use('a');
     usage.start();
     usage.record('a', clock.now());
-    await usage.stop();
     expect(keys.batches).to.have.length(1);
     await usage.stop();
-    expect(keys.batches).to.have.length(1);
+    expect(keys.batches).to.have.length(2);
+    await usage.stop();
+    expect(keys.batches).to.have.length(2);
   });
 
   it('start() flushes on its own once due, without any further use (real timer, clock-decided)', async () => {
-    usage = new KeyUsage({ apiKeys: keys, clock, logger, flushIntervalMs: 50 });
+    usage = new KeyUsage({ apiKeys: keys, clock, logger, flushIntervalMs: 1_200 });
+    await use('quiet');
     usage.record('quiet', clock.now());
     usage.start();
-    clock.advance(50);
-    await new Promise((resolve) => setTimeout(resolve, 120));
     expect(keys.batches).to.have.length(1);
+    clock.advance(1_200 - usage.marginMs);
+    await new Promise((resolve) => setTimeout(resolve, 20 * usage.minGapMs));
+    expect(keys.batches).to.have.length(2);
   });
 });

@@ -15,6 +15,8 @@ const LOG_CLOSE_MS = 1_000;
 const SHUTDOWN_CLOSE_MS = 3_000;
 /** The operations listener closes after the API: what it still has in flight (a scrape) gets this long. */
 const OPS_CLOSE_MS = 1_000;
+/** Connections the operations listener holds at once (probes and scrapes); part of the descriptor reserve. */
+const OPS_MAX_CONNECTIONS = 32;
 
 interface ServeOptions {
   port?: string;
@@ -46,6 +48,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   let delivery: import('@cos/core').WebhookDelivery | undefined;
   let keyUsage: import('@cos/core').KeyUsage | undefined;
   let storeKind = 'unknown';
+  let maxConnections = 0;
   try {
     const store = storeOf(container);
     storeKind = store.dialect;
@@ -66,15 +69,23 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       throw new CliError(`cannot listen on ${host}:${p}${variable}: ${why}`);
     };
     // The operations listener first: its probes answer (readyz: 503 "starting") while the API comes up.
+    // Connection limits (descriptors.ts): the cap stays below the descriptor limit, with room for the pools and webhooks.
+    const { defaultMaxConnections, softDescriptorLimit } = await import('../descriptors.js');
+    const descriptorLimit = softDescriptorLimit();
+    maxConnections = config.maxConnections ?? defaultMaxConnections(descriptorLimit);
+    if (descriptorLimit !== null && maxConnections >= descriptorLimit) {
+      logger.warn({ max_connections: maxConnections, descriptor_limit: descriptorLimit }, 'MAX_CONNECTIONS is not below the descriptor limit (ulimit -n): at the limit new connections are reset');
+    }
+    const timeouts = { headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs };
     const prometheus = container.get<import('../metrics.js').PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics);
     if (config.opsPort !== null && prometheus !== null) {
       const { createOpsApp } = await import('../ops-server.js');
       const opsApp = createOpsApp({ health: core.health, metrics: prometheus });
       // Idle probe connections need no grace at shutdown: probes are short and retried.
-      const opsServer = await listen(opsApp, config.opsHost, config.opsPort, logger, { idleGraceMs: 0 }).catch(cannotListen(config.opsHost, config.opsPort, ' (OPS_HOST, OPS_PORT)'));
+      const opsServer = await listen(opsApp, config.opsHost, config.opsPort, logger, { idleGraceMs: 0, maxConnections: OPS_MAX_CONNECTIONS, ...timeouts }).catch(cannotListen(config.opsHost, config.opsPort, ' (OPS_HOST, OPS_PORT)'));
       ops = { app: opsApp, server: opsServer };
     }
-    running = await listen(app, config.host, port, logger).catch(cannotListen(config.host, port, ''));
+    running = await listen(app, config.host, port, logger, { maxConnections, ...timeouts }).catch(cannotListen(config.host, port, ''));
     if (ops !== undefined) ops.app.phase = 'serving';
   } catch (e) {
     await ops?.server.stop(0).catch(() => undefined);
@@ -146,6 +157,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       limiter: limiterOf(container).kind,
       secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
       ops: ops === undefined ? 'off' : ops.server.url,
+      max_connections: maxConnections,
       version: container.get<string>(CLI_TOKENS.ServiceVersion),
     },
     `cos listening on ${server.url}`,

@@ -96,8 +96,18 @@ export interface ServeProcess {
   kill(): void;
 }
 
-export function startServe(args: readonly string[], env: Env, cwd: string): ServeProcess {
-  const child = spawn(process.execPath, nodeArgs(['serve', ...args]), { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export interface StartServeOptions {
+  /** Run under `ulimit -n <descriptorLimit>` (bash execs node, so the child is node itself). */
+  readonly descriptorLimit?: number;
+}
+
+export function startServe(args: readonly string[], env: Env, cwd: string, options: StartServeOptions = {}): ServeProcess {
+  const argv = nodeArgs(['serve', ...args]);
+  const spawnOptions = { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
+  const child =
+    options.descriptorLimit === undefined
+      ? spawn(process.execPath, argv, spawnOptions)
+      : spawn('bash', ['-c', `ulimit -n ${options.descriptorLimit} && exec "$0" "$@"`, process.execPath, ...argv], spawnOptions);
   let out = '';
   let err = '';
   let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;

@@ -46,7 +46,7 @@ export interface ApiKeyStore {
   /**
    * Records successful authentications: each key's lastUsedAt becomes the latest of its current
    * value and the given times (never earlier, so instances may flush in any order). Unknown key ids
-   * are ignored. One statement for the whole batch (KeyUsage flushes at most once a minute).
+   * are ignored. One statement for the whole batch (KeyUsage: at most one flush a second, one write per key per ~55 s).
    */
   recordUses(uses: readonly KeyUse[]): Promise<void>;
   /**
