@@ -26,6 +26,7 @@ export {
   ApiKeys,
   type IssuedKey,
   type RolledKey,
+  type WhoAmI,
   KEY_NOT_FOUND_MESSAGE,
   KEY_REVOKED_ROLL_MESSAGE,
   KEY_EXPIRED_ROLL_MESSAGE,

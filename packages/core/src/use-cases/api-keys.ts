@@ -10,7 +10,8 @@ import {
 } from '../domain/api-key.js';
 import type { AuditActor } from '../domain/audit.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
-import type { Principal } from '../domain/principal.js';
+import type { Organisation } from '../domain/organisation.js';
+import type { KeyPrincipal, Principal } from '../domain/principal.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
 import { checkIssueKey, checkRollKey } from '../validation/api-key.js';
@@ -29,6 +30,12 @@ import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 export interface IssuedKey {
   readonly key: ApiKey;
   readonly rawKey: string;
+}
+
+/** GET /v1/me: the calling key's record and its organisation's (never the raw key or its digest). */
+export interface WhoAmI {
+  readonly key: ApiKey;
+  readonly organisation: Organisation;
 }
 
 /** A roll's result: the new key (its rolledFromKeyId names the old one) and its raw key, shown once. */
@@ -164,6 +171,22 @@ export class ApiKeys {
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
     });
+  }
+
+  /**
+   * GET /v1/me: the key that authenticated this request and its organisation. Any valid key may
+   * ask (no scope, no organisation in the path); both records are read from the store, so the
+   * answer is as fresh as a GET of each. A key revoked between its authentication and these reads
+   * still gets its own record (it was valid when the request was admitted).
+   */
+  async whoAmI(principal: KeyPrincipal): Promise<WhoAmI> {
+    const [key, organisation] = await Promise.all([
+      this.deps.stores.apiKeys.findById(principal.organisationId, principal.keyId),
+      this.deps.stores.organisations.findById(principal.organisationId),
+    ]);
+    if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+    if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    return { key, organisation };
   }
 
   /** GET .../api-keys/{key_id}: a key id not in the named organisation is 404 (C-34). */
