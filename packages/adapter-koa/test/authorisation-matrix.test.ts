@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { createWorld, MISSING_ID, UNKNOWN_KEY, type World } from './support/world.js';
 
-type Scope = 'public' | 'platform-only' | 'organisation';
+/** `any-key`: any valid key, no organisation in the path (GET /me). */
+type Scope = 'public' | 'platform-only' | 'organisation' | 'any-key';
 
 interface Operation {
   readonly name: string;
@@ -21,6 +22,7 @@ interface Operation {
 const OPERATIONS: readonly Operation[] = [
   { name: 'GET /health', method: 'GET', scope: 'public', ok: 200, path: () => '/v1/health' },
   { name: 'GET /version', method: 'GET', scope: 'public', ok: 200, path: () => '/v1/version' },
+  { name: 'GET /me', method: 'GET', scope: 'any-key', ok: 200, path: () => '/v1/me' },
   { name: 'GET /organisations', method: 'GET', scope: 'platform-only', ok: 200, path: () => '/v1/organisations' },
   {
     name: 'POST /organisations',
@@ -117,13 +119,13 @@ const CALLERS: readonly Caller[] = [
     name: "a standard key on another organisation",
     authorization: (w) => `Bearer ${w.own.key}`,
     target: (w) => w.other,
-    expect: (op) => (op.scope === 'public' ? op.ok : 403),
+    expect: (op) => (op.scope === 'public' || op.scope === 'any-key' ? op.ok : 403),
   },
   {
     name: 'a standard key on a non-existent organisation',
     authorization: (w) => `Bearer ${w.own.key}`,
     target: () => ({ orgId: MISSING_ID, keyId: MISSING_ID }),
-    expect: (op) => (op.scope === 'public' ? op.ok : 403),
+    expect: (op) => (op.scope === 'public' || op.scope === 'any-key' ? op.ok : 403),
   },
   {
     name: 'a platform key',
