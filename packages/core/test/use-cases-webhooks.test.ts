@@ -186,7 +186,7 @@ describe('use case: webhooks and the outbox (C-59)', () => {
       expect(JSON.parse(n.payload)).to.deep.equal({
         type: n.type,
         timestamp: f.clock.now().toISOString(),
-        data: { organisation_id: org.id, key_id: issued.key.id, key_prefix: issued.key.keyPrefix, label: 'deploy' },
+        data: { organisation_id: org.id, key_id: issued.key.id, key_prefix: issued.key.keyPrefix, label: 'deploy', cause: { type: 'operator' } },
       });
       expect(n.payload).not.to.include(issued.rawKey).and.not.to.include(issued.key.digest);
     }

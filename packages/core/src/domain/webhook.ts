@@ -40,6 +40,18 @@ export interface Notification {
   readonly lastError: string | null;
 }
 
+/**
+ * What caused an event: a key over HTTP (`key_id` names the calling key), the operator (CLI), the
+ * secret-scanning programme (a key found in public), or a roll (the old key revoked because a roll
+ * with grace 0 replaced it by `new_key_id`).
+ */
+export type EventCause =
+  | { readonly type: 'api_key'; readonly key_id: string }
+  | { readonly type: 'operator' }
+  | { readonly type: 'secret_scanning' }
+  | { readonly type: 'roll'; readonly new_key_id: string };
+export const EVENT_CAUSE_TYPES: readonly EventCause['type'][] = ['api_key', 'operator', 'secret_scanning', 'roll'];
+
 /** What a webhook event says about a key (spec: never the raw key or its digest). */
 export interface KeyEventData {
   readonly organisation_id: string;
@@ -52,6 +64,8 @@ export interface KeyEventData {
   readonly new_key_id?: string;
   readonly new_key_prefix?: string;
   readonly grace_period_seconds?: number;
+  /** What caused the event (every event carries one). */
+  readonly cause: EventCause;
 }
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';

@@ -19,7 +19,7 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { notifyKeyEvents } from './key-events.js';
+import { causeOf, notifyKeyEvents, type KeyEvent } from './key-events.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
@@ -103,7 +103,7 @@ export async function issueKeyIn(
   const { key } = issued;
   await stores.apiKeys.insert(key);
   await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
-  await notifyKeyEvents(stores, deps.random, ['api_key.issued'], now, key);
+  await notifyKeyEvents(stores, deps.random, [{ type: 'api_key.issued', cause: causeOf(actor) }], now, key);
   return issued;
 }
 
@@ -167,7 +167,9 @@ export class ApiKeys {
       const roll = { toKeyId: rolled.key.id, gracePeriodSeconds: grace };
       await stores.audit.append({ ...auditEntry(this.deps.random, 'api_key_rolled', now, actor, org, old), roll });
       if (grace === 0) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actor, org, old));
-      const events = grace === 0 ? (['api_key.rolled', 'api_key.revoked'] as const) : (['api_key.rolled'] as const);
+      // The roll is the caller's doing; the old key's revocation (grace 0) is the roll's.
+      const rolledEvent: KeyEvent = { type: 'api_key.rolled', cause: causeOf(actor) };
+      const events: KeyEvent[] = grace === 0 ? [rolledEvent, { type: 'api_key.revoked', cause: { type: 'roll', new_key_id: rolled.key.id } }] : [rolledEvent];
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
     });
@@ -212,7 +214,7 @@ export class ApiKeys {
       const now = this.deps.clock.now();
       if (await stores.apiKeys.revoke(org, kid, now)) {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
-        await notifyKeyEvents(stores, this.deps.random, ['api_key.revoked'], now, key);
+        await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause: causeOf(actorOf(principal)) }], now, key);
       }
     });
   }

@@ -73,7 +73,8 @@ export class SecretScanning {
       await stores.audit.append({ ...auditEntry(this.deps.random, 'api_key_exposed', now, SECRET_SCANNING, organisationId, key), exposure });
       const revoked = keyStatus(key, now) === 'active' && (await stores.apiKeys.revoke(organisationId, key.id, now));
       if (revoked) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
-      const events = revoked ? (['api_key.exposed', 'api_key.revoked'] as const) : (['api_key.exposed'] as const);
+      const cause = { type: 'secret_scanning' } as const;
+      const events = revoked ? [{ type: 'api_key.exposed', cause } as const, { type: 'api_key.revoked', cause } as const] : [{ type: 'api_key.exposed', cause } as const];
       await notifyKeyEvents(stores, this.deps.random, events, now, key, exposure);
       return revoked ? 'revoked' : 'recorded';
     });
