@@ -44,6 +44,17 @@ export { SecretScanning, type AlertFeedback, type AlertOutcome, type AlertReport
 export { Webhooks, type WebhookChange, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
 export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE } from './use-cases/notifications.js';
 export {
+  Idempotency,
+  IDEMPOTENCY_LOCK_MS,
+  IDEMPOTENCY_TTL_MS,
+  requestFingerprint,
+  type FinishedResponse,
+  type IdempotencyStart,
+  type IdempotencyTicket,
+  type IdempotentRequest,
+} from './use-cases/idempotency.js';
+export { checkIdempotencyKey, IDEMPOTENCY_KEY_FIELD, ISSUE_IDEMPOTENCY_KEY } from './validation/idempotency.js';
+export {
   WebhookDelivery,
   DEFAULT_WEBHOOK_DELIVERY,
   DELIVERY_WARN_INTERVAL_MS,
