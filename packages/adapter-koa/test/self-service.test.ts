@@ -5,13 +5,13 @@
  */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { OPERATOR } from '@cos/core';
+import { IDEMPOTENCY_TTL_MS, OPERATOR } from '@cos/core';
 import { createWorld, type World } from './support/world.js';
 
 describe('adapter-koa: self-service (issue 28)', () => {
   let world: World;
   beforeEach(async () => {
-    world = await createWorld({ config: { rateLimitPerMinute: 5 } });
+    world = await createWorld();
   });
   afterEach(async () => {
     await world.close();
@@ -43,6 +43,8 @@ describe('adapter-koa: self-service (issue 28)', () => {
     });
 
     it('C-52: counted against the organisation like every authenticated request', async () => {
+      await world.close();
+      world = await createWorld({ config: { rateLimitPerMinute: 5 } });
       const first = await world.api.get('/v1/me', { key: world.own.key });
       expect(first.headers.get('x-ratelimit-remaining')).to.equal('4');
       await world.api.get(`/v1/organisations/${world.own.orgId}`, { key: world.own.key });
@@ -87,6 +89,146 @@ describe('adapter-koa: self-service (issue 28)', () => {
       // The schema is strict: an event without cause does not match it.
       const { cause: _cause, ...withoutCause } = events[0]!.data;
       expect(world.api.doc.validatorAt('#/webhooks/api_key.issued/post/requestBody/content/application~1json/schema')({ ...events[0], data: withoutCause })).to.equal(false);
+    });
+  });
+
+  describe('Idempotency-Key (Stripe semantics) on POST, PUT, PATCH and DELETE', () => {
+    const idem = (key: string): Record<string, string> => ({ 'idempotency-key': key });
+    const keysOf = (w: World): string => `/v1/organisations/${w.own.orgId}/api-keys`;
+
+    it('a repeat gets the same status and body plus Idempotent-Replayed: true, and nothing is done again', async () => {
+      const body = { name: 'Initech', slug: 'initech' };
+      const first = await world.api.post('/v1/organisations', { key: world.platform.key, json: body, headers: idem('create-initech') });
+      expect(first.status).to.equal(201);
+      expect(first.headers.get('idempotent-replayed')).to.equal(null);
+      const again = await world.api.post('/v1/organisations', { key: world.platform.key, json: { slug: 'initech', name: 'Initech' }, headers: idem('create-initech') });
+      expect(again.status).to.equal(201);
+      expect(again.text).to.equal(first.text);
+      expect(again.headers.get('location')).to.equal(first.headers.get('location'));
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+      const list = await world.api.get('/v1/organisations?limit=100', { key: world.platform.key });
+      expect(list.body.data.filter((o: { slug: string }) => o.slug === 'initech')).to.have.length(1);
+    });
+
+    it('the same key with another body, path or method is 422 IDEMPOTENCY_KEY_REUSED and changes nothing', async () => {
+      await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'one' }, headers: idem('k-1') });
+      const before = (await world.api.get(`${keysOf(world)}?limit=100`, { key: world.own.key })).body.data.length;
+      const other = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'two' }, headers: idem('k-1') });
+      expect(other.status).to.equal(422);
+      expect(other.body).to.deep.equal({
+        error: 'IDEMPOTENCY_KEY_REUSED',
+        message: 'This Idempotency-Key was already used with a different request (method, path or body); use a new key for a new request',
+        details: [],
+      });
+      const patch = await world.api.patch(`/v1/organisations/${world.own.orgId}`, { key: world.own.key, json: { name: 'x' }, headers: idem('k-1') });
+      expect(patch.status).to.equal(422);
+      expect((await world.api.get(`${keysOf(world)}?limit=100`, { key: world.own.key })).body.data).to.have.length(before);
+      expect((await world.api.get(`/v1/organisations/${world.own.orgId}`, { key: world.own.key })).body.name).to.equal('Acme Compliance');
+    });
+
+    it('C-22, C-31: an issued key is never replayed in clear: the replay is the same record without key, with key_replay_unavailable', async () => {
+      const first = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'deploy' }, headers: idem('issue-deploy') });
+      expect(first.status).to.equal(201);
+      expect(first.body.key).to.match(/^svc_live_/);
+      const again = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'deploy' }, headers: idem('issue-deploy') });
+      expect(again.status).to.equal(201);
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+      expect(again.headers.get('cache-control')).to.equal('no-store');
+      const { key: raw, ...record } = first.body;
+      expect(again.body).to.deep.equal({ ...record, key_replay_unavailable: true });
+      expect(again.text).to.not.include(raw);
+      const kept = await world.tc.store.stores.idempotency.claim({
+        organisationId: world.own.orgId, key: 'issue-deploy', fingerprint: '', token: 'peek', now: world.tc.clock.now(),
+        expiresAt: world.tc.clock.now(), lockedUntil: world.tc.clock.now(),
+      });
+      expect(JSON.stringify(kept)).to.not.include(raw).and.not.include(createHash('sha256').update(raw).digest('hex'));
+      const labels = (await world.api.get(`${keysOf(world)}?limit=100`, { key: world.own.key })).body.data.map((k: { label: string }) => k.label);
+      expect(labels.filter((l: string) => l === 'deploy')).to.have.length(1);
+    });
+
+    it('a rolled key is never replayed in clear either; DELETE replays its 204', async () => {
+      const issued = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'old' } });
+      const roll = `${keysOf(world)}/${issued.body.id}/roll`;
+      const first = await world.api.post(roll, { key: world.own.key, json: { grace_period_seconds: 60 }, headers: idem('roll-1') });
+      const again = await world.api.post(roll, { key: world.own.key, json: { grace_period_seconds: 60 }, headers: idem('roll-1') });
+      expect([first.status, again.status]).to.deep.equal([201, 201]);
+      expect(again.body).to.include({ id: first.body.id, rolled_from: issued.body.id, key_replay_unavailable: true });
+      expect(again.body).to.not.have.property('key');
+      const del = `${keysOf(world)}/${first.body.id}`;
+      const gone = await world.api.delete(del, { key: world.own.key, headers: idem('del-1') });
+      const repeat = await world.api.delete(del, { key: world.own.key, headers: idem('del-1') });
+      expect([gone.status, repeat.status]).to.deep.equal([204, 204]);
+      expect(repeat.headers.get('idempotent-replayed')).to.equal('true');
+      expect(repeat.text).to.equal('');
+    });
+
+    it('a 4xx answer is kept and replayed; another organisation may use the same key', async () => {
+      const bad = await world.api.post(keysOf(world), { key: world.own.key, json: { label: '' }, headers: idem('same') });
+      expect(bad.status).to.equal(400);
+      const again = await world.api.post(keysOf(world), { key: world.own.key, json: { label: '' }, headers: idem('same') });
+      expect(again.status).to.equal(400);
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+      expect(again.text).to.equal(bad.text);
+      const other = await world.api.post(`/v1/organisations/${world.other.orgId}/api-keys`, { key: world.other.key, json: { label: '' }, headers: idem('same') });
+      expect(other.status).to.equal(400);
+      expect(other.headers.get('idempotent-replayed')).to.equal(null);
+    });
+
+    it('a repeat while the first request still runs is 409 IDEMPOTENCY_KEY_IN_USE; once it has finished, the answer is replayed', async () => {
+      const { core } = world.tc;
+      const principal = await core.authenticator.authenticate(`Bearer ${world.own.key}`);
+      const path = keysOf(world);
+      const running = await core.idempotency.begin(principal, 'slow', { method: 'POST', path, body: { label: 'slow' } });
+      expect(running.kind).to.equal('started');
+      const busy = await world.api.post(path, { key: world.own.key, json: { label: 'slow' }, headers: idem('slow') });
+      expect(busy.status).to.equal(409);
+      expect(busy.body.error).to.equal('IDEMPOTENCY_KEY_IN_USE');
+      if (running.kind !== 'started') return;
+      await core.idempotency.finish(running.ticket, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"done":true}', carriesRawKey: false });
+      const done = await world.api.request('POST', path, { key: world.own.key, json: { label: 'slow' }, headers: idem('slow') }).catch((e: Error) => e);
+      // The kept answer is what the first request answered (here a hand-made 200 the document does not describe).
+      expect(String(done)).to.include('status 200 is not documented');
+    });
+
+    it('a 5xx answer is not kept: the key is released and a retry runs again', async () => {
+      const { core } = world.tc;
+      const principal = await core.authenticator.authenticate(`Bearer ${world.own.key}`);
+      const request = { method: 'POST', path: keysOf(world), body: { label: 'x' } };
+      const first = await core.idempotency.begin(principal, 'five-hundred', request);
+      if (first.kind !== 'started') throw new Error('expected a start');
+      await core.idempotency.finish(first.ticket, { status: 500, headers: {}, body: '{}', carriesRawKey: false });
+      expect((await core.idempotency.begin(principal, 'five-hundred', request)).kind).to.equal('started');
+    });
+
+    it('kept for 24 h: after that the same key runs again, and the sweep deletes expired answers', async () => {
+      const first = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'daily' }, headers: idem('daily') });
+      world.tc.clock.advance(IDEMPOTENCY_TTL_MS - 1);
+      const within = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'daily' }, headers: idem('daily') });
+      expect(within.body.id).to.equal(first.body.id);
+      world.tc.clock.advance(1);
+      expect(await world.tc.core.idempotency.sweep()).to.equal(1);
+      const after = await world.api.post(keysOf(world), { key: world.platform.key, json: { label: 'daily' }, headers: idem('daily') });
+      expect(after.status).to.equal(201);
+      expect(after.headers.get('idempotent-replayed')).to.equal(null);
+    });
+
+    it('the header must be 1 to 255 printable ASCII characters: 400 with a detail, nothing done', async () => {
+      for (const value of ['', 'x'.repeat(256)]) {
+        const res = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'never' }, headers: idem(value) });
+        expect(res.status, JSON.stringify(value)).to.equal(400);
+        expect(res.body.details).to.deep.equal([{ field: 'idempotency-key', issue: 'must be 1 to 255 printable ASCII characters' }]);
+      }
+      const ok = await world.api.post(keysOf(world), { key: world.own.key, json: { label: 'edge' }, headers: idem(`~ ${'x'.repeat(253)}`) });
+      expect(ok.status).to.equal(201);
+      const labels = (await world.api.get(`${keysOf(world)}?limit=100`, { key: world.own.key })).body.data.map((k: { label: string }) => k.label);
+      expect(labels).to.not.include('never');
+    });
+
+    it('C-33: 403 and body errors come first (a foreign organisation is 403 whatever the key), GET ignores the header', async () => {
+      const foreign = await world.api.post(`/v1/organisations/${world.other.orgId}/api-keys`, { key: world.own.key, json: { label: 'x' }, headers: idem('') });
+      expect(foreign.status).to.equal(403);
+      const get = await world.api.get(`/v1/organisations/${world.own.orgId}`, { key: world.own.key, headers: idem('') });
+      expect(get.status).to.equal(200);
     });
   });
 });

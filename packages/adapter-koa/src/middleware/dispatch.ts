@@ -18,6 +18,7 @@ import { methodNotAllowed, RefusedRequestError, unknownPath } from '../errors.js
 import type { RouteMatch } from '../routes/route.js';
 import type { CosRequestState } from '../state.js';
 import type { AuthenticateStep } from './authenticate.js';
+import type { IdempotencySteps } from './idempotency.js';
 import type { RateLimitSteps } from './rate-limit.js';
 
 /** Methods whose routes read a body (through the route kit, after authorisation). */
@@ -29,6 +30,7 @@ export function createDispatch(
   match: (method: string, path: string) => RouteMatch,
   authenticate: AuthenticateStep,
   rateLimit: RateLimitSteps,
+  idempotency?: IdempotencySteps,
 ): Dispatch {
   return async (ctx, state) => {
     const refused = refusedRequestAnswer(ctx.req);
@@ -54,6 +56,10 @@ export function createDispatch(
       return;
     }
     const principal = await authenticate(ctx, state);
-    if (await rateLimit.organisation(ctx, principal, state)) await route.handle(ctx, found.params, principal);
+    if (!(await rateLimit.organisation(ctx, principal, state))) return;
+    // A route with a body starts its Idempotency-Key once the body is read (route kit); one without
+    // (DELETE) starts it here, right before it runs.
+    if (!TAKES_BODY.has(route.method)) await idempotency?.start(ctx, principal, undefined);
+    await route.handle(ctx, found.params, principal);
   };
 }
