@@ -17,6 +17,8 @@ const SHUTDOWN_CLOSE_MS = 3_000;
 const OPS_CLOSE_MS = 1_000;
 /** Connections the operations listener holds at once (probes and scrapes); part of the descriptor reserve. */
 const OPS_MAX_CONNECTIONS = 32;
+/** How often `serve` deletes expired Idempotency-Key answers (they expire after 24 h). */
+const IDEMPOTENCY_SWEEP_INTERVAL_MS = 15 * 60_000;
 
 interface ServeOptions {
   port?: string;
@@ -99,6 +101,20 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const usage = keyUsage!;
   sender.start();
   usage.start();
+  // Expired Idempotency-Key answers are deleted at start and then every IDEMPOTENCY_SWEEP_INTERVAL_MS
+  // (by every instance: a sweep is one indexed DELETE, harmless when another just ran it).
+  const idempotency = coreOf(container).idempotency;
+  const sweepIdempotency = (): void => {
+    idempotency.sweep().then(
+      (swept) => {
+        if (swept > 0) logger.info({ swept }, 'expired idempotency keys deleted');
+      },
+      (e: unknown) => logger.warn({ err: describeError(e) }, 'idempotency key sweep failed; the next one retries'),
+    );
+  };
+  sweepIdempotency();
+  const idempotencySweeper = setInterval(sweepIdempotency, IDEMPOTENCY_SWEEP_INTERVAL_MS);
+  idempotencySweeper.unref();
   lifecycle.daemon = true;
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
@@ -117,6 +133,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     void (async () => {
       let exitCode = 0;
       try {
+        clearInterval(idempotencySweeper);
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
         await ops?.server.stop(OPS_CLOSE_MS);
         // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
