@@ -1,0 +1,139 @@
+/**
+ * Issue 28 over the stack as `cos-admin serve` composes it, on SQLite (a file) and Postgres, with two
+ * instances (two containers) on one database: GET /v1/me, Idempotency-Key kept in the store (a
+ * retry on the other instance is replayed; the raw key never), and `cause` in the events written.
+ * Every response is checked against docs/openapi.yaml.
+ */
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OPERATOR } from '@cos/core';
+import { CapturingLogger } from '@cos/core/testing';
+import { startContainerStack, postgresUrlForSchema, type ContainerStack } from '../support/container-stack.js';
+import { postgresUrl } from '../support/env.js';
+import type { Incoming } from '../support/http.js';
+import { openApiProblems } from '../support/openapi.js';
+import { createSchema, freshSchemaName } from '../support/postgres.js';
+import { createTenant, type Tenant } from '../support/stack.js';
+
+interface Database {
+  readonly url: string;
+  drop(): Promise<void>;
+}
+
+const TARGETS: ReadonlyArray<readonly [string, () => Promise<Database> | null]> = [
+  [
+    'SQLite (file)',
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'cos-self-service-'));
+      return Promise.resolve({ url: `sqlite:${join(dir, 'cos.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) });
+    },
+  ],
+  [
+    'Postgres',
+    () => {
+      const url = postgresUrl();
+      if (url === undefined) return null;
+      const schema = freshSchemaName('selfsvc');
+      return createSchema(url, schema).then((drop) => ({ url: postgresUrlForSchema(url, schema), drop }));
+    },
+  ],
+];
+
+const conforms = (r: Incoming): Incoming => {
+  expect(openApiProblems(r), `${r.method} ${r.path} -> ${r.status}: ${r.text}`).to.deep.equal([]);
+  return r;
+};
+
+for (const [name, open] of TARGETS) {
+  describe(`system: self-service (issue 28) on ${name}, two instances`, function () {
+    this.timeout(60_000);
+    let database: Database | null = null;
+    let a: ContainerStack;
+    let b: ContainerStack;
+    let tenant: Tenant;
+    const logger = new CapturingLogger();
+
+    before(async function () {
+      const opened = open();
+      if (opened === null) {
+        if (process.env['CI'] === 'true') throw new Error('TEST_DATABASE_URL is not set but CI=true');
+        this.skip();
+        return;
+      }
+      database = await opened;
+      const env = { DATABASE_URL: database.url, RATE_LIMIT_PER_MINUTE: '100000', WEBHOOK_ALLOW_PRIVATE: 'true' };
+      a = await startContainerStack(env, logger);
+      b = await startContainerStack(env, logger);
+      tenant = await createTenant(a.core, 'selfsvc');
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+      await database?.drop();
+    });
+
+    it('GET /v1/me answers the key and its organisation on either instance', async () => {
+      for (const stack of [a, b]) {
+        const me = conforms(await stack.client.call('GET', '/v1/me', { key: tenant.key }));
+        expect(me.status).to.equal(200);
+        const body = me.json<{ api_key: { id: string }; organisation: { id: string; slug: string } }>();
+        expect(body.api_key.id).to.equal(tenant.keyId);
+        expect(body.organisation).to.include({ id: tenant.id, slug: tenant.slug });
+        expect(me.text).to.not.include(tenant.key);
+      }
+    });
+
+    it('Idempotency-Key: the answer is kept in the store, so a retry on the other instance is replayed (without the raw key); another request is 422', async () => {
+      const keys = `/v1/organisations/${tenant.id}/api-keys`;
+      const headers = { 'idempotency-key': `issue-${name}` };
+      const first = conforms(await a.client.call('POST', keys, { key: tenant.key, body: { label: 'retried' }, headers }));
+      expect(first.status).to.equal(201);
+      const issued = first.json<{ id: string; key: string }>();
+      const retry = conforms(await b.client.call('POST', keys, { key: tenant.key, body: { label: 'retried' }, headers }));
+      expect(retry.status).to.equal(201);
+      expect(retry.headers.get('idempotent-replayed')).to.equal('true');
+      expect(retry.json<Record<string, unknown>>()).to.include({ id: issued.id, key_replay_unavailable: true });
+      expect(retry.text).to.not.include(issued.key);
+      const kept = await a.store.knex.raw('SELECT response_body FROM idempotency_keys');
+      expect(JSON.stringify(kept)).to.not.include(issued.key);
+      const reused = conforms(await b.client.call('POST', keys, { key: tenant.key, body: { label: 'another' }, headers }));
+      expect(reused.status).to.equal(422);
+      expect(reused.json<{ error: string }>().error).to.equal('IDEMPOTENCY_KEY_REUSED');
+      const list = await a.client.call('GET', `${keys}?limit=100`, { key: tenant.key });
+      expect(list.json<{ data: Array<{ label: string }> }>().data.filter((k) => k.label === 'retried')).to.have.length(1);
+
+      const del = `${keys}/${issued.id}`;
+      const revoke = { 'idempotency-key': `revoke-${name}` };
+      expect((await b.client.call('DELETE', del, { key: tenant.key, headers: revoke })).status).to.equal(204);
+      const again = await a.client.call('DELETE', del, { key: tenant.key, headers: revoke });
+      expect(again.status).to.equal(204);
+      expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    });
+
+    it('Idempotency-Key: expired answers are swept from the store', async () => {
+      const before = Number((await a.store.query<{ n: unknown }>('SELECT count(*) AS n FROM idempotency_keys'))[0]!.n);
+      expect(before).to.be.greaterThan(0);
+      await a.store.query('UPDATE idempotency_keys SET expires_at = ?', [Date.now() - 1]);
+      expect(await b.core.idempotency.sweep()).to.equal(before);
+      expect(Number((await a.store.query<{ n: unknown }>('SELECT count(*) AS n FROM idempotency_keys'))[0]!.n)).to.equal(0);
+    });
+
+    it('events carry cause: a key over HTTP, the operator', async () => {
+      await a.core.webhooks.set(OPERATOR, tenant.id, 'https://127.0.0.1:9/hook');
+      const issued = conforms(await a.client.call('POST', `/v1/organisations/${tenant.id}/api-keys`, { key: tenant.key, body: { label: 'caused' } }));
+      const id = issued.json<{ id: string }>().id;
+      await b.core.apiKeys.revoke(OPERATOR, tenant.id, id);
+      const notes = await a.store.stores.outbox.list({ organisationId: tenant.id }, { limit: 100, after: null });
+      const causes = notes
+        .map((n) => JSON.parse(n.payload) as { type: string; data: { key_id: string; cause: unknown } })
+        .filter((p) => p.data.key_id === id)
+        .map((p) => [p.type, p.data.cause]);
+      expect(causes).to.have.deep.members([
+        ['api_key.issued', { type: 'api_key', key_id: tenant.keyId }],
+        ['api_key.revoked', { type: 'operator' }],
+      ]);
+    });
+  });
+}
