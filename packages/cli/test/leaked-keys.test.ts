@@ -205,8 +205,16 @@ for (const target of databaseTargets()) {
       const receiver = await startReceiver(() => set.secret, port);
       receivers.push(receiver);
       receiver.mode = 'hang'; // slow: never answers within WEBHOOK_TIMEOUT_MS
-      await new Promise((r) => setTimeout(r, 1500));
-      const slow = (await cliJson<{ data: typeof pending }>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd)).data;
+      // The next attempt comes after its backoff, whenever a loaded machine gets to it: wait for its outcome.
+      const slowUntil = Date.now() + 20_000;
+      let slow = pending;
+      while (Date.now() < slowUntil && receiver.received === 0) await new Promise((r) => setTimeout(r, 100));
+      expect(receiver.received, 'an attempt reached the hanging receiver').to.be.at.least(1);
+      while (Date.now() < slowUntil) {
+        slow = (await cliJson<{ data: typeof pending }>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd)).data;
+        if (slow[0]?.last_error === 'no answer within 500 ms') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       expect(slow[0]!.last_error).to.equal('no answer within 500 ms');
       receiver.mode = 'ok';
       await receiver.waitFor((d) => d.length >= 1, 20_000);
