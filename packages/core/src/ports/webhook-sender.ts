@@ -11,6 +11,11 @@ export interface WebhookRequest {
   readonly body: string;
   /** The attempt's bound: connection, request and response together. */
   readonly timeoutMs: number;
+  /**
+   * Aborted when the attempt is abandoned (the sender shuts down): the sender should stop at once
+   * and answer a failure. The caller does not wait for that answer: it treats the attempt as ended.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** How an attempt ended: a 2xx answer, or why not (no key material, no response body). */
