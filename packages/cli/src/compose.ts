@@ -252,6 +252,7 @@ export async function createWebhookDelivery(
       maxAttempts: config.webhookMaxAttempts,
       retryBaseMs: config.webhookRetryBaseMs,
       pollIntervalMs: config.webhookPollIntervalMs,
+      batchSize: config.webhookConcurrency,
     },
   });
 }
