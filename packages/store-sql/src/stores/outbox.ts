@@ -32,18 +32,37 @@ const INSERT = {
 } as const;
 const BY_ID = `SELECT ${COLUMNS} FROM webhook_outbox WHERE id = ?`;
 /**
- * Due, unclaimed, and per organisation (its one endpoint) the due notification written first, of an
- * organisation none of whose notifications is under a live claim: one attempt at a time per
- * endpoint, in write order (seq). The per-organisation checks read only that organisation's pending
- * rows and its leased rows (two partial indexes, migration 0006).
+ * Per organisation (its one endpoint) with pending notifications and none under a live claim: its
+ * due notification written first (lowest seq); of those, the oldest due first. One attempt at a time
+ * per endpoint, in write order. The organisations are walked through the partial index of pending
+ * rows one key at a time (a recursive "next organisation after this one" lookup), so the cost grows
+ * with the organisations that have pending notifications, not with the rows: an endpoint with a
+ * backlog of 100,000 whose attempt is in flight costs one index probe (its leased row), not a scan
+ * of its backlog.
  */
-const DUE = `SELECT o.id FROM webhook_outbox o
-    WHERE o.status = 'pending' AND o.next_attempt_at <= ? AND (o.lease_until IS NULL OR o.lease_until <= ?)
-      AND NOT EXISTS (SELECT 1 FROM webhook_outbox e
-        WHERE e.organisation_id = o.organisation_id AND e.status = 'pending' AND e.seq < o.seq AND e.next_attempt_at <= ?)
-      AND NOT EXISTS (SELECT 1 FROM webhook_outbox e
-        WHERE e.organisation_id = o.organisation_id AND e.status = 'pending' AND e.lease_until > ?)
+function due(dialect: 'postgres' | 'sqlite'): string {
+  // SQLite without statistics (no ANALYZE) would walk a status index and sort: it is told which index.
+  const pending = dialect === 'sqlite' ? ' INDEXED BY webhook_outbox_pending_organisation_seq' : '';
+  const leased = dialect === 'sqlite' ? ' INDEXED BY webhook_outbox_leased_organisation' : '';
+  return `WITH RECURSIVE orgs (organisation_id) AS (
+      SELECT (SELECT p.organisation_id FROM webhook_outbox AS p${pending} WHERE p.status = 'pending' ORDER BY p.organisation_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT p.organisation_id FROM webhook_outbox AS p${pending}
+          WHERE p.status = 'pending' AND p.organisation_id > orgs.organisation_id ORDER BY p.organisation_id LIMIT 1)
+        FROM orgs WHERE orgs.organisation_id IS NOT NULL
+    )
+    SELECT o.id FROM webhook_outbox o
+    WHERE o.id IN (
+      SELECT (SELECT h.id FROM webhook_outbox AS h${pending}
+          WHERE h.organisation_id = orgs.organisation_id AND h.status = 'pending' AND h.next_attempt_at <= ?
+          ORDER BY h.seq LIMIT 1)
+        FROM orgs
+        WHERE orgs.organisation_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM webhook_outbox AS e${leased}
+            WHERE e.organisation_id = orgs.organisation_id AND e.status = 'pending' AND e.lease_until > ?)
+    )
     ORDER BY o.next_attempt_at, o.id LIMIT ?`;
+}
 /**
  * The claim, one statement. Postgres: the rows are locked as they are picked and rows another claim
  * holds locked are skipped, so concurrent senders (several instances) never take one row twice; a
@@ -52,9 +71,9 @@ const DUE = `SELECT o.id FROM webhook_outbox o
  */
 const CLAIM = {
   postgres: `UPDATE webhook_outbox SET attempts = attempts + 1, claim_id = ?, lease_until = ?
-    WHERE id IN (${DUE} FOR UPDATE OF o SKIP LOCKED) RETURNING ${COLUMNS}`,
+    WHERE id IN (${due('postgres')} FOR UPDATE OF o SKIP LOCKED) RETURNING ${COLUMNS}`,
   sqlite: `UPDATE webhook_outbox SET attempts = attempts + 1, claim_id = ?, lease_until = ?
-    WHERE id IN (${DUE}) RETURNING ${COLUMNS}`,
+    WHERE id IN (${due('sqlite')}) RETURNING ${COLUMNS}`,
 } as const;
 /**
  * Postgres: claims are taken one at a time (a transaction-scoped advisory lock, the claim statement
@@ -111,7 +130,7 @@ export class SqlOutbox implements Outbox {
 
   async claimDue(now: Date, leaseUntil: Date, limit: number, claim: string): Promise<Notification[]> {
     const nowMs = now.getTime();
-    const bindings = [claim, leaseUntil.getTime(), nowMs, nowMs, nowMs, nowMs, Math.max(0, Math.floor(limit))];
+    const bindings = [claim, leaseUntil.getTime(), nowMs, nowMs, Math.max(0, Math.floor(limit))];
     if (this.ctx.dialect === 'sqlite') return (await query(this.ctx, CLAIM.sqlite, bindings)).map(notificationFromRow).sort(byDue);
     const claimOn = async (session: SqlSession): Promise<Notification[]> => {
       await session.run(CLAIM_LOCK, [CLAIM_LOCK_KEY]);
