@@ -233,8 +233,10 @@ const operatorAudit: SqlMigration = {
  * one transaction, where `created_at` ties and ids are random), by which each organisation's due
  * notifications are claimed one at a time; existing rows are numbered in (created_at, id) order.
  * Postgres draws it from a sequence (the column's default); SQLite, whose writes are serialised,
- * takes max + 1 on insert (stores/outbox.ts), through the unique index. Two partial indexes keep the
- * claim's per-organisation checks to the pending and the leased rows of that organisation.
+ * takes max + 1 on insert (stores/outbox.ts), through the unique index. Partial indexes keep the
+ * claim's per-organisation steps to that organisation's pending rows (in write order, with when each
+ * is due, so the walk reads the index only; by when due, so an organisation with nothing due is
+ * passed over in one probe) and its leased rows.
  */
 const deliveryPerEndpoint: SqlMigration = {
   name: '0006_delivery_per_endpoint',
@@ -256,8 +258,9 @@ const deliveryPerEndpoint: SqlMigration = {
     return [
       ...column,
       'CREATE UNIQUE INDEX webhook_outbox_seq_unique ON webhook_outbox (seq)',
-      "CREATE INDEX webhook_outbox_pending_organisation_seq ON webhook_outbox (organisation_id, seq) WHERE status = 'pending'",
-      'CREATE INDEX webhook_outbox_leased_organisation ON webhook_outbox (organisation_id, lease_until) WHERE lease_until IS NOT NULL',
+      "CREATE INDEX webhook_outbox_pending_organisation_seq ON webhook_outbox (organisation_id, seq, next_attempt_at) WHERE status = 'pending'",
+      "CREATE INDEX webhook_outbox_pending_organisation_due ON webhook_outbox (organisation_id, next_attempt_at) WHERE status = 'pending'",
+      "CREATE INDEX webhook_outbox_leased_organisation ON webhook_outbox (organisation_id, lease_until) WHERE status = 'pending' AND lease_until IS NOT NULL",
     ];
   },
 };

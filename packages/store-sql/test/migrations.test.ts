@@ -87,6 +87,7 @@ forEachTarget('migrations', (target) => {
       'webhook_outbox_created_at_id',
       'webhook_outbox_leased_organisation',
       'webhook_outbox_organisation_created_at_id',
+      'webhook_outbox_pending_organisation_due',
       'webhook_outbox_pending_organisation_seq',
       'webhook_outbox_seq_unique',
       'webhook_outbox_status_created_at_id',

@@ -38,12 +38,14 @@ const BY_ID = `SELECT ${COLUMNS} FROM webhook_outbox WHERE id = ?`;
  * rows one key at a time (a recursive "next organisation after this one" lookup), so the cost grows
  * with the organisations that have pending notifications, not with the rows: an endpoint with a
  * backlog of 100,000 whose attempt is in flight costs one index probe (its leased row), not a scan
- * of its backlog.
+ * of its backlog, and one whose notifications all wait for their next attempt one probe of the
+ * index by due time.
  */
 function due(dialect: 'postgres' | 'sqlite'): string {
   // SQLite without statistics (no ANALYZE) would walk a status index and sort: it is told which index.
   const pending = dialect === 'sqlite' ? ' INDEXED BY webhook_outbox_pending_organisation_seq' : '';
   const leased = dialect === 'sqlite' ? ' INDEXED BY webhook_outbox_leased_organisation' : '';
+  const dueIndex = dialect === 'sqlite' ? ' INDEXED BY webhook_outbox_pending_organisation_due' : '';
   return `WITH RECURSIVE orgs (organisation_id) AS (
       SELECT (SELECT p.organisation_id FROM webhook_outbox AS p${pending} WHERE p.status = 'pending' ORDER BY p.organisation_id LIMIT 1)
       UNION ALL
@@ -60,6 +62,8 @@ function due(dialect: 'postgres' | 'sqlite'): string {
         WHERE orgs.organisation_id IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM webhook_outbox AS e${leased}
             WHERE e.organisation_id = orgs.organisation_id AND e.status = 'pending' AND e.lease_until > ?)
+          AND EXISTS (SELECT 1 FROM webhook_outbox AS d${dueIndex}
+            WHERE d.organisation_id = orgs.organisation_id AND d.status = 'pending' AND d.next_attempt_at <= ?)
     )
     ORDER BY o.next_attempt_at, o.id LIMIT ?`;
 }
@@ -130,7 +134,7 @@ export class SqlOutbox implements Outbox {
 
   async claimDue(now: Date, leaseUntil: Date, limit: number, claim: string): Promise<Notification[]> {
     const nowMs = now.getTime();
-    const bindings = [claim, leaseUntil.getTime(), nowMs, nowMs, Math.max(0, Math.floor(limit))];
+    const bindings = [claim, leaseUntil.getTime(), nowMs, nowMs, nowMs, Math.max(0, Math.floor(limit))];
     if (this.ctx.dialect === 'sqlite') return (await query(this.ctx, CLAIM.sqlite, bindings)).map(notificationFromRow).sort(byDue);
     const claimOn = async (session: SqlSession): Promise<Notification[]> => {
       await session.run(CLAIM_LOCK, [CLAIM_LOCK_KEY]);
