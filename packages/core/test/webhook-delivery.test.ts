@@ -89,7 +89,7 @@ interface Setup {
   close(): Promise<void>;
   readonly sender: HeldSender;
   delivery(options?: Partial<WebhookDeliveryOptions>): WebhookDelivery;
-  /** A new organisation whose endpoint is `https://<name>.example/hook`; returns its id and URL. */
+  /** A new organisation whose endpoint is `https://<name>.example/hook` (the sender is a double: nothing resolves it); returns its id and URL. */
   organisation(name: string): Promise<{ id: string; url: string }>;
   /** Issues a key for the organisation (enqueues api_key.issued) and returns the raw key. */
   issue(orgId: string, label?: string): Promise<string>;
@@ -122,7 +122,9 @@ function setup(): Setup {
     async organisation(name) {
       const org = await tc.core.organisations.create(OPERATOR, { name, slug: `${name}-${cryptoRandom.uuid().slice(0, 8)}` });
       const url = `https://${name}.example/hook`;
-      await tc.core.webhooks.set(OPERATOR, org.id, url);
+      // Straight into the store: what is delivered here, not which URLs configuration accepts.
+      const now = tc.clock.now();
+      await tc.store.stores.webhooks.put({ organisationId: org.id, url, secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`, createdAt: now, updatedAt: now });
       return { id: org.id, url };
     },
     async issue(orgId, label = 'k') {
