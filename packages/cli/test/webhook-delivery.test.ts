@@ -13,6 +13,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { cryptoRandom, silentLogger, systemClock } from '@cos/core';
+import { createSqlStore } from '@cos/store-sql';
+import { createWebhookDelivery } from '../src/compose.js';
+import { loadConfig } from '../src/config.js';
 import { cliJson, ensureBuilt, startServe, type Env, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
 import { makeScanner } from './support/scanner.js';
@@ -230,3 +234,31 @@ for (const target of databaseTargets()) {
     });
   });
 }
+
+describe('webhook delivery configuration (C-59)', () => {
+  const load = (env: Record<string, string>) => loadConfig({ DATABASE_URL: 'sqlite::memory:', ...env }, { envFile: false });
+
+  it('WEBHOOK_TIMEOUT_MS is at most 30000 (the lease stays near a minute); WEBHOOK_CONCURRENCY is 1 to 1000, default 32', () => {
+    expect(load({}).webhookTimeoutMs).to.equal(10_000);
+    expect(load({ WEBHOOK_TIMEOUT_MS: '30000' }).webhookTimeoutMs).to.equal(30_000);
+    for (const bad of ['30001', '600000']) {
+      expect(() => load({ WEBHOOK_TIMEOUT_MS: bad }), bad).to.throw(/^invalid configuration: WEBHOOK_TIMEOUT_MS must be an integer from 100 to 30000$/);
+    }
+    expect(load({}).webhookConcurrency).to.equal(32);
+    expect(load({ WEBHOOK_CONCURRENCY: '1' }).webhookConcurrency).to.equal(1);
+    for (const bad of ['0', '1001', '2.5']) {
+      expect(() => load({ WEBHOOK_CONCURRENCY: bad }), bad).to.throw(/^invalid configuration: WEBHOOK_CONCURRENCY must be an integer from 1 to 1000$/);
+    }
+  });
+
+  it('serve\'s delivery takes its attempts in flight from WEBHOOK_CONCURRENCY and its bound from WEBHOOK_TIMEOUT_MS', async () => {
+    const store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
+    try {
+      const config = load({ WEBHOOK_CONCURRENCY: '7', WEBHOOK_TIMEOUT_MS: '25000' });
+      const delivery = await createWebhookDelivery(store, config, { clock: systemClock, random: cryptoRandom, logger: silentLogger });
+      expect(delivery.options).to.include({ batchSize: 7, timeoutMs: 25_000 });
+    } finally {
+      await store.close();
+    }
+  });
+});
