@@ -238,8 +238,12 @@ describe('WebhookDelivery: per endpoint, one attempt at a time, in write order (
     await delivery.stop();
     expect(Date.now() - t0, 'stop does not wait for the sender').to.be.below(1_000);
     expect(held.aborted, 'the sender is told through the signal').to.equal(true);
-    const [first, second] = await s.pending(dead.id);
-    expect(first!.id).to.equal(held.request.messageId);
+    const pending = await s.pending(dead.id);
+    expect(pending).to.have.length(2);
+    // Listed by (createdAt, id): both have one createdAt here, so pick them by id.
+    const first = pending.find((n) => n.id === held.request.messageId);
+    const second = pending.find((n) => n.id !== held.request.messageId);
+    expect(JSON.parse(first!.payload).data.label, 'the one written first was sent').to.equal('first');
     expect(first, 'still pending, the started attempt counted').to.include({ status: 'pending', attempts: 1, lastError: null });
     // Released: another sender claims it at once (not after the 61 s lease), before the second.
     const claimed = await s.tc.store.stores.outbox.claimDue(s.tc.clock.now(), new Date(s.tc.clock.now().getTime() + 1_000), 10, 'other-instance');
