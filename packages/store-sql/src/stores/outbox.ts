@@ -68,10 +68,10 @@ function due(dialect: 'postgres' | 'sqlite'): string {
     ORDER BY o.next_attempt_at, o.id LIMIT ?`;
 }
 /**
- * The claim, one statement. Postgres: the rows are locked as they are picked and rows another claim
- * holds locked are skipped, so concurrent senders (several instances) never take one row twice; a
- * row claimed and committed meanwhile is re-checked (its lease is live) and dropped. SQLite: a write
- * statement takes the file's write lock before it reads, so claims run one at a time.
+ * The claim, one statement. Postgres: the rows are locked as they are picked, and a row another
+ * statement holds locked (a completion, an operator's retry) is skipped rather than waited for;
+ * claims themselves run one at a time (the claim lock below). SQLite: a write statement takes the
+ * file's write lock before it reads, so claims run one at a time.
  */
 const CLAIM = {
   postgres: `UPDATE webhook_outbox SET attempts = attempts + 1, claim_id = ?, lease_until = ?
@@ -87,7 +87,7 @@ const CLAIM = {
  * claim's snapshot sees every claim committed before it. Claims are short: the wait is milliseconds.
  * The key is a fixed 64-bit number ('cos_whob' in ASCII).
  */
-export const CLAIM_LOCK_KEY = '7165072386032168802';
+const CLAIM_LOCK_KEY = '7165072386032168802';
 const CLAIM_LOCK = 'SELECT pg_advisory_xact_lock(?::bigint)';
 /** Every completion releases the lease; only the holder of the claim, while still pending, may complete. */
 const UNDER_CLAIM = "WHERE id = ? AND claim_id = ? AND status = 'pending'";
