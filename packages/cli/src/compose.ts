@@ -298,6 +298,7 @@ export async function createWebhookDelivery(
       maxAttempts: config.webhookMaxAttempts,
       retryBaseMs: config.webhookRetryBaseMs,
       pollIntervalMs: config.webhookPollIntervalMs,
+      batchSize: config.webhookConcurrency,
     },
   });
 }

@@ -59,6 +59,8 @@ export interface AppConfig {
   readonly webhookAllowHttp: boolean;
   /** Webhook endpoints may be loopback, private, link-local or unique-local addresses or internal names (development, tests). */
   readonly webhookAllowPrivate: boolean;
+  /** Most delivery attempts in flight at once per instance, each to a different endpoint. */
+  readonly webhookConcurrency: number;
   /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
   readonly opsPort: number | null;
   readonly opsHost: string;
@@ -235,7 +237,16 @@ const VARIABLES = {
     'signed secret-scanning alerts per UTC minute, one counter of their own',
     int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(600),
   ),
-  WEBHOOK_TIMEOUT_MS: variable('10000', 'bound on one webhook delivery attempt (connect, send, answer)', int('WEBHOOK_TIMEOUT_MS', 100, 600_000).default(10_000)),
+  WEBHOOK_TIMEOUT_MS: variable(
+    '10000',
+    'bound on one webhook delivery attempt (connect, send, answer), at most 30000: a claim outlives its attempt (lease: twice this plus 1 s), so an attempt lost with its instance is made again within about a minute; at shutdown attempts in flight are abandoned and due again at once',
+    int('WEBHOOK_TIMEOUT_MS', 100, 30_000).default(10_000),
+  ),
+  WEBHOOK_CONCURRENCY: variable(
+    '32',
+    'most webhook delivery attempts one `serve` makes at once, each to a different endpoint (one attempt at a time per endpoint, in write order); only this many endpoints that never answer can delay the others',
+    int('WEBHOOK_CONCURRENCY', 1, 1_000).default(32),
+  ),
   WEBHOOK_MAX_ATTEMPTS: variable(
     '10',
     'delivery attempts before a notification is `failed` (with the default backoff the last is about 24 h after the first)',
@@ -367,6 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
     webhookAllowHttp: v.WEBHOOK_ALLOW_HTTP,
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
+    webhookConcurrency: v.WEBHOOK_CONCURRENCY,
     opsPort: v.OPS_PORT ?? null,
     opsHost: v.OPS_HOST,
     credentialCache: v.CREDENTIAL_CACHE,

@@ -502,16 +502,22 @@ class InMemoryOutbox implements Outbox {
     });
   }
 
+  /**
+   * The outbox map keeps write order: a Map iterates in insertion order, an update in place keeps
+   * its entry's position, and a transaction's enqueues are replayed in order at commit.
+   */
   async claimDue(now: Date, leaseUntil: Date, limit: number, claim: string): Promise<Notification[]> {
     const nowMs = now.getTime();
     return this.session.write((t) => {
-      const due = [...t.outbox.values()]
-        .filter(
-          (r) =>
-            r.notification.status === 'pending' &&
-            r.notification.nextAttemptAt.getTime() <= nowMs &&
-            (r.leaseUntil === null || r.leaseUntil.getTime() <= nowMs),
-        )
+      const pending = [...t.outbox.values()].filter((r) => r.notification.status === 'pending');
+      const busy = new Set(pending.filter((r) => r.leaseUntil !== null && r.leaseUntil.getTime() > nowMs).map((r) => r.notification.organisationId));
+      // Per organisation without a live claim: its due notification written first.
+      const heads = new Map<string, OutboxRow>();
+      for (const r of pending) {
+        const org = r.notification.organisationId;
+        if (!busy.has(org) && !heads.has(org) && r.notification.nextAttemptAt.getTime() <= nowMs) heads.set(org, r);
+      }
+      const due = [...heads.values()]
         .sort((a, b) =>
           compareKeyset(a.notification.nextAttemptAt.getTime(), a.notification.id, b.notification.nextAttemptAt.getTime(), b.notification.id),
         )
@@ -536,6 +542,15 @@ class InMemoryOutbox implements Outbox {
             ? { ...n, status: 'delivered', completedAt: copyDate(outcome.at) }
             : { ...n, status: 'failed', completedAt: copyDate(outcome.at), lastError: outcome.error };
       t.outbox.set(id, { notification: next, claim: null, leaseUntil: null });
+      return true;
+    });
+  }
+
+  async release(id: string, claim: string): Promise<boolean> {
+    return this.session.write((t) => {
+      const r = t.outbox.get(id);
+      if (r === undefined || r.claim !== claim || r.notification.status !== 'pending') return false;
+      t.outbox.set(id, { notification: r.notification, claim: null, leaseUntil: null });
       return true;
     });
   }
