@@ -168,8 +168,9 @@ forEachTarget('migrations', (target) => {
   it('C-59: 0006_delivery_per_endpoint numbers the outbox rows written before it in (created_at, id) order; rows enqueued after it come later, each organisation claimed in that order', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    for (let i = 0; i < 4; i++) await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0006_delivery_per_endpoint']);
+    const from = MIGRATIONS.findIndex((m) => m.name === '0006_delivery_per_endpoint');
+    for (let i = 0; i < from; i++) await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
     const orgA = 'b2000000-0000-4000-8000-00000000000a';
     const orgB = 'b2000000-0000-4000-8000-00000000000b';
     const row = (id: string, organisation_id: string, created_at: number, status = 'pending') => ({
@@ -193,7 +194,7 @@ forEachTarget('migrations', (target) => {
       row('f2000000-0000-4000-8000-000000000001', orgA, 10),
       row('f2000000-0000-4000-8000-000000000004', orgB, 5, 'delivered'),
     ]);
-    expect(await store.migrate()).to.deep.equal(['0006_delivery_per_endpoint']);
+    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
     const seqs = (await store.knex('webhook_outbox').select('id', 'seq').orderBy('seq')) as Array<{ id: string; seq: unknown }>;
     expect(seqs.map((r) => [r.id.slice(-1), Number(r.seq)])).to.deep.equal([['4', 1], ['1', 2], ['2', 3], ['3', 4]]);
     await store.stores.outbox.enqueue({
