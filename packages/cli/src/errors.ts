@@ -5,7 +5,7 @@
  * and their `code`, never by `instanceof`, so a store built against another copy of @cos/core still
  * gets its proper message.
  */
-import { FENCE_UNAVAILABLE_MESSAGE, FENCE_UNCONFIRMED_MESSAGE, isDomainError } from '@cos/core';
+import { FENCE_UNAVAILABLE_MESSAGE, isDomainError } from '@cos/core';
 import { ConfigError } from './config.js';
 
 /** Exit status of a failed command: 2 when it was called wrongly (usage), 1 for any other failure. */
@@ -110,7 +110,6 @@ export function describeError(e: unknown, labels: Readonly<Record<string, string
       case 'SERVICE_UNAVAILABLE': {
         // The credential fence (issue 14): Redis, not the database.
         if (e.message === FENCE_UNAVAILABLE_MESSAGE) return 'Redis (REDIS_URL) is unreachable: credential changes are refused while the instances cache credentials; nothing was changed';
-        if (e.message === FENCE_UNCONFIRMED_MESSAGE) return 'the change was made, but Redis (REDIS_URL) became unreachable before it could be confirmed to the instances; run the command again once Redis is back';
         const cause = causeMessage(e);
         return `the database is unavailable${cause ? ` (${cause})` : ''}; check DATABASE_URL and that the database is up`;
       }

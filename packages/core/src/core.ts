@@ -13,7 +13,7 @@ import { AuditTrail } from './use-cases/audit-trail.js';
 import { Authenticator } from './use-cases/authenticate.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
 import { CredentialCache } from './use-cases/credential-cache.js';
-import { FencedUnitOfWork, fenceOuterStores } from './use-cases/credential-fence.js';
+import { FencedUnitOfWork } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
 import { KeyUsage } from './use-cases/key-usage.js';
@@ -91,7 +91,7 @@ export function createCore(options: CreateCoreOptions): Core {
       ? undefined
       : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), lastWarned: new Map<string, number>() };
   const deps: CoreDeps = {
-    stores: fence === undefined ? options.stores : fenceOuterStores(options.stores, fence),
+    stores: options.stores,
     unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),
     counter: options.counter,
     health: options.health,

@@ -16,6 +16,7 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
+export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './credential-change.js';
 export { InProcessRateCounter } from './in-process-counter.js';
 export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
@@ -33,7 +34,7 @@ export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type 
 export { Authenticator, type Admitted } from './use-cases/authenticate.js';
 export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheOptions } from './use-cases/credential-cache.js';
 export type { Bounded } from './use-cases/timeout.js';
-export { CREDENTIAL_WRITES, FENCE_UNAVAILABLE_MESSAGE, FENCE_UNCONFIRMED_MESSAGE } from './use-cases/credential-fence.js';
+export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './use-cases/credential-fence.js';
 export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
 export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';

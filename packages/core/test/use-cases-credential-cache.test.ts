@@ -6,14 +6,16 @@
 import { expect } from 'chai';
 import {
   createCore,
-  CREDENTIAL_WRITES,
+  FENCE_END_UNANNOUNCED_WARNING,
   OPERATOR,
+  UndeclaredCredentialChangeError,
   UnauthorizedError,
   UnavailableError,
   type ApiKeyStore,
   type Core,
   type Credential,
   type Organisation,
+  type UnitOfWork,
 } from '@cos/core';
 import { CapturingLogger, createInMemoryStore, FakeClock, InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS, type StoreHarness } from '@cos/core/testing';
 import { CountingApiKeyStore, rejectsWith, withStore } from './use-cases-fixtures.js';
@@ -253,15 +255,17 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal(401);
   });
 
-  it('an end that cannot be confirmed: 503 although committed, and the other instance does not trust its entry', async () => {
+  it('C-57: an end that cannot be announced after the commit: the change is answered as made (no 503), a warning is logged, and the other instance does not trust its entry', async () => {
     await warm(two);
     const end = shared.endChange.bind(shared);
     shared.endChange = () => Promise.reject(new Error('lost'));
     try {
-      await rejectsWith(one.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
+      await one.core.apiKeys.revoke(OPERATOR, org.id, keyId);
     } finally {
       shared.endChange = end;
     }
+    expect(one.logger.entries.filter((e) => e.level === 'warn').map((e) => e.message)).to.deep.equal([FENCE_END_UNANNOUNCED_WARNING]);
+    expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.not.equal(null);
     expect(await admit(two)).to.equal(401);
   });
 
@@ -306,23 +310,89 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal(401);
   });
 
-  it('the fenced writes are one list: revoke, shortenExpiry (key rolling) and organisations.update', () => {
-    expect(CREDENTIAL_WRITES).to.deep.equal({ apiKeys: ['revoke', 'shortenExpiry'], organisations: ['update'] });
-  });
+  describe('the fence: every credential-changing operation declares its organisation, announced before its transaction opens', () => {
+    /** begin/end of the shared counter store and the opening/closing of transactions, in order. */
+    let events: string[];
+    let fenced: Instance;
 
-  it('a credential write through the outer stores (outside a unit of work) is fenced too', async () => {
-    await warm(two);
-    let begun = 0;
-    const begin = shared.beginChange.bind(shared);
-    shared.beginChange = (o, c) => {
-      begun++;
-      return begin(o, c);
+    beforeEach(() => {
+      events = [];
+      const begin = shared.beginChange.bind(shared);
+      const finish = shared.endChange.bind(shared);
+      shared.beginChange = (o, c) => (events.push(`begin ${o}`), begin(o, c));
+      shared.endChange = (o, c) => (events.push(`end ${o}`), finish(o, c));
+      const keys = new GatedApiKeyStore(store.stores.apiKeys);
+      const logger = new CapturingLogger();
+      const unitOfWork: UnitOfWork = {
+        run: async (work, declaration) => {
+          events.push('transaction opens');
+          try {
+            return await store.unitOfWork.run(work, declaration);
+          } finally {
+            events.push('transaction ends');
+          }
+        },
+      };
+      const core = createCore({ stores: store.stores, unitOfWork, health: store.health, counter: shared, freshness: shared, clock, logger, config: { rateLimitPerMinute: LIMIT } });
+      fenced = { core, keys, logger };
+    });
+
+    const announced = () => [`begin ${org.id}`, 'transaction opens', 'transaction ends', `end ${org.id}`];
+    const fence = (name: string, change: () => Promise<unknown>, after: () => Promise<void>) =>
+      it(`C-36, C-57: ${name}: begun before its transaction opens and ended after it, and the other instance's cache serves the change at once`, async () => {
+        await warm(two);
+        events = [];
+        await change();
+        expect(events).to.deep.equal(announced());
+        await after();
+      });
+    const refused = async () => expect(await admit(two)).to.equal(401);
+    const renamed = (name: string) => async () => {
+      const { principal, organisation } = await two.core.authenticator.admit(auth());
+      expect(organisation.name).to.equal(name);
+      expect((await two.core.organisations.get(principal, org.id, { authenticatedOrganisation: organisation })).name).to.equal(name);
     };
-    const core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: shared, freshness: shared, clock });
-    // the Core exposes no outer store; a use case would reach it through deps.stores
-    const deps = (core.apiKeys as unknown as { deps: { stores: typeof store.stores } }).deps;
-    await deps.stores.apiKeys.revoke(org.id, keyId, clock.now());
-    expect(begun).to.equal(1);
-    expect(await admit(two)).to.equal(401);
+
+    fence('revoke (DELETE of a key, cos-admin key revoke)', () => fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId), refused);
+    fence('roll with no grace (revokes the old key)', () => fenced.core.apiKeys.roll(OPERATOR, org.id, keyId, { grace_period_seconds: 0 }), refused);
+    fence('roll with a grace (shortens the old key\'s expiry)', () => fenced.core.apiKeys.roll(OPERATOR, org.id, keyId, { grace_period_seconds: 60 }), async () => {
+      expect(await admit(two)).to.equal('ok');
+      clock.advance(60_001);
+      expect(await admit(two)).to.equal(401);
+    });
+    fence('organisation PUT', () => fenced.core.organisations.replace(OPERATOR, org.id, { name: 'Replaced' }), renamed('Replaced'));
+    fence('organisation PATCH', () => fenced.core.organisations.patch(OPERATOR, org.id, { name: 'Patched' }), renamed('Patched'));
+    fence('cos-admin org classify', () => fenced.core.organisations.classify(OPERATOR, org.id, 'F'), async () => {
+      const { organisation } = await two.core.authenticator.admit(auth());
+      expect(organisation.industrySection).to.equal('F');
+    });
+    fence('exposure (secret-scanning revocation)', async () => {
+      const report = await fenced.core.secretScanning.report([{ token: raw, type: 'cos_api_key', url: 'https://example.com/leak' }]);
+      expect(report.outcomes.revoked).to.equal(1);
+    }, refused);
+
+    it('a report of a key that is already revoked changes no credential: no fence, so it does not depend on the counter store', async () => {
+      await fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId);
+      events = [];
+      shared.failing = true;
+      const report = await fenced.core.secretScanning.report([{ token: raw, type: 'cos_api_key', url: 'https://example.com/again' }]);
+      expect(report.outcomes.recorded).to.equal(1);
+      expect(events).to.deep.equal(['transaction opens', 'transaction ends']);
+    });
+
+    it('the counter store unreachable: the change is refused with 503 before its transaction opens', async () => {
+      events = [];
+      shared.failing = true;
+      await rejectsWith(fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
+      expect(events).to.deep.equal([`begin ${org.id}`]);
+      shared.failing = false;
+      expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
+    });
+
+    it('a write the use case did not declare fails loudly (UndeclaredCredentialChangeError) and changes nothing', async () => {
+      const error = await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, keyId, clock.now())).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(UndeclaredCredentialChangeError);
+      expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
+    });
   });
 });
