@@ -10,7 +10,7 @@ import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
-import { Authenticator } from './use-cases/authenticate.js';
+import { Admission } from './use-cases/admission.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
 import { CredentialCache } from './use-cases/credential-cache.js';
 import { FencedUnitOfWork } from './use-cases/credential-fence.js';
@@ -30,7 +30,14 @@ export interface Core {
   readonly members: Members;
   readonly apiKeys: ApiKeys;
   readonly audit: AuditTrail;
-  readonly authenticator: Authenticator;
+  /**
+   * Admission of HTTP requests (admission.ts): `admit(authorization, sourceAddress)` parses the
+   * key, looks the credential up once (through the credential cache when there is one), checks it,
+   * and counts the request once (its organisation, or its source address when refused).
+   */
+  readonly admission: Admission;
+  /** The same object as `admission`, under the name embedders use for `authenticate(header)`. */
+  readonly authenticator: Admission;
   /**
    * The uses of keys the authenticator records, written in batches (last_used_at, issue 16). A
    * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
@@ -106,7 +113,6 @@ export function createCore(options: CreateCoreOptions): Core {
     caching && freshness !== undefined
       ? new CredentialCache(deps, {
           freshness,
-          limiter: rateLimiter,
           ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
         })
       : null;
@@ -116,12 +122,14 @@ export function createCore(options: CreateCoreOptions): Core {
     logger: deps.logger,
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
   });
+  const admission = new Admission(deps, { limiter: rateLimiter, usage: keyUsage, cache });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
     apiKeys: new ApiKeys(deps),
     audit: new AuditTrail(deps),
-    authenticator: new Authenticator(deps, keyUsage, cache),
+    admission,
+    authenticator: admission,
     keyUsage,
     rateLimiter,
     health: new Health(deps),

@@ -31,8 +31,24 @@ export {
   KEY_EXPIRED_ROLL_MESSAGE,
 } from './use-cases/api-keys.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './use-cases/key-usage.js';
-export { Authenticator, type Admitted } from './use-cases/authenticate.js';
-export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheOptions } from './use-cases/credential-cache.js';
+export {
+  Admission,
+  // The name the authenticate() step had before admission was one module (embedders construct it with { stores, clock }).
+  Admission as Authenticator,
+  principalOf,
+  statusOf,
+  type AdmissionParts,
+  type AdmissionResult,
+  type Admitted,
+  type Refused,
+} from './use-cases/admission.js';
+export {
+  CredentialCache,
+  CREDENTIAL_CACHE_MAX_ENTRIES,
+  type CountPlan,
+  type CredentialRead,
+  type CredentialCacheOptions,
+} from './use-cases/credential-cache.js';
 export type { Bounded } from './use-cases/timeout.js';
 export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './use-cases/credential-fence.js';
 export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
@@ -116,6 +132,6 @@ export {
   type OperatorOperation,
   type OrganisationArgument,
 } from './use-cases/authorise.js';
-export { parseAuthorization } from './use-cases/authenticate.js';
+export { parseAuthorization } from './use-cases/admission.js';
 export { scopeKey, COUNTER_TTL_MS, FAIL_OPEN_WARN_INTERVAL_MS } from './use-cases/rate-limit.js';
 export { maxActiveKeysMessage } from './use-cases/api-keys.js';

@@ -18,7 +18,7 @@ import {
   type UnitOfWork,
 } from '@cos/core';
 import { CapturingLogger, createInMemoryStore, FakeClock, InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS, type StoreHarness } from '@cos/core/testing';
-import { CountingApiKeyStore, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { CountingApiKeyStore, TEST_SOURCE, admitted, rejectsWith, withStore } from './use-cases-fixtures.js';
 
 /** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
 class GatedApiKeyStore extends CountingApiKeyStore {
@@ -80,14 +80,12 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   const auth = () => `Bearer ${raw}`;
   /** One authenticated request's authentication + count, as the HTTP adapter makes it. */
   async function admit(i: Instance, authorization = auth()): Promise<'ok' | 401 | 429> {
-    try {
-      const { decision } = await i.core.authenticator.admit(authorization);
-      expect(decision, 'admit() counts with the cache on').to.not.equal(undefined);
-      return decision!.allowed ? 'ok' : 429;
-    } catch (e) {
-      if (e instanceof UnauthorizedError) return 401;
-      throw e;
+    const answer = await i.core.admission.admit(authorization, TEST_SOURCE);
+    if (!answer.admitted) {
+      expect(answer.refusal).to.be.instanceOf(UnauthorizedError);
+      return 401;
     }
+    return answer.decision.allowed ? 'ok' : 429;
   }
   /** Requests until the instance answers from its cache (no store read), within a few requests. */
   async function warm(i: Instance): Promise<void> {
@@ -134,11 +132,11 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   it('C-57: admit() answers the organisation with the key, from the cache when Redis confirms it fresh, the updated record after a change', async () => {
     await warm(two);
     const reads = two.keys.reads;
-    const cached = await two.core.authenticator.admit(auth());
+    const cached = await admitted(two.core, auth());
     expect(two.keys.reads, 'served from the cache').to.equal(reads);
     expect(cached.organisation).to.deep.equal(org);
     await one.core.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
-    const after = await two.core.authenticator.admit(auth());
+    const after = await admitted(two.core, auth());
     expect(after.organisation.name).to.equal('Acme Renamed');
     const answer = await two.core.organisations.get(after.principal, org.id, { authenticatedOrganisation: after.organisation });
     expect(answer.name).to.equal('Acme Renamed');
@@ -148,7 +146,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     await warm(two);
     const principal = await two.core.authenticator.authenticate(auth());
     await one.core.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
-    const { principal: p2 } = await two.core.authenticator.admit(auth());
+    const { principal: p2 } = await admitted(two.core, auth());
     expect((await two.core.organisations.get(p2, org.id)).name).to.equal('Acme Renamed');
     expect(principal.organisationId).to.equal(org.id);
   });
@@ -216,7 +214,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal('ok');
     expect(await admit(two)).to.equal('ok');
     expect(two.keys.reads - reads).to.equal(2);
-    const { decision } = await two.core.authenticator.admit(auth());
+    const { decision } = await admitted(two.core, auth());
     expect(decision!.remaining).to.equal(decision!.limit);
     await rejectsWith(one.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
     expect((await one.core.apiKeys.get(OPERATOR, org.id, keyId)).revokedAt).to.equal(null);
@@ -233,7 +231,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     try {
       const reads = two.keys.reads;
       const started = performance.now();
-      const { decision } = await two.core.authenticator.admit(auth());
+      const { decision } = await admitted(two.core, auth());
       expect(performance.now() - started, 'bounded (50 ms + the sweep)').to.be.lessThan(200);
       expect(decision!.remaining).to.equal(decision!.limit);
       expect(two.keys.reads - reads).to.equal(1);
@@ -281,16 +279,18 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(small.keys.reads).to.equal(reads + 1);
   });
 
-  it('CREDENTIAL_CACHE=off (credentialCache: false): every request reads the store and admit() leaves counting to the rate limiter; writes fence best effort', async () => {
+  it('CREDENTIAL_CACHE=off (credentialCache: false): every request reads the store and is counted once by the rate limiter; writes fence best effort', async () => {
     const off = instance({ cache: false });
     const reads = off.keys.reads;
-    const { decision } = await off.core.authenticator.admit(auth());
-    expect(decision).to.equal(undefined);
-    await off.core.authenticator.admit(auth());
+    const before = await orgCount(); // itself a hit: +1
+    const { decision } = await admitted(off.core, auth());
+    expect(decision.remaining).to.equal(LIMIT - before - 1);
+    await admitted(off.core, auth());
     expect(off.keys.reads - reads).to.equal(2);
+    expect(await orgCount()).to.equal(before + 3);
     await warm(two);
     await off.core.organisations.patch(OPERATOR, org.id, { name: 'Via the off instance' });
-    const { principal } = await two.core.authenticator.admit(auth());
+    const { principal } = await admitted(two.core, auth());
     expect((await two.core.organisations.get(principal, org.id)).name).to.equal('Via the off instance');
     shared.failing = true;
     await off.core.organisations.patch(OPERATOR, org.id, { name: 'Redis down' }); // no 503 with the cache off
@@ -346,9 +346,11 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
         expect(events).to.deep.equal(announced());
         await after();
       });
-    const refused = async () => expect(await admit(two)).to.equal(401);
+    const refused = async (): Promise<void> => {
+      expect(await admit(two)).to.equal(401);
+    };
     const renamed = (name: string) => async () => {
-      const { principal, organisation } = await two.core.authenticator.admit(auth());
+      const { principal, organisation } = await admitted(two.core, auth());
       expect(organisation.name).to.equal(name);
       expect((await two.core.organisations.get(principal, org.id, { authenticatedOrganisation: organisation })).name).to.equal(name);
     };
@@ -363,7 +365,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     fence('organisation PUT', () => fenced.core.organisations.replace(OPERATOR, org.id, { name: 'Replaced' }), renamed('Replaced'));
     fence('organisation PATCH', () => fenced.core.organisations.patch(OPERATOR, org.id, { name: 'Patched' }), renamed('Patched'));
     fence('cos-admin org classify', () => fenced.core.organisations.classify(OPERATOR, org.id, 'F'), async () => {
-      const { organisation } = await two.core.authenticator.admit(auth());
+      const { organisation } = await admitted(two.core, auth());
       expect(organisation.industrySection).to.equal('F');
     });
     fence('exposure (secret-scanning revocation)', async () => {
