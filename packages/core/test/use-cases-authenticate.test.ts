@@ -5,7 +5,9 @@ import {
   DEFAULT_CORE_CONFIG,
   OPERATOR,
   RateLimiter,
+  counterKey,
   silentLogger,
+  windowAt,
   UNAUTHORIZED_MESSAGE,
   UnauthorizedError,
   UnavailableError,
@@ -47,9 +49,9 @@ describe('use case: admission and authenticate', () => {
     const hits: string[] = [];
     const counter = new InMemoryRateCounter(base.f.clock);
     const recording: RateCounter = {
-      hit: (key, windowStartMs, ttlMs) => {
+      hit: (key, ttlMs) => {
         hits.push(key);
-        return counter.hit(key, windowStartMs, ttlMs);
+        return counter.hit(key, ttlMs);
       },
     };
     const limiter = new RateLimiter({ counter: recording, clock: base.f.clock, logger: silentLogger, config: { ...DEFAULT_CORE_CONFIG, ...config } });
@@ -58,7 +60,7 @@ describe('use case: admission and authenticate', () => {
   }
 
   it('C-32, C-36, C-50: admit() answers the principal, the organisation read with the key (one store query) and its organisation\'s decision, counted exactly once', async () => {
-    const { admission, auth, raw, issued, org, counting, hits } = await admissionSetup();
+    const { admission, auth, raw, issued, org, counting, hits, f } = await admissionSetup();
     const answer = await admission.admit(`Bearer ${raw}`, TEST_SOURCE);
     if (!answer.admitted) throw new Error('not admitted');
     expect(answer.principal).to.deep.equal(await auth.authenticate(`Bearer ${raw}`));
@@ -67,7 +69,7 @@ describe('use case: admission and authenticate', () => {
     expect(answer.decision.allowed).to.equal(true);
     expect(answer.decision.remaining).to.equal(DEFAULT_CORE_CONFIG.rateLimitPerMinute - 1);
     expect(counting.calls).to.equal(2); // admit() once, authenticate() once
-    expect(hits).to.deep.equal([`org:${org.id}`]);
+    expect(hits).to.deep.equal([counterKey(`org:${org.id}`, windowAt(f.clock.now().getTime()).startMs)]);
   });
 
   it('C-33, C-50: a key that does not authenticate is counted against its source address only, with the 401 to answer; over the source limit the decision refuses (429)', async () => {
@@ -79,12 +81,12 @@ describe('use case: admission and authenticate', () => {
     expect(answers.map((a) => a.admitted)).to.deep.equal([false, false, false, false]);
     expect(answers.map((a) => a.decision.allowed)).to.deep.equal([true, true, true, false]);
     for (const a of answers) if (!a.admitted) expect(a.refusal).to.be.instanceOf(UnauthorizedError);
-    expect(hits).to.deep.equal(headers.map(() => `src:${TEST_SOURCE}`));
+    expect(hits).to.deep.equal(headers.map(() => counterKey(`src:${TEST_SOURCE}`, windowAt(f.clock.now().getTime()).startMs)));
     expect(counting.calls, 'malformed headers read nothing').to.equal(2);
   });
 
   it('C-33, C-51: an organisation over its limit is admitted with a refusing decision (429), and once known over it costs no further counter hit', async () => {
-    const { admission, raw, org, hits } = await admissionSetup({ rateLimitPerMinute: 2 });
+    const { admission, raw, org, hits, f } = await admissionSetup({ rateLimitPerMinute: 2 });
     const allowed = [];
     for (let n = 0; n < 4; n++) {
       const answer = await admission.admit(`Bearer ${raw}`, TEST_SOURCE);
@@ -92,7 +94,7 @@ describe('use case: admission and authenticate', () => {
       allowed.push(answer.decision.allowed);
     }
     expect(allowed).to.deep.equal([true, true, false, false]);
-    expect(hits).to.deep.equal([1, 2, 3].map(() => `org:${org.id}`));
+    expect(hits).to.deep.equal([1, 2, 3].map(() => counterKey(`org:${org.id}`, windowAt(f.clock.now().getTime()).startMs)));
   });
 
   it('C-32: the scheme is case-insensitive', async () => {

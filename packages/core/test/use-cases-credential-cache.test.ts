@@ -5,7 +5,9 @@
  */
 import { expect } from 'chai';
 import {
+  counterKey,
   createCore,
+  freshnessKeys,
   FENCE_END_UNANNOUNCED_WARNING,
   OPERATOR,
   UndeclaredCredentialChangeError,
@@ -96,7 +98,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     }
     throw new Error('the cache never served the key');
   }
-  const orgCount = async () => shared.hit(`org:${org.id}`, Math.floor(clock.now().getTime() / 60_000) * 60_000, 120_000);
+  const orgCount = async () => shared.hit(counterKey(`org:${org.id}`, Math.floor(clock.now().getTime() / 60_000) * 60_000), 120_000);
 
   beforeEach(async () => {
     clock = new FakeClock();
@@ -196,7 +198,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   it('a read that starts while a change is in progress fills nothing that outlives the change', async () => {
     await warm(two);
     const other = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'second' });
-    await shared.beginChange(org.id, 'manual'); // a writer between its two calls
+    await shared.beginChange(freshnessKeys(org.id), 'manual'); // a writer between its two calls
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal('ok');
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal('ok');
     await store.stores.apiKeys.revoke(org.id, other.key.id, clock.now()); // its commit
@@ -319,8 +321,8 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       events = [];
       const begin = shared.beginChange.bind(shared);
       const finish = shared.endChange.bind(shared);
-      shared.beginChange = (o, c) => (events.push(`begin ${o}`), begin(o, c));
-      shared.endChange = (o, c) => (events.push(`end ${o}`), finish(o, c));
+      shared.beginChange = (o, c) => (events.push(`begin ${o.token}`), begin(o, c));
+      shared.endChange = (o, c) => (events.push(`end ${o.token}`), finish(o, c));
       const keys = new GatedApiKeyStore(store.stores.apiKeys);
       const logger = new CapturingLogger();
       const unitOfWork: UnitOfWork = {
@@ -337,7 +339,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       fenced = { core, keys, logger };
     });
 
-    const announced = () => [`begin ${org.id}`, 'transaction opens', 'transaction ends', `end ${org.id}`];
+    const announced = () => [`begin ${freshnessKeys(org.id).token}`, 'transaction opens', 'transaction ends', `end ${freshnessKeys(org.id).token}`];
     const fence = (name: string, change: () => Promise<unknown>, after: () => Promise<void>) =>
       it(`C-36, C-57: ${name}: begun before its transaction opens and ended after it, and the other instance's cache serves the change at once`, async () => {
         await warm(two);
@@ -386,7 +388,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       events = [];
       shared.failing = true;
       await rejectsWith(fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
-      expect(events).to.deep.equal([`begin ${org.id}`]);
+      expect(events).to.deep.equal([`begin ${freshnessKeys(org.id).token}`]);
       shared.failing = false;
       expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
     });

@@ -28,7 +28,8 @@ import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from './deps.js';
-import { COUNTER_TTL_MS } from './rate-limit.js';
+import { counterKey, freshnessKeys } from '../counter-keys.js';
+import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
 import { BoundedCalls, type Bounded } from './timeout.js';
 
 /** Entries kept at most (oldest filled goes first), as the SQLite reader's READ_CACHE_MAX_ENTRIES. */
@@ -168,7 +169,13 @@ export class CredentialCache {
   private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const outcome = await this.bounded.run(() =>
-      this.freshness.check({ organisationId, tag, count, windowStartMs: window.startMs, ttlMs: COUNTER_TTL_MS }),
+      this.freshness.check({
+        keys: freshnessKeys(organisationId),
+        tag,
+        count,
+        counterKey: counterKey(scopeKey({ kind: 'organisation', organisationId }), window.startMs),
+        ttlMs: COUNTER_TTL_MS,
+      }),
     );
     if (outcome.kind !== 'value') {
       this.clear();

@@ -25,6 +25,7 @@
  * instance): a failed begin is only logged, so writes do not depend on Redis, while instances that
  * still cache (a rolling switch-off) normally see the change.
  */
+import { freshnessKeys } from '../counter-keys.js';
 import { UnavailableError } from '../domain/errors.js';
 import type { CredentialFreshness } from '../ports/credential-freshness.js';
 import type { Logger } from '../ports/logger.js';
@@ -76,7 +77,7 @@ class Change {
 
   /** Registers the change of `organisationId`; strict: UnavailableError when it cannot be. */
   async begin(organisationId: string): Promise<void> {
-    const outcome = await withTimeout(() => this.options.freshness.beginChange(organisationId, this.id), this.options.timeoutMs);
+    const outcome = await withTimeout(() => this.options.freshness.beginChange(freshnessKeys(organisationId), this.id), this.options.timeoutMs);
     if (outcome.kind === 'value') {
       this.begun.push(organisationId);
       return;
@@ -99,7 +100,7 @@ class Change {
       let reason = '';
       for (let attempt = 0; attempt < END_ATTEMPTS && !ended; attempt++) {
         if (attempt > 0) await new Promise((r) => setTimeout(r, END_RETRY_DELAY_MS));
-        const outcome = await withTimeout(() => this.options.freshness.endChange(organisationId, this.id), this.options.timeoutMs);
+        const outcome = await withTimeout(() => this.options.freshness.endChange(freshnessKeys(organisationId), this.id), this.options.timeoutMs);
         ended = outcome.kind === 'value';
         if (!ended) reason = outcome.kind === 'error' ? describe(outcome.error) : `no answer within ${this.options.timeoutMs} ms`;
       }
