@@ -29,17 +29,7 @@ export const FRESHNESS_ALIVE_KEY = 'cc:alive';
 /** Set for the change bound after the data was found lost: nothing counts as settled meanwhile. */
 export const FRESHNESS_UNSETTLED_KEY = 'cc:unsettled';
 
-/** Organisations whose key names are kept (then the map starts over): the hot path builds no key strings. */
-const KEPT_MAX = 10_000;
-const kept = new Map<string, FreshnessKeys>();
-
-/** The freshness keys of `organisationId` (the same object for the same organisation, while kept). */
+/** The freshness keys of `organisationId`. */
 export function freshnessKeys(organisationId: string): FreshnessKeys {
-  let keys = kept.get(organisationId);
-  if (keys === undefined) {
-    keys = Object.freeze({ token: `{org:${organisationId}}:cc:token`, changes: `{org:${organisationId}}:cc:changes` });
-    if (kept.size >= KEPT_MAX) kept.clear();
-    kept.set(organisationId, keys);
-  }
-  return keys;
+  return { token: `{org:${organisationId}}:cc:token`, changes: `{org:${organisationId}}:cc:changes` };
 }

@@ -20,7 +20,8 @@ export type AdmitStep = (ctx: Koa.Context, state: CosRequestState) => Promise<Ke
 export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: RateLimitResponder): AdmitStep {
   const admission = core.admission;
   return async (ctx, state) => {
-    const answer = await admission.admit(ctx.req.headers.authorization, sourceAddress(ctx));
+    // The address only for a refused key (ctx.ip parses X-Forwarded-For behind a trusted proxy).
+    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx));
     const decision = answer.decision;
     state.decision = decision;
     if (!decision.allowed) {

@@ -5,7 +5,8 @@
  * 1. parse the bearer key (`Bearer <key>`, scheme case-insensitive, one space, a well-formed key);
  *    anything else is refused without touching the store;
  * 2. look the credential up ONCE: through the credential cache when the core has one (a
- *    read-through in front of ApiKeyStore.findCredential, credential-cache.ts), else the store;
+ *    read-through in front of ApiKeyStore.findCredential, credential-cache.ts, which counts in
+ *    its round trip as admission plans it), else the store;
  * 3. one status check (statusOf: unknown, revoked, expired or active);
  * 4. the principal (principalOf);
  * 5. the rate decision: an admitted request against its organisation (counted in the cache's
@@ -30,7 +31,7 @@ import { windowAt, type RateDecision, type RateWindow } from '../domain/rate-win
 import { noopMetrics } from '../defaults.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
-import type { CountPlan, CredentialCache, CredentialRead } from './credential-cache.js';
+import type { CredentialCache, CredentialRead } from './credential-cache.js';
 import type { CoreDeps } from './deps.js';
 import type { KeyUsage } from './key-usage.js';
 import type { RateLimiter, RateScope } from './rate-limit.js';
@@ -124,26 +125,36 @@ export class Admission {
 
   /**
    * The HTTP hot path: admits or refuses the request carrying `authorization`, coming from
-   * `sourceAddress`, and counts it exactly once (see the module comment). Never throws for a bad
-   * key; a failing store rejects (503), and a failing counter fails open (C-54).
+   * `sourceAddress` (or a function answering it, called only for a refused key: an admitted
+   * request needs no address), and counts it exactly once (see the module comment). Never throws
+   * for a bad key; a failing store rejects (503), and a failing counter fails open (C-54).
    */
-  async admit(authorization: string | undefined, sourceAddress: string): Promise<AdmissionResult> {
+  async admit(authorization: string | undefined, sourceAddress: string | (() => string)): Promise<AdmissionResult> {
     const limiter = this.limiter;
     if (limiter === null) throw new Error('admit() needs the rate limiter (AdmissionParts.limiter)');
     const raw = parseAuthorization(authorization);
     if (raw === null) return this.refuse(limiter, authorization === undefined || authorization === '' ? 'missing' : 'malformed', sourceAddress);
     const digest = digestKey(raw);
     const now = this.deps.clock.now();
-    const window = windowAt(now.getTime());
-    const read = await this.lookup(digest, window, (credential) => {
-      if (statusOf(credential, digest, now) !== 'active') return 'refuse';
-      return limiter.isBlocked(organisationScope(credential.key.organisationId), window.startMs) ? 'confirm' : 'count';
-    });
-    const credential = read.credential;
+    // The one lookup: the store, or the cache (which reads the store on a miss and counts in its
+    // round trip as planned here: only a valid key, and nothing for an organisation known over its limit).
+    let credential: Credential | null;
+    let counted: CredentialRead['counted'] = null;
+    let window: RateWindow | null = null;
+    const cache = this.cache;
+    if (cache === null) {
+      credential = await this.deps.stores.apiKeys.findCredential(digest);
+    } else {
+      const at = (window = windowAt(now.getTime()));
+      ({ credential, counted } = await cache.find(digest, at, (found) => {
+        if (statusOf(found, digest, now) !== 'active') return 'refuse';
+        return limiter.isBlocked(organisationScope(found.key.organisationId), at.startMs) ? 'confirm' : 'count';
+      }));
+    }
     const status = statusOf(credential, digest, now);
     if (status !== 'active' || credential === null) return this.refuse(limiter, status === 'active' ? 'unknown_key' : status, sourceAddress);
     const scope = organisationScope(credential.key.organisationId);
-    const decision = read.counted !== null ? limiter.conclude(scope, window, read.counted) : await limiter.check(scope);
+    const decision = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : await limiter.check(scope);
     this.usage?.record(credential.key.id, now);
     return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
   }
@@ -164,15 +175,10 @@ export class Admission {
     return principalOf(credential);
   }
 
-  /** The one credential lookup: the cache (read-through) or the store. */
-  private async lookup(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan): Promise<CredentialRead> {
-    if (this.cache !== null) return this.cache.find(digest, window, planFor);
-    return { credential: await this.deps.stores.apiKeys.findCredential(digest), counted: null };
-  }
-
-  private async refuse(limiter: RateLimiter, reason: AuthFailureReason, sourceAddress: string): Promise<Refused> {
+  private async refuse(limiter: RateLimiter, reason: AuthFailureReason, sourceAddress: string | (() => string)): Promise<Refused> {
     const refusal = this.refused(reason);
-    return { admitted: false, decision: await limiter.check({ kind: 'source', address: sourceAddress }), refusal };
+    const address = typeof sourceAddress === 'string' ? sourceAddress : sourceAddress();
+    return { admitted: false, decision: await limiter.check({ kind: 'source', address }), refusal };
   }
 
   private refused(reason: AuthFailureReason): UnauthorizedError {

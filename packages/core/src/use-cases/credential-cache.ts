@@ -28,7 +28,7 @@ import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from './deps.js';
-import { counterKey, freshnessKeys } from '../counter-keys.js';
+import { counterKey, freshnessKeys, type FreshnessKeys } from '../counter-keys.js';
 import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
 import { BoundedCalls, type Bounded } from './timeout.js';
 
@@ -80,6 +80,7 @@ export interface CredentialCacheOptions {
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
   private readonly observed = new Map<string, Observation>();
+  private readonly keys = new Map<string, FreshnessKeys>();
   /** Replies processed so far: an observation with seq <= the value at a read's start came before it. */
   private seq = 0;
   /** Bumped by every failed call: nothing observed before it may fill. */
@@ -170,7 +171,7 @@ export class CredentialCache {
     const generation = this.generation;
     const outcome = await this.bounded.run(() =>
       this.freshness.check({
-        keys: freshnessKeys(organisationId),
+        keys: this.keysOf(organisationId),
         tag,
         count,
         counterKey: counterKey(scopeKey({ kind: 'organisation', organisationId }), window.startMs),
@@ -183,6 +184,17 @@ export class CredentialCache {
     }
     if (generation === this.generation) this.observe(organisationId, outcome.value);
     return outcome;
+  }
+
+  /** An organisation's freshness keys, kept with its entries: the hot path builds no key strings. */
+  private keysOf(organisationId: string): FreshnessKeys {
+    let keys = this.keys.get(organisationId);
+    if (keys === undefined) {
+      keys = freshnessKeys(organisationId);
+      if (this.keys.size >= this.maxEntries) this.keys.clear();
+      this.keys.set(organisationId, keys);
+    }
+    return keys;
   }
 
   private observe(organisationId: string, reply: FreshnessReply): void {
