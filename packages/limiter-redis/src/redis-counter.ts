@@ -82,7 +82,7 @@ const HIT_SCRIPT = defineScript({
 });
 
 /**
- * Credential freshness (the CredentialFreshness port, issue 14), under the key names the core gives
+ * Credential freshness (the CredentialFreshness port), under the key names the core gives
  * (counter-keys.ts), behind the prefix. Per organisation, next to its counters (same hash tag):
  * `<prefix>:{org:<id>}:cc:token` (the current token, random, never reused) and
  * `<prefix>:{org:<id>}:cc:changes` (a sorted set of changes in progress, scored by their expiry on

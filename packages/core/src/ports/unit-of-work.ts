@@ -38,3 +38,13 @@ export interface UnitOfWork {
    */
   run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T>;
 }
+
+/**
+ * The stores outside a unit of work, as the use cases get them: without the credential-affecting
+ * writes, which only a unit of work that declares its organisation may make (so a use case cannot
+ * write a credential past the fence: it does not compile).
+ */
+export type OuterStores = Omit<Stores, 'apiKeys' | 'organisations'> & {
+  readonly apiKeys: Omit<ApiKeyStore, 'revoke' | 'shortenExpiry'>;
+  readonly organisations: Omit<OrganisationStore, 'update'>;
+};
