@@ -4,7 +4,7 @@
  * the Koa app on demand, and closeContainer releases pools.
  */
 import { expect } from 'chai';
-import { OPERATOR, TOKENS, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
+import { OPERATOR, TOKENS, counterKey, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
 import {
   buildContainer,
   closeContainer,
@@ -64,13 +64,13 @@ describe('buildContainer (composition root)', function () {
       // the counter connects in the background; until then a hit rejects (and the core fails open)
       let first: number | undefined;
       for (let attempt = 0; first === undefined && attempt < 100; attempt += 1) {
-        first = await Promise.resolve(limiter.counter.hit(scope, 0, 60_000)).catch(() => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)));
+        first = await Promise.resolve(limiter.counter.hit(counterKey(scope, 0), 60_000)).catch(() => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)));
       }
       expect(first).to.equal(1);
-      expect(await limiter.counter.hit(scope, 0, 60_000)).to.equal(2);
+      expect(await limiter.counter.hit(counterKey(scope, 0), 60_000)).to.equal(2);
       await closeContainer(container);
       let afterClose: unknown;
-      await Promise.resolve(limiter.counter.hit(scope, 0, 60_000)).catch((e: unknown) => (afterClose = e));
+      await Promise.resolve(limiter.counter.hit(counterKey(scope, 0), 60_000)).catch((e: unknown) => (afterClose = e));
       expect(afterClose, 'a hit after closeContainer').to.be.instanceOf(Error);
     } finally {
       await closeContainer(container);

@@ -11,10 +11,10 @@ import type { WebhookHostResolver } from './ports/webhook-sender.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
-import { Authenticator } from './use-cases/authenticate.js';
+import { Admission } from './use-cases/admission.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './use-cases/credential-cache.js';
-import { FencedUnitOfWork, fenceOuterStores } from './use-cases/credential-fence.js';
+import { FencedUnitOfWork } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
 import { KeyUsage } from './use-cases/key-usage.js';
@@ -31,7 +31,14 @@ export interface Core {
   readonly members: Members;
   readonly apiKeys: ApiKeys;
   readonly audit: AuditTrail;
-  readonly authenticator: Authenticator;
+  /**
+   * Admission of HTTP requests (admission.ts): `admit(authorization, sourceAddress)` parses the
+   * key, looks the credential up once (through the credential cache when there is one), checks it,
+   * and counts the request once (its organisation, or its source address when refused).
+   */
+  readonly admission: Admission;
+  /** The same object as `admission`, under the name embedders use for `authenticate(header)`. */
+  readonly authenticator: Admission;
   /**
    * The uses of keys the authenticator records, written in batches (last_used_at, issue 16). A
    * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
@@ -99,7 +106,7 @@ export function createCore(options: CreateCoreOptions): Core {
       ? undefined
       : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), lastWarned: new Map<string, number>() };
   const deps: CoreDeps = {
-    stores: fence === undefined ? options.stores : fenceOuterStores(options.stores, fence),
+    stores: options.stores,
     unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),
     counter: options.counter,
     health: options.health,
@@ -115,7 +122,6 @@ export function createCore(options: CreateCoreOptions): Core {
     caching && freshness !== undefined
       ? new CredentialCache(deps, {
           freshness,
-          limiter: rateLimiter,
           ...(options.credentialCacheLease !== undefined ? { lease: options.credentialCacheLease } : {}),
           ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
         })
@@ -126,12 +132,14 @@ export function createCore(options: CreateCoreOptions): Core {
     logger: deps.logger,
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
   });
+  const admission = new Admission(deps, { limiter: rateLimiter, usage: keyUsage, cache });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
     apiKeys: new ApiKeys(deps),
     audit: new AuditTrail(deps),
-    authenticator: new Authenticator(deps, keyUsage, cache),
+    admission,
+    authenticator: admission,
     keyUsage,
     rateLimiter,
     health: new Health(deps),

@@ -8,7 +8,9 @@ import {
   createCore,
   DomainError,
   OPERATOR,
+  type Admitted,
   type ApiKeyStore,
+  type Core,
   type CoreConfig,
   type Credential,
   type IssuedKey,
@@ -158,3 +160,13 @@ export function coreWithOrganisations(wrap: (inner: OrganisationStore) => Organi
 }
 
 export const UNKNOWN_UUID = '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b';
+
+/** The source address the use-case tests admit requests from. */
+export const TEST_SOURCE = '203.0.113.9';
+
+/** core.admission.admit() of a key that must be admitted: its Admitted answer. */
+export async function admitted(core: Pick<Core, 'admission'>, authorization: string): Promise<Admitted> {
+  const answer = await core.admission.admit(authorization, TEST_SOURCE);
+  if (!answer.admitted) throw new Error(`expected the key to be admitted, got ${answer.refusal.message}`);
+  return answer;
+}

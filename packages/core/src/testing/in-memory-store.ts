@@ -18,7 +18,8 @@ import type { OrganisationChanges, OrganisationStore } from '../ports/organisati
 import type { AttemptOutcome, Outbox, OutboxFilter } from '../ports/outbox.js';
 import type { WebhookStore } from '../ports/webhook-store.js';
 import type { KeysetPosition, PageRequest } from '../ports/pagination.js';
-import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.js';
+import { assertCredentialChangeDeclared, declaredOrganisations } from '../credential-change.js';
 import type { StoreHarness } from './harness.js';
 
 interface Tables {
@@ -177,6 +178,8 @@ function duplicateId(what: string): ConflictError {
 interface Session {
   read<T>(fn: (tables: Tables) => T): T;
   write<T>(op: Write<T>): T;
+  /** Before a credential-affecting write: throws inside a unit of work that did not declare the organisation. */
+  credentialWrite(organisationId: string, write: string): void;
 }
 
 class Database {
@@ -211,6 +214,9 @@ class AutoCommitSession implements Session {
     this.db.checkOpen();
     return op(this.db.tables);
   }
+
+  /** Outside a unit of work each call is its own transaction: nothing to declare. */
+  credentialWrite(): void {}
 }
 
 class TransactionSession implements Session {
@@ -219,9 +225,17 @@ class TransactionSession implements Session {
   readonly #log: Array<Write<unknown>> = [];
   #finished = false;
 
-  constructor(db: Database) {
+  readonly #declared: ReadonlySet<string>;
+
+  constructor(db: Database, declared: ReadonlySet<string>) {
     this.#db = db;
     this.#working = cloneTables(db.tables);
+    this.#declared = declared;
+  }
+
+  credentialWrite(organisationId: string, write: string): void {
+    this.#check();
+    assertCredentialChangeDeclared(this.#declared, organisationId, write);
   }
 
   #check(): void {
@@ -294,6 +308,7 @@ class InMemoryOrganisationStore implements OrganisationStore {
     const name = changes.name;
     const industrySection = changes.industrySection;
     const updatedAt = copyDate(changes.updatedAt);
+    this.session.credentialWrite(id, 'organisations.update');
     return this.session.write((t) => {
       const current = t.organisations.get(id);
       if (current === undefined) return null;
@@ -425,6 +440,7 @@ class InMemoryApiKeyStore implements ApiKeyStore {
 
   async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
     const revokedAt = copyDate(at);
+    this.session.credentialWrite(organisationId, 'apiKeys.revoke');
     return this.session.write((t) => {
       const k = t.apiKeys.get(keyId);
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
@@ -436,6 +452,7 @@ class InMemoryApiKeyStore implements ApiKeyStore {
   async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
     const target = expiresAt.getTime();
     const nowMs = now.getTime();
+    this.session.credentialWrite(organisationId, 'apiKeys.shortenExpiry');
     return this.session.write((t) => {
       const k = t.apiKeys.get(keyId);
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
@@ -636,12 +653,13 @@ function storesOver(session: Session): Stores {
 class InMemoryUnitOfWork implements UnitOfWork {
   constructor(private readonly db: Database) {}
 
-  async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
+  async run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T> {
+    const declared = declaredOrganisations(declaration);
     this.db.checkOpen();
     const release = await this.db.acquire();
     try {
       this.db.checkOpen();
-      const session = new TransactionSession(this.db);
+      const session = new TransactionSession(this.db, declared);
       try {
         const result = await work(storesOver(session));
         session.commit();

@@ -5,12 +5,13 @@ import type { Logger } from '../ports/logger.js';
 import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
-import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { OuterStores, UnitOfWork } from '../ports/unit-of-work.js';
 import type { WebhookHostResolver } from '../ports/webhook-sender.js';
 
 /** Everything the use cases need, passed to their constructors (no container in core). */
 export interface CoreDeps {
-  readonly stores: Stores;
+  /** Each call its own transaction; credential-affecting writes only through `unitOfWork` (declared). */
+  readonly stores: OuterStores;
   readonly unitOfWork: UnitOfWork;
   readonly counter: RateCounter;
   readonly health: HealthProbe;
