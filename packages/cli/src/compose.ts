@@ -24,6 +24,7 @@ import {
   type Random,
   type RateCounter,
   type ScannerKeySet,
+  type WebhookSecretCipher,
 } from '@cos/core';
 import { createSqlStore, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
@@ -187,6 +188,8 @@ export interface CorePorts {
   readonly freshness?: CredentialFreshness | null;
   /** CREDENTIAL_CACHE (default true). */
   readonly credentialCache?: boolean;
+  /** WEBHOOK_SECRET_ENCRYPTION_KEY and WEBHOOK_SECRET_PREVIOUS_KEYS (AppConfig.webhookSecrets); default: secrets in clear. */
+  readonly webhookSecrets?: WebhookSecretCipher;
 }
 
 /** The one function that builds the Core from ports: `serve`, embedders and operator commands all go through it. */
@@ -201,6 +204,7 @@ export function composeCore(ports: CorePorts): Core {
     random: ports.random,
     logger: ports.logger,
     ...(ports.metrics !== undefined ? { metrics: ports.metrics } : {}),
+    ...(ports.webhookSecrets !== undefined ? { webhookSecrets: ports.webhookSecrets } : {}),
     config: ports.config,
   });
 }
@@ -247,6 +251,7 @@ export async function createWebhookDelivery(
     random: ports.random,
     logger: ports.logger,
     ...(metrics !== undefined ? { onAttempt: (result: 'delivered' | 'retry' | 'failed') => metrics.webhookDelivery(result) } : {}),
+    secrets: config.webhookSecrets,
     options: {
       timeoutMs: config.webhookTimeoutMs,
       maxAttempts: config.webhookMaxAttempts,

@@ -105,6 +105,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
       config: coreConfig,
       freshness: limiter.freshness,
       credentialCache: config.credentialCache,
+      webhookSecrets: config.webhookSecrets,
     }),
   );
 

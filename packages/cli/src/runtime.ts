@@ -127,6 +127,7 @@ export async function runCommand(
       config: coreConfigOf(config),
       freshness: fence?.freshness ?? null,
       credentialCache: config.credentialCache,
+      webhookSecrets: config.webhookSecrets,
     });
     await work({ config, core, store, logger, json, operator });
   } finally {

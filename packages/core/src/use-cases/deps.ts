@@ -6,6 +6,7 @@ import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
 import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 /** Everything the use cases need, passed to their constructors (no container in core). */
 export interface CoreDeps {
@@ -19,4 +20,6 @@ export interface CoreDeps {
   /** Counters for operators (noopMetrics unless the composition root gives one). */
   readonly metrics: Metrics;
   readonly config: CoreConfig;
+  /** Seals webhook signing secrets before they are stored and opens them to sign (default: stored in clear). */
+  readonly webhookSecrets?: WebhookSecretCipher;
 }

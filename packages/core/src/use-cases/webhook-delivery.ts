@@ -12,6 +12,7 @@ import type { AttemptOutcome } from '../ports/outbox.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { WebhookSender } from '../ports/webhook-sender.js';
+import { PLAINTEXT_WEBHOOK_SECRETS, WebhookSecretUnreadableError, type WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 export interface WebhookDeliveryOptions {
   /** Bound on one attempt (WEBHOOK_TIMEOUT_MS). */
@@ -70,6 +71,8 @@ export interface DeliveryDeps {
   readonly options?: Partial<WebhookDeliveryOptions>;
   /** Told of every attempt's result (metrics). */
   readonly onAttempt?: (result: 'delivered' | 'retry' | 'failed') => void;
+  /** Opens the stored signing secrets (default: stored in clear). */
+  readonly secrets?: WebhookSecretCipher;
 }
 
 export class WebhookDelivery {
@@ -132,14 +135,20 @@ export class WebhookDelivery {
     if (endpoint === null) {
       outcome = { status: 'failed', at: this.deps.clock.now(), error: NO_ENDPOINT_ERROR };
     } else {
-      const result = await this.deps.sender.send({
-        url: endpoint.url,
-        secret: endpoint.secret,
-        messageId: n.id,
-        timestamp: this.deps.clock.now(),
-        body: n.payload,
-        timeoutMs: this.options.timeoutMs,
-      });
+      // A secret sealed under a key this instance lacks fails the attempt with that reason (as a
+      // receiver's error would): it is retried, so configuring the key in time delivers it.
+      const secret = this.openSecret(n.organisationId, endpoint.secret);
+      const result =
+        typeof secret !== 'string'
+          ? secret
+          : await this.deps.sender.send({
+              url: endpoint.url,
+              secret,
+              messageId: n.id,
+              timestamp: this.deps.clock.now(),
+              body: n.payload,
+              timeoutMs: this.options.timeoutMs,
+            });
       const at = this.deps.clock.now();
       if (result.ok) outcome = { status: 'delivered', at };
       else if (n.attempts >= this.options.maxAttempts) outcome = { status: 'failed', at, error: result.error };
@@ -164,6 +173,15 @@ export class WebhookDelivery {
         },
         outcome.status === 'failed' ? 'webhook delivery failed; giving up' : 'webhook delivery attempt failed; will retry',
       );
+    }
+  }
+
+  private openSecret(organisationId: string, stored: string): string | { readonly ok: false; readonly error: string } {
+    try {
+      return (this.deps.secrets ?? PLAINTEXT_WEBHOOK_SECRETS).open(organisationId, stored);
+    } catch (e) {
+      if (e instanceof WebhookSecretUnreadableError) return { ok: false, error: e.message };
+      throw e;
     }
   }
 
