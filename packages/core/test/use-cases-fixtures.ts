@@ -17,6 +17,7 @@ import {
   type OrganisationStore,
   type Random,
   type Stores,
+  type WebhookSecretCipher,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore, createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
 
@@ -44,11 +45,12 @@ export function recordingRandom(inner: Random, uuids: string[]): Random {
   };
 }
 
-export function fixture(options: { config?: Partial<CoreConfig>; seed?: number } = {}): Fixture {
+export function fixture(options: { config?: Partial<CoreConfig>; seed?: number; webhookSecrets?: WebhookSecretCipher } = {}): Fixture {
   const uuids: string[] = [];
   const t = createTestCore({
     random: recordingRandom(seededRandom(options.seed ?? 42), uuids),
     ...(options.config !== undefined ? { config: options.config } : {}),
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   });
   const f: Fixture = {
     ...t,

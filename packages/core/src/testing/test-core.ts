@@ -9,6 +9,7 @@ import { FakeClock } from './fake-clock.js';
 import type { StoreHarness } from './harness.js';
 import { InMemoryRateCounter } from './in-memory-rate-counter.js';
 import { createInMemoryStore } from './in-memory-store.js';
+import type { WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 /** A whole in-memory core for adapter tests: createCore over the in-memory adapters with a FakeClock. */
 export interface TestCore<C extends RateCounter = InMemoryRateCounter> {
@@ -30,6 +31,8 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   logger?: CapturingLogger;
   /** Default: none (noopMetrics); e.g. a RecordingMetrics. */
   metrics?: Metrics;
+  /** Default: webhook secrets stored in clear. */
+  webhookSecrets?: WebhookSecretCipher;
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -47,6 +50,7 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     logger,
     ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
     ...(options.config !== undefined ? { config: options.config } : {}),
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   });
   return { core, clock, store, counter, logger };
 }
