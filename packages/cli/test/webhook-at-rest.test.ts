@@ -114,7 +114,7 @@ for (const target of databaseTargets()) {
       expect(human.stdout).to.include(`notification ${pending!.id} (api_key.issued)`).and.to.include('carol');
     });
 
-    it('C-59: with WEBHOOK_SECRET_ENCRYPTION_KEY no whsec_ is stored and serve signs with the secret shown once; the key rotates with previous keys and reencrypt-secrets; a wrong key is a clear last_error and serve keeps running', async () => {
+    it('C-59: with WEBHOOK_SECRET_ENCRYPTION_KEY no whsec_ is stored and serve signs with the secret shown once; the key rotates with previous keys and reencrypt-secrets', async () => {
       const underA: Env = { WEBHOOK_SECRET_ENCRYPTION_KEY: KEY_A.toString('base64') };
       const { env, cwd, orgId, sql } = await prepare(underA);
       let secret = '';
@@ -127,6 +127,7 @@ for (const target of databaseTargets()) {
       expect(JSON.stringify(await sql.knex('webhook_endpoints').select('*'))).not.to.include('whsec_').and.not.to.include(secret.slice(6));
 
       const first = await serve(env, cwd);
+      expect((await first.listening()).line).to.include({ webhook_secrets: webhookSecretKeyId(KEY_A) });
       await cliJson(['key', 'issue', orgId, '--label', 'one'], env, cwd);
       await receiver.waitFor((d) => d.length >= 1);
       await stop(first);
@@ -149,10 +150,15 @@ for (const target of databaseTargets()) {
         ['api_key.issued', true],
         ['api_key.issued', true],
       ]);
+    });
 
-      // A wrong key: nothing is sent, the notification says why, the process goes on serving.
+    it('C-59: a secret under a key serve lacks is not sent: a clear last_error naming the key id, retried then failed, and serve keeps running; reencrypt-secrets reports it and exits 1', async () => {
+      const { env, cwd, orgId, sql } = await prepare({ WEBHOOK_SECRET_ENCRYPTION_KEY: KEY_B.toString('hex') });
+      const receiver = await startReceiver(() => '');
+      receivers.push(receiver);
+      await cliJson(['org', 'webhook', 'set', orgId, '--url', receiver.url], env, cwd);
       const wrong: Env = { ...env, WEBHOOK_SECRET_ENCRYPTION_KEY: KEY_C.toString('hex'), WEBHOOK_MAX_ATTEMPTS: '2' };
-      const third = await serve(wrong, cwd);
+      const server = await serve(wrong, cwd);
       await cliJson(['key', 'issue', orgId, '--label', 'three'], wrong, cwd);
       const expected = `the webhook signing secret is encrypted under key ${webhookSecretKeyId(KEY_B)}, which is not configured (set WEBHOOK_SECRET_ENCRYPTION_KEY or WEBHOOK_SECRET_PREVIOUS_KEYS to that key)`;
       let failed: NotificationRecord | undefined;
@@ -161,10 +167,11 @@ for (const target of databaseTargets()) {
         if (failed === undefined) await new Promise((r) => setTimeout(r, 100));
       }
       expect(failed).to.deep.include({ status: 'failed', attempts: 2, last_error: expected });
-      expect(receiver.received, 'nothing was sent').to.equal(2);
-      const health = await fetch(`${(await third.listening()).url}/v1/health`);
+      expect(receiver.received, 'nothing was sent').to.equal(0);
+      expect((await server.listening()).line).to.include({ webhook_secrets: webhookSecretKeyId(KEY_C) });
+      const health = await fetch(`${(await server.listening()).url}/v1/health`);
       expect(health.status).to.equal(200);
-      expect(third.stdout() + third.stderr()).not.to.include(KEY_C.toString('hex')).and.not.to.include('whsec_');
+      expect(server.stdout() + server.stderr()).not.to.include(KEY_C.toString('hex')).and.not.to.include('whsec_');
 
       const refused = await runCli(['org', 'webhook', 'reencrypt-secrets', '--json'], wrong, cwd);
       expect(refused.code).to.equal(1);
@@ -217,6 +224,7 @@ for (const target of databaseTargets()) {
       const { env, cwd, orgId, sql } = await prepare();
       const aged = await agedOutbox(orgId, sql);
       const p = await serve({ ...env, NOTIFICATION_RETENTION: '30d' }, cwd);
+      expect((await p.listening()).line).to.include({ webhook_secrets: 'clear' });
       const line = async () => p.logLines().find((l) => l['msg'] === 'purged delivered and failed webhook notifications past their retention');
       for (let i = 0; i < 100 && (await line()) === undefined; i += 1) await new Promise((r) => setTimeout(r, 50));
       expect(await line()).to.deep.include({ purged: 2 });

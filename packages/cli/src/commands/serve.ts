@@ -150,6 +150,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       store: storeKind,
       limiter: limiterOf(container).kind,
       secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
+      // The id of the key new webhook secrets are encrypted under (never the key), or "clear".
+      webhook_secrets: config.webhookSecrets.currentKeyId ?? 'clear',
       ops: ops === undefined ? 'off' : ops.server.url,
       version: container.get<string>(CLI_TOKENS.ServiceVersion),
     },
