@@ -94,10 +94,7 @@ export function registerWebhook(org: Command): void {
         'store every signing secret encrypted under WEBHOOK_SECRET_ENCRYPTION_KEY (plaintext ones and those under a WEBHOOK_SECRET_PREVIOUS_KEYS key); without that key, decrypt them back to plaintext. Secrets themselves do not change',
       )
       .action(async (_opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ config, core, json }) => {
-          if (config.webhookSecrets.keyIds.length === 0) {
-            throw new CliError('WEBHOOK_SECRET_ENCRYPTION_KEY is not set (nor WEBHOOK_SECRET_PREVIOUS_KEYS): there is nothing to encrypt under or decrypt with');
-          }
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
           const report = await core.webhooks.reencryptSecrets(OPERATOR);
           emit(json, reencryptView(report), () => reencryptText(report));
           if (report.failed.length > 0) {
