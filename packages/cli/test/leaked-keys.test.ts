@@ -175,7 +175,7 @@ for (const target of databaseTargets()) {
       expect(again.status).to.equal(200);
       expect(await again.json()).to.deep.equal(await first.json());
       const audit = await cliJson<{ data: Array<{ kind: string }> }>(['audit', 'list', '--org', s.orgId, '--limit', '100'], s.env, s.db.cwd);
-      expect(audit.data.map((e) => e.kind).sort()).to.deep.equal(['api_key_exposed', 'api_key_issued', 'api_key_revoked', 'organisation_created']);
+      expect(audit.data.map((e) => e.kind).sort()).to.deep.equal(['api_key_exposed', 'api_key_issued', 'api_key_revoked', 'organisation_created', 'webhook_endpoint_set']);
       await receiver.waitFor((d) => d.length >= 2);
       await new Promise((r) => setTimeout(r, 300));
       expect(receiver.delivered.map((d) => d.type).sort()).to.deep.equal(['api_key.exposed', 'api_key.revoked']);

@@ -24,6 +24,7 @@ import { Notifications } from './use-cases/notifications.js';
 import { RateLimiter } from './use-cases/rate-limit.js';
 import { SecretScanning } from './use-cases/secret-scanning.js';
 import { Webhooks } from './use-cases/webhooks.js';
+import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
 
 /** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
 export interface Core {
@@ -89,6 +90,11 @@ export interface CreateCoreOptions {
   readonly credentialCacheLease?: CredentialCacheLease;
   /** Bound on the credential cache's entries (default CREDENTIAL_CACHE_MAX_ENTRIES). */
   readonly credentialCacheMaxEntries?: number;
+  /**
+   * Seals webhook signing secrets at rest (WEBHOOK_SECRET_ENCRYPTION_KEY) and opens them; the
+   * WebhookDelivery of the same host needs the same cipher. Default: secrets stored in clear.
+   */
+  readonly webhookSecrets?: WebhookSecretCipher;
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
@@ -116,6 +122,7 @@ export function createCore(options: CreateCoreOptions): Core {
     metrics: options.metrics ?? noopMetrics,
     config,
     webhookHosts: options.webhookHosts ?? null,
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   };
   const rateLimiter = new RateLimiter(deps);
   const cache =

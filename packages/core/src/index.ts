@@ -59,8 +59,14 @@ export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
 export { SecretScanning, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
-export { Webhooks, type WebhookChange, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
-export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE } from './use-cases/notifications.js';
+export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
+export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './use-cases/notifications.js';
+export {
+  NotificationRetention,
+  DEFAULT_NOTIFICATION_RETENTION_MS,
+  type NotificationRetentionDeps,
+} from './use-cases/notification-retention.js';
+export * from './domain/webhook-secret-cipher.js';
 export {
   WebhookDelivery,
   DEFAULT_WEBHOOK_DELIVERY,

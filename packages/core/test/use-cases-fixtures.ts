@@ -20,6 +20,7 @@ import {
   type Random,
   type Stores,
   type WebhookHostResolver,
+  type WebhookSecretCipher,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore, createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
 
@@ -47,12 +48,13 @@ export function recordingRandom(inner: Random, uuids: string[]): Random {
   };
 }
 
-export function fixture(options: { config?: Partial<CoreConfig>; seed?: number; webhookHosts?: WebhookHostResolver } = {}): Fixture {
+export function fixture(options: { config?: Partial<CoreConfig>; seed?: number; webhookHosts?: WebhookHostResolver; webhookSecrets?: WebhookSecretCipher } = {}): Fixture {
   const uuids: string[] = [];
   const t = createTestCore({
     random: recordingRandom(seededRandom(options.seed ?? 42), uuids),
     ...(options.config !== undefined ? { config: options.config } : {}),
     ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   });
   const f: Fixture = {
     ...t,

@@ -118,6 +118,10 @@ forEachTarget('query plans', (target) => {
     expect(await onlyQuery((s) => s.outbox.countPending())).to.match(/webhook_outbox_status_(next_attempt_at|created_at)_id|webhook_outbox_pending_organisation_(seq|due)/);
   });
 
+  it('C-59: the retention purge finds completed notifications through webhook_outbox_completed_at_id', async () => {
+    expect(await onlyQuery((s) => s.outbox.purgeCompleted(at(0), 1_000))).to.include('webhook_outbox_completed_at_id');
+  });
+
   it('a key id lookup and a revocation are index lookups', async () => {
     expect(await onlyQuery((s) => s.apiKeys.findById(orgId, position.id))).to.match(/api_keys_pkey|sqlite_autoindex_api_keys_1/);
     expect(await onlyQuery((s) => s.apiKeys.revoke(orgId, position.id, at(5)))).to.match(/api_keys_pkey|sqlite_autoindex_api_keys_1/);

@@ -58,4 +58,9 @@ export interface Outbox {
   retry(id: string, now: Date): Promise<boolean>;
   /** Pending notifications (the outbox depth). */
   countPending(): Promise<number>;
+  /**
+   * Deletes at most `limit` delivered or failed notifications whose completedAt is before
+   * `completedBefore` (oldest completed first); pending ones never. Returns how many it deleted.
+   */
+  purgeCompleted(completedBefore: Date, limit: number): Promise<number>;
 }

@@ -145,6 +145,8 @@ function copyAudit(e: AuditEntry): AuditEntry {
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
     ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
     ...(e.roll !== undefined ? { roll: { toKeyId: e.roll.toKeyId, gracePeriodSeconds: e.roll.gracePeriodSeconds } } : {}),
+    ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
+    ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
   };
 }
 
@@ -506,6 +508,25 @@ class InMemoryWebhookStore implements WebhookStore {
   async remove(organisationId: string): Promise<boolean> {
     return this.session.write((t) => t.webhooks.delete(organisationId));
   }
+
+  async listAfter(afterOrganisationId: string | null, limit: number): Promise<WebhookEndpoint[]> {
+    return this.session.read((t) =>
+      [...t.webhooks.values()]
+        .filter((w) => afterOrganisationId === null || w.organisationId > afterOrganisationId)
+        .sort((a, b) => (a.organisationId < b.organisationId ? -1 : a.organisationId > b.organisationId ? 1 : 0))
+        .slice(0, Math.max(0, limit))
+        .map(copyWebhook),
+    );
+  }
+
+  async replaceSecret(organisationId: string, expected: string, next: string): Promise<boolean> {
+    return this.session.write((t) => {
+      const w = t.webhooks.get(organisationId);
+      if (w === undefined || w.secret !== expected) return false;
+      t.webhooks.set(organisationId, { ...w, secret: next });
+      return true;
+    });
+  }
 }
 
 class InMemoryOutbox implements Outbox {
@@ -609,6 +630,19 @@ class InMemoryOutbox implements Outbox {
       let n = 0;
       for (const r of t.outbox.values()) if (r.notification.status === 'pending') n += 1;
       return n;
+    });
+  }
+
+  async purgeCompleted(completedBefore: Date, limit: number): Promise<number> {
+    const beforeMs = completedBefore.getTime();
+    return this.session.write((t) => {
+      const old = [...t.outbox.values()]
+        .map((r) => r.notification)
+        .filter((n) => n.status !== 'pending' && n.completedAt !== null && n.completedAt.getTime() < beforeMs)
+        .sort((a, b) => compareKeyset(a.completedAt!.getTime(), a.id, b.completedAt!.getTime(), b.id))
+        .slice(0, Math.max(0, Math.floor(limit)));
+      for (const n of old) t.outbox.delete(n.id);
+      return old.length;
     });
   }
 }

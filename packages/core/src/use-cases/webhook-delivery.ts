@@ -22,6 +22,7 @@ import type { AttemptOutcome } from '../ports/outbox.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { WebhookRequest, WebhookResult, WebhookSender } from '../ports/webhook-sender.js';
+import { PLAINTEXT_WEBHOOK_SECRETS, WebhookSecretUnreadableError, type WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 export interface WebhookDeliveryOptions {
   /** Bound on one attempt (WEBHOOK_TIMEOUT_MS). */
@@ -80,6 +81,8 @@ export interface DeliveryDeps {
   readonly options?: Partial<WebhookDeliveryOptions>;
   /** Told of every attempt's result (metrics). */
   readonly onAttempt?: (result: 'delivered' | 'retry' | 'failed') => void;
+  /** Opens the stored signing secrets (default: stored in clear). */
+  readonly secrets?: WebhookSecretCipher;
 }
 
 /** An attempt in progress: aborted by stop(); `done` settles once its outcome is recorded or its claim released. */
@@ -229,17 +232,23 @@ export class WebhookDelivery {
       if (endpoint === null) {
         outcome = { status: 'failed', at: this.deps.clock.now(), error: NO_ENDPOINT_ERROR };
       } else {
-        const result = await this.send(
-          {
-            url: endpoint.url,
-            secret: endpoint.secret,
-            messageId: n.id,
-            timestamp: this.deps.clock.now(),
-            body: n.payload,
-            timeoutMs: this.options.timeoutMs,
-          },
-          signal,
-        );
+        // A secret sealed under a key this instance lacks fails the attempt with that reason (as a
+        // receiver's error would): it is retried, so configuring the key in time delivers it.
+        const secret = this.openSecret(n.organisationId, endpoint.secret);
+        const result =
+          typeof secret !== 'string'
+            ? secret
+            : await this.send(
+                {
+                  url: endpoint.url,
+                  secret,
+                  messageId: n.id,
+                  timestamp: this.deps.clock.now(),
+                  body: n.payload,
+                  timeoutMs: this.options.timeoutMs,
+                },
+                signal,
+              );
         if (result === null) return await this.release(n, claim);
         const at = this.deps.clock.now();
         if (result.ok) outcome = { status: 'delivered', at };
@@ -292,6 +301,15 @@ export class WebhookDelivery {
 
   private async release(n: Notification, claim: string): Promise<void> {
     if (await this.deps.stores.outbox.release(n.id, claim)) this.released += 1;
+  }
+
+  private openSecret(organisationId: string, stored: string): string | { readonly ok: false; readonly error: string } {
+    try {
+      return (this.deps.secrets ?? PLAINTEXT_WEBHOOK_SECRETS).open(organisationId, stored);
+    } catch (e) {
+      if (e instanceof WebhookSecretUnreadableError) return { ok: false, error: e.message };
+      throw e;
+    }
   }
 
   /** A number in [0, 1) from the Random port. */

@@ -100,6 +100,14 @@ const RELEASE = `UPDATE webhook_outbox SET claim_id = NULL, lease_until = NULL $
 const RETRY = `UPDATE webhook_outbox SET status = 'pending', attempts = 0, next_attempt_at = ?, completed_at = NULL, claim_id = NULL, lease_until = NULL
   WHERE id = ? AND status <> 'delivered'`;
 const COUNT_PENDING = "SELECT count(*) AS n FROM webhook_outbox WHERE status = 'pending'";
+/**
+ * Oldest completed first, a bounded batch per statement (a short write lock on SQLite, a short
+ * transaction on Postgres), through webhook_outbox_completed_at_id. Pending rows have no
+ * completed_at; the status test keeps them out all the same, written as an inequality so that the
+ * planners (SQLite's in particular) take the completed_at index rather than the status one.
+ */
+const PURGE = `DELETE FROM webhook_outbox WHERE id IN (
+    SELECT id FROM webhook_outbox WHERE completed_at < ? AND status <> 'pending' ORDER BY completed_at, id LIMIT ?)`;
 const LIST = new KeysetListSql('webhook_outbox', COLUMNS, 'created_at', ['organisation_id', 'status']);
 
 function outcomeBindings(outcome: AttemptOutcome): unknown[] {
@@ -171,5 +179,9 @@ export class SqlOutbox implements Outbox {
   async countPending(): Promise<number> {
     const rows = await query<{ n: unknown }>(this.ctx, COUNT_PENDING, []);
     return Number(rows[0]?.n ?? 0);
+  }
+
+  async purgeCompleted(completedBefore: Date, limit: number): Promise<number> {
+    return execute(this.ctx, PURGE, [completedBefore.getTime(), Math.max(0, Math.floor(limit))]);
   }
 }

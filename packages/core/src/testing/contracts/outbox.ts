@@ -353,6 +353,51 @@ export function describeOutbox(name: string, factory: StoreHarnessFactory): void
       });
     });
 
+    describe('purgeCompleted', () => {
+      it('C-59: deletes delivered and failed notifications completed before the cut-off, never pending ones, and says how many', async () => {
+        const oldDelivered = newOutboxNotification(orgA(), { status: 'delivered', attempts: 1, completedAt: at(10) });
+        const oldFailed = newOutboxNotification(orgB(), { status: 'failed', attempts: 10, completedAt: at(20), lastError: 'answered 500' });
+        const atCutOff = newOutboxNotification(orgA(), { status: 'delivered', attempts: 1, completedAt: at(100) });
+        const recent = newOutboxNotification(orgA(), { status: 'failed', attempts: 3, completedAt: at(500), lastError: 'x' });
+        const oldPending = newOutboxNotification(orgA(), { createdAt: at(-1_000_000), nextAttemptAt: at(-1_000_000) });
+        const retriedPending = newOutboxNotification(orgB(), { attempts: 0, lastError: 'answered 500', createdAt: at(1), nextAttemptAt: at(5) });
+        await enqueueAll(oldDelivered, oldFailed, atCutOff, recent, oldPending, retriedPending);
+        const claimed = await outbox().claimDue(at(0), at(1_000_000), 1, 'claim-1');
+        expect(ids(claimed), 'a pending one under a claim').to.deep.equal([oldPending.id]);
+
+        expect(await outbox().purgeCompleted(at(100), 100)).to.equal(2);
+        expect(await outbox().findById(oldDelivered.id)).to.equal(null);
+        expect(await outbox().findById(oldFailed.id)).to.equal(null);
+        expectNotification(await outbox().findById(atCutOff.id), atCutOff);
+        expectNotification(await outbox().findById(recent.id), recent);
+        expectNotification(await outbox().findById(oldPending.id), { ...oldPending, attempts: 1 });
+        expectNotification(await outbox().findById(retriedPending.id), retriedPending);
+        expect(await outbox().countPending()).to.equal(2);
+        expect(await outbox().purgeCompleted(at(100), 100), 'nothing left before the cut-off').to.equal(0);
+        expect(await outbox().purgeCompleted(at(1_000_000_000), 100), 'every completed one goes; pending ones, even very old, stay').to.equal(2);
+        expect(ids(await outbox().list({}, ALL)).sort()).to.deep.equal([oldPending.id, retriedPending.id].sort());
+      });
+
+      it('C-59: deletes at most limit rows per call, oldest completed first', async () => {
+        const done = [5, 1, 4, 2, 3].map((t) => newOutboxNotification(orgA(), { status: 'delivered', attempts: 1, completedAt: at(t) }));
+        await enqueueAll(...done);
+        expect(await outbox().purgeCompleted(at(1_000), 2)).to.equal(2);
+        const left = (await outbox().list({}, ALL)).map((n) => n.completedAt!.getTime() - at(0).getTime()).sort();
+        expect(left).to.deep.equal([3, 4, 5]);
+        expect(await outbox().purgeCompleted(at(1_000), 0), 'a limit of zero deletes nothing').to.equal(0);
+        expect(await outbox().purgeCompleted(at(1_000), 10)).to.equal(3);
+        expect(await outbox().list({}, ALL)).to.deep.equal([]);
+      });
+
+      it('C-59: a notification retried after it failed is pending again and is not purged', async () => {
+        const failed = newOutboxNotification(orgA(), { status: 'failed', attempts: 10, completedAt: at(1), lastError: 'answered 500' });
+        await outbox().enqueue(failed);
+        expect(await outbox().retry(failed.id, at(2))).to.equal(true);
+        expect(await outbox().purgeCompleted(at(1_000), 10)).to.equal(0);
+        expect((await outbox().findById(failed.id))?.status).to.equal('pending');
+      });
+    });
+
     describe('list and countPending', () => {
       it('C-59: lists full records by organisation, by status and by both, oldest first', async () => {
         const a1 = newOutboxNotification(orgA(), { createdAt: at(1) });
