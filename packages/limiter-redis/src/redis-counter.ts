@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { CredentialFreshness, FreshnessCheck, FreshnessReply, RateCounter } from '@cos/core';
+import { FRESHNESS_ALIVE_KEY, FRESHNESS_UNSETTLED_KEY, type CredentialFreshness, type FreshnessCheck, type FreshnessKeys, type FreshnessReply, type RateCounter } from '@cos/core';
 import { createClient, defineScript, type CommandParser, type RedisArgument } from 'redis';
 
 export interface RedisCounterConfig {
@@ -7,7 +7,7 @@ export interface RedisCounterConfig {
   url: string;
   /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
   timeoutMs?: number;
-  /** First part of every key: `<keyPrefix>:{<scope>}:<windowStartMs>`. Default 'rl'. */
+  /** The namespace put in front of every key name the core gives: `<keyPrefix>:<name>` (e.g. `rl:{org:<id>}:<windowStartMs>`). Default 'rl'. */
   keyPrefix?: string;
   /**
    * Credential freshness (issue 14): how long a change marker lives, and how long nothing counts as
@@ -82,13 +82,14 @@ const HIT_SCRIPT = defineScript({
 });
 
 /**
- * Credential freshness (the CredentialFreshness port, issue 14). Per organisation, next to its
- * counters (same hash tag): `<prefix>:{org:<id>}:cc:token` (the current token, random, never
- * reused) and `<prefix>:{org:<id>}:cc:changes` (a sorted set of changes in progress, scored by
- * their expiry on Redis's clock). Globally: `<prefix>:cc:alive` (absent: the data is gone, or was
- * never there) and `<prefix>:cc:unsettled` (set for the change bound when `alive` was found
- * missing: markers of changes in flight may have been lost with it). Every script starts with that
- * check, so a FLUSHALL or a restart without persistence is noticed by the first call after it.
+ * Credential freshness (the CredentialFreshness port), under the key names the core gives
+ * (counter-keys.ts), behind the prefix. Per organisation, next to its counters (same hash tag):
+ * `<prefix>:{org:<id>}:cc:token` (the current token, random, never reused) and
+ * `<prefix>:{org:<id>}:cc:changes` (a sorted set of changes in progress, scored by their expiry on
+ * Redis's clock). Globally: `<prefix>:cc:alive` (absent: the data is gone, or was never there) and
+ * `<prefix>:cc:unsettled` (set for the change bound when `alive` was found missing: markers of
+ * changes in flight may have been lost with it). Every script starts with that check, so a
+ * FLUSHALL or a restart without persistence is noticed by the first call after it.
  */
 const NOT_COUNTED = -2;
 const ALIVE_CHECK = [
@@ -146,8 +147,6 @@ const BEGIN_SCRIPT = freshnessScript(
 // Same keys and arguments as BEGIN_SCRIPT.
 const END_SCRIPT = freshnessScript([...ALIVE_CHECK, "redis.call('SET', KEYS[1], ARGV[2])", "redis.call('ZREM', KEYS[2], ARGV[1])", 'return 1'], Number);
 const MODE = { always: 'a', 'if-fresh': 'f', never: 'n' } as const;
-/** Organisations whose freshness key names are kept (then the map starts over). */
-const KEYS_CACHE_MAX = 10_000;
 
 /** SHA1 of each credential-freshness script (EVALSHA; what Redis's INFO commandstats and SLOWLOG show). */
 export const FRESHNESS_SCRIPT_SHA1 = Object.freeze({ check: CHECK_SCRIPT.SHA1, beginChange: BEGIN_SCRIPT.SHA1, endChange: END_SCRIPT.SHA1 });
@@ -211,7 +210,9 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   readonly #changeBoundMs: number;
   /** Tokens are `<this process's random nonce>.<sequence>`: never reused, by any process. */
   readonly #tokenNonce = randomBytes(12).toString('base64url');
-  readonly #keysByScope = new Map<string, readonly [string, string, string, string]>();
+  /** The global freshness keys, prefixed once. */
+  readonly #aliveKey: string;
+  readonly #unsettledKey: string;
   #tokenSeq = 0;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
@@ -229,6 +230,8 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     }
     this.#timeoutMs = timeoutMs;
     this.#keyPrefix = config.keyPrefix ?? DEFAULT_KEY_PREFIX;
+    this.#aliveKey = this.keyFor(FRESHNESS_ALIVE_KEY);
+    this.#unsettledKey = this.keyFor(FRESHNESS_UNSETTLED_KEY);
     this.#changeBoundMs = config.changeBoundMs ?? DEFAULT_CHANGE_BOUND_MS;
     if (!Number.isFinite(this.#changeBoundMs) || this.#changeBoundMs <= 0) {
       throw new RangeError(`changeBoundMs must be a positive number of milliseconds, got ${String(config.changeBoundMs)}`);
@@ -265,12 +268,12 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     });
   }
 
-  /** The Redis key of one scope's window (hash tag on the scope, so a cluster keeps it on one slot). */
-  keyFor(scope: string, windowStartMs: number): string {
-    return `${this.#keyPrefix}:{${scope}}:${windowStartMs}`;
+  /** The Redis key of a key name the core gave: the name behind this counter's prefix. */
+  keyFor(name: string): string {
+    return `${this.#keyPrefix}:${name}`;
   }
 
-  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
+  hit(key: string, ttlMs: number): Promise<number> {
     if (this.#closed) {
       return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
     }
@@ -281,7 +284,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     // One timer per call bounds it, written or not (the client's own per-command timeout is off:
     // see makeClient; unwritten commands are bounded by the queue limit).
     const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
-    const reply = this.#client.hit(this.keyFor(scope, windowStartMs), ttl, deadlineMs);
+    const reply = this.#client.hit(this.keyFor(key), ttl, deadlineMs);
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${this.#target} within ${this.#timeoutMs} ms`));
@@ -308,10 +311,8 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   check(request: FreshnessCheck): Promise<FreshnessReply> {
     const ready = this.#readyError();
     if (ready !== null) return Promise.reject(ready);
-    const scope = `org:${request.organisationId}`;
     const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
-    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
-    const keys = [this.keyFor(scope, request.windowStartMs), token, changes, alive, unsettled];
+    const keys = [this.keyFor(request.counterKey), this.keyFor(request.keys.token), this.keyFor(request.keys.changes), this.#aliveKey, this.#unsettledKey];
     const args = [
       String(Math.max(1, Math.ceil(request.ttlMs))),
       String(deadlineMs),
@@ -335,37 +336,28 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   }
 
   /** Registers a change of the organisation in progress (a marker for changeBoundMs) and replaces its token. */
-  async beginChange(organisationId: string, changeId: string): Promise<void> {
-    await this.#change('beginChange', organisationId, changeId);
+  async beginChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    await this.#change('beginChange', keys, changeId);
   }
 
   /** Replaces the organisation's token again and removes the change's marker. */
-  async endChange(organisationId: string, changeId: string): Promise<void> {
-    await this.#change('endChange', organisationId, changeId);
+  async endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    await this.#change('endChange', keys, changeId);
   }
 
-  async #change(script: 'beginChange' | 'endChange', organisationId: string, changeId: string): Promise<void> {
+  async #change(script: 'beginChange' | 'endChange', names: FreshnessKeys, changeId: string): Promise<void> {
     const ready = this.#readyError();
     if (ready !== null) throw ready;
-    const scope = `org:${organisationId}`;
-    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
+    const token = this.keyFor(names.token);
+    const changes = this.keyFor(names.changes);
+    const alive = this.#aliveKey;
+    const unsettled = this.#unsettledKey;
     try {
       // KEYS[3] is unused (the same layout as CHECK_SCRIPT's keys, so ALIVE_CHECK reads KEYS[4], KEYS[5], ARGV[6]).
       await this.#client[script]([token, changes, token, alive, unsettled], [changeId, this.#newToken(), '', '', '', String(this.#changeBoundMs)]);
     } catch (err) {
       throw new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });
     }
-  }
-
-  /** token, changes, alive, unsettled (kept per organisation: the hot path builds no key strings). */
-  #freshnessKeys(scope: string): readonly [string, string, string, string] {
-    let keys = this.#keysByScope.get(scope);
-    if (keys === undefined) {
-      keys = [`${this.#keyPrefix}:{${scope}}:cc:token`, `${this.#keyPrefix}:{${scope}}:cc:changes`, `${this.#keyPrefix}:cc:alive`, `${this.#keyPrefix}:cc:unsettled`];
-      if (this.#keysByScope.size >= KEYS_CACHE_MAX) this.#keysByScope.clear();
-      this.#keysByScope.set(scope, keys);
-    }
-    return keys;
   }
 
   #newToken(): string {

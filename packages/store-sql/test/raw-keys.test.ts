@@ -76,7 +76,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
               cause: { type: 'secret_scanning' },
             }),
           );
-        });
+        }, { changesCredentialsOf: [org.id] });
       }
       if (i % 4 === 0) {
         await store.unitOfWork.run(async (tx) => {
@@ -84,7 +84,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
           await tx.audit.append(
             auditEntry(org.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(100 + i), actor: { type: 'api_key', keyId: key.id } }),
           );
-        });
+        }, { changesCredentialsOf: [org.id] });
       }
     }
 

@@ -1,3 +1,4 @@
+import { changesCredentialsOf } from '../credential-change.js';
 import {
   digestKey,
   generateRawKey,
@@ -172,7 +173,7 @@ export class ApiKeys {
       const events: KeyEvent[] = grace === 0 ? [rolledEvent, { type: 'api_key.revoked', cause: { type: 'roll', new_key_id: rolled.key.id } }] : [rolledEvent];
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
-    });
+    }, changesCredentialsOf(org));
   }
 
   /**
@@ -216,6 +217,6 @@ export class ApiKeys {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
         await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause: causeOf(actorOf(principal)) }], now, key);
       }
-    });
+    }, changesCredentialsOf(org));
   }
 }
