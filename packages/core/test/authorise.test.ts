@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import {
+  ALL_BUILTIN_SCOPES,
   FOREIGN_ORGANISATION_MESSAGE,
   ForbiddenError,
   OPERATIONS,
@@ -28,8 +29,9 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.issue',
   'api_keys.get',
   'api_keys.revoke',
+  'organisations.key_policy.get',
 ];
-const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create'];
+const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
   'organisations.create_system',
   'organisations.classify',
@@ -59,8 +61,8 @@ function refusal(principal: Principal, operation: Operation, orgId: string): str
 describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
   const ownOrg = '0b9e5a1c-2f4d-4e6a-8b7c-9d0e1f2a3b4c';
   const foreignOrg = '7c6d5e4f-3a2b-4c1d-9e8f-0a1b2c3d4e5f';
-  const standard: Principal = { kind: 'api_key', keyId: 'k1', keyPrefix: 'svc_live_abc', organisationId: ownOrg, isPlatform: false };
-  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true };
+  const standard: Principal = { kind: 'api_key', keyId: 'k1', keyPrefix: 'svc_live_abc', organisationId: ownOrg, isPlatform: false, scopes: ALL_BUILTIN_SCOPES };
+  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true, scopes: ALL_BUILTIN_SCOPES };
 
   it('C-33: the operation names are a closed set, each given exactly one access rule', () => {
     expect([...OPERATIONS].sort()).to.deep.equal(
@@ -129,6 +131,8 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'api_keys.get': (c, p, id) => c.apiKeys.get(p, id, UNKNOWN_UUID),
       'api_keys.revoke': (c, p, id) => c.apiKeys.revoke(p, id, UNKNOWN_UUID),
       'audit.list': (c, p) => c.audit.list(p, {}),
+      'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
+      'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
       'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };

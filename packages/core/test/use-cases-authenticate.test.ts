@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import {
+  ALL_BUILTIN_SCOPES,
   Authenticator,
   OPERATOR,
   UNAUTHORIZED_MESSAGE,
@@ -31,6 +32,7 @@ describe('use case: authenticate', () => {
       keyPrefix: raw.slice(0, 12),
       organisationId: org.id,
       isPlatform: false,
+      scopes: ALL_BUILTIN_SCOPES,
     });
     expect(counting.calls).to.equal(1);
   });

@@ -306,8 +306,8 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal(401);
   });
 
-  it('the fenced writes are one list: revoke, shortenExpiry (key rolling) and organisations.update', () => {
-    expect(CREDENTIAL_WRITES).to.deep.equal({ apiKeys: ['revoke', 'shortenExpiry'], organisations: ['update'] });
+  it('the fenced writes are one list: revoke, shortenExpiry (key rolling), organisations.update and the key policy (C-62)', () => {
+    expect(CREDENTIAL_WRITES).to.deep.equal({ apiKeys: ['revoke', 'shortenExpiry'], organisations: ['update', 'putKeyPolicy'] });
   });
 
   it('a credential write through the outer stores (outside a unit of work) is fenced too', async () => {

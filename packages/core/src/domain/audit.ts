@@ -1,4 +1,5 @@
 /** Audit entries (C-40, C-41): append-only governance events. */
+import type { KeyPolicy } from './key-policy.js';
 
 export type AuditKind =
   | 'api_key_revoked'
@@ -8,7 +9,8 @@ export type AuditKind =
   | 'organisation_created'
   | 'organisation_updated'
   | 'member_added'
-  | 'member_removed';
+  | 'member_removed'
+  | 'organisation_policy_updated';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
@@ -18,6 +20,7 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'organisation_updated',
   'member_added',
   'member_removed',
+  'organisation_policy_updated',
 ];
 
 /**
@@ -78,4 +81,17 @@ export interface AuditEntry {
   readonly member?: AuditMember;
   /** `api_key_rolled` entries only: the new key and the grace period (C-58). */
   readonly roll?: KeyRoll;
+  /**
+   * `api_key_exposed` entries only (C-61): the active keys the exposed key issued or rolled,
+   * directly or transitively, when it was reported (ids only, sorted).
+   */
+  readonly descendantKeyIds?: readonly string[];
+  /** `organisation_policy_updated` entries only (C-62): the policy before and after. */
+  readonly keyPolicy?: KeyPolicyChange;
+}
+
+/** What an `organisation_policy_updated` entry records. */
+export interface KeyPolicyChange {
+  readonly old: KeyPolicy;
+  readonly new: KeyPolicy;
 }

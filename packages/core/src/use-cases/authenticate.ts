@@ -1,4 +1,4 @@
-import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus } from '../domain/api-key.js';
+import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, scopesOf } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { KeyPrincipal } from '../domain/principal.js';
@@ -127,5 +127,6 @@ function principalOf(credential: Credential): KeyPrincipal {
     keyPrefix: key.keyPrefix,
     organisationId: key.organisationId,
     isPlatform: organisation.isSystem,
+    scopes: scopesOf(key),
   };
 }

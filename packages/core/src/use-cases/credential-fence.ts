@@ -30,7 +30,7 @@ import { withTimeout } from './timeout.js';
 /** The store methods whose writes can affect an authentication or a cached organisation record. */
 export const CREDENTIAL_WRITES: { readonly [S in keyof Stores]?: readonly string[] } = Object.freeze({
   apiKeys: Object.freeze(['revoke', 'shortenExpiry']),
-  organisations: Object.freeze(['update']),
+  organisations: Object.freeze(['update', 'putKeyPolicy']),
 });
 
 /** Attempts at ending a committed change before answering 503, and the pause between them. */

@@ -19,4 +19,9 @@ export interface CoreDeps {
   /** Counters for operators (noopMetrics unless the composition root gives one). */
   readonly metrics: Metrics;
   readonly config: CoreConfig;
+  /**
+   * The closed set of scopes of this process (C-60): the built-in ones plus those the embedding
+   * service declared (CreateCoreOptions.scopes), sorted. Omitted: the built-in scopes.
+   */
+  readonly scopes?: readonly string[];
 }

@@ -1,9 +1,14 @@
-import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, PageRequest } from '@cos/core';
+import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, KeyPolicyChange, PageRequest } from '@cos/core';
 import { execute, query, stringOrNull, toDate, type StoreContext } from '../context.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds, descendant_key_ids, key_policy';
+
+/** Space-joined ids ('' for none). */
+function idsFromText(text: string): string[] {
+  return text === '' ? [] : text.split(' ');
+}
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
   if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
@@ -25,7 +30,9 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const hasExposure = row.exposure_type !== null && row.exposure_type !== undefined;
   const hasMember = row.member_id !== null && row.member_id !== undefined;
   const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
-  if (!hasExposure && !hasMember && !hasRoll) return entry;
+  const hasDescendants = row.descendant_key_ids !== null && row.descendant_key_ids !== undefined;
+  const hasPolicy = row.key_policy !== null && row.key_policy !== undefined;
+  if (!hasExposure && !hasMember && !hasRoll && !hasDescendants && !hasPolicy) return entry;
   return {
     ...entry,
     ...(hasExposure
@@ -33,10 +40,12 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
       : {}),
     ...(hasMember ? { member: { id: String(row.member_id), email: String(row.member_email) } } : {}),
     ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
+    ...(hasDescendants ? { descendantKeyIds: idsFromText(String(row.descendant_key_ids)) } : {}),
+    ...(hasPolicy ? { keyPolicy: JSON.parse(String(row.key_policy)) as KeyPolicyChange } : {}),
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
@@ -61,6 +70,8 @@ export class SqlAuditLog implements AuditLog {
       e.member?.email ?? null,
       e.roll?.toKeyId ?? null,
       e.roll?.gracePeriodSeconds ?? null,
+      e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
+      e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
     ]);
   }
 
