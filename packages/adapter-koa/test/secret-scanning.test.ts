@@ -430,7 +430,7 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => 
         expect(exposed).to.deep.equal({
           type: 'api_key.exposed',
           timestamp: w.tc.clock.now().toISOString(),
-          data: { ...data, url: LEAK_URL, source: 'content' },
+          data: { ...data, url: LEAK_URL, source: 'content', descendant_key_ids: [] },
         });
         expect(revoked).to.deep.equal({ type: 'api_key.revoked', timestamp: w.tc.clock.now().toISOString(), data });
         for (const n of notes) {
