@@ -20,7 +20,6 @@ import { checkIssueKey, checkRollKey } from '../validation/api-key.js';
 import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
-import { isoTimestamp } from '../views.js';
 import { auditEntry } from './audit-entry.js';
 import { notifyKeyEvents } from './key-events.js';
 import { actorOf, authorise, authoriseRevocation } from './authorise.js';
@@ -63,7 +62,7 @@ export const ISSUE_ENVIRONMENT_NOT_ALLOWED = "is not allowed by the organisation
 
 /** The detail of an expires_at later than the issuer's expiry or the policy's maximum lifetime allow. */
 export function expiresAtCapIssue(cap: Date): string {
-  return `must not be later than ${isoTimestamp(cap)} (the issuing key's expiry or the organisation's maximum key lifetime)`;
+  return `must not be later than ${cap.toISOString()} (the issuing key's expiry or the organisation's maximum key lifetime)`;
 }
 
 /** 403 (C-60) unless every one of `scopes` is held by the calling key (the operator holds all). */
