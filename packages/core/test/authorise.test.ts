@@ -6,6 +6,12 @@
 import { expect } from 'chai';
 import {
   ALL_BUILTIN_SCOPES,
+  OPERATION_SCOPES,
+  authoriseRevocation,
+  hasScope,
+  knownScopes,
+  requireScope,
+  type KeyPrincipal,
   FOREIGN_ORGANISATION_MESSAGE,
   ForbiddenError,
   OPERATIONS,
@@ -105,6 +111,49 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
     for (const name of ['toString', '__proto__', 'constructor', 'organisations.delete', '']) {
       expect(() => loose(OPERATOR, name), name).to.throw(TypeError, 'unknown operation');
       expect(() => loose(standard, name, ownOrg), name).to.throw(TypeError, 'unknown operation');
+    }
+  });
+
+  it('C-60: every operation a key reaches needs exactly its scope: held, allowed; missing, 403 with {field: "scope", issue: "requires <scope>"}', () => {
+    const keyOps = [...ORGANISATION_OPERATIONS, ...PLATFORM_OPERATIONS] as (keyof typeof OPERATION_SCOPES)[];
+    expect(Object.keys(OPERATION_SCOPES).sort()).to.deep.equal([...keyOps].sort());
+    for (const op of keyOps) {
+      const needed = OPERATION_SCOPES[op];
+      for (const held of ALL_BUILTIN_SCOPES) {
+        const principal: Principal = { ...(platform as KeyPrincipal), scopes: [held] };
+        let error: unknown = null;
+        try {
+          (authorise as (p: Principal, o: Operation, ...rest: string[]) => void)(principal, op, ownOrg);
+        } catch (e) {
+          error = e;
+        }
+        if (held === needed) expect(error, `${op} with ${held}`).to.equal(null);
+        else {
+          expect(error, `${op} with ${held}`).to.be.instanceOf(ForbiddenError);
+          expect((error as ForbiddenError).details).to.deep.equal([{ field: 'scope', issue: `requires ${needed}` }]);
+        }
+      }
+    }
+    // The operator holds every scope; a key with none reaches nothing but its own revocation.
+    for (const op of keyOps) expect(refusal(OPERATOR, op, ownOrg)).to.equal(null);
+    const none: KeyPrincipal = { ...(standard as KeyPrincipal), scopes: [] };
+    expect(() => authoriseRevocation(none, ownOrg, none.keyId)).to.not.throw();
+    expect(() => authoriseRevocation(none, ownOrg, 'another-key')).to.throw(ForbiddenError);
+    expect(() => authoriseRevocation(none, foreignOrg, none.keyId), 'its own id in another organisation').to.throw(ForbiddenError, FOREIGN_ORGANISATION_MESSAGE);
+  });
+
+  it('C-60: requireScope and hasScope serve an embedder\'s own scope names', () => {
+    const reporter: KeyPrincipal = { ...(standard as KeyPrincipal), scopes: ['reports:read'] };
+    expect(hasScope(reporter, 'reports:read')).to.equal(true);
+    expect(() => requireScope(reporter, 'reports:read')).to.not.throw();
+    expect(() => requireScope(reporter, 'reports:write')).to.throw(ForbiddenError).with.property('details').that.deep.equals([{ field: 'scope', issue: 'requires reports:write' }]);
+    expect(() => requireScope(OPERATOR, 'reports:write')).to.not.throw();
+  });
+
+  it('C-60: declared scope names join the closed set once, checked at start-up', () => {
+    expect(knownScopes(['reports:read'])).to.deep.equal([...ALL_BUILTIN_SCOPES, 'reports:read'].sort());
+    for (const bad of [['organisations:read'], ['reports:read', 'reports:read'], ['Reports:read'], ['reports'], ['reports:read write'], [''], [7 as unknown as string]]) {
+      expect(() => knownScopes(bad), JSON.stringify(bad)).to.throw(TypeError);
     }
   });
 
