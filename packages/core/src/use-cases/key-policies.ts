@@ -24,10 +24,10 @@ export class KeyPolicies {
   async get(principal: Principal, orgId: string): Promise<KeyPolicy> {
     authorise(principal, 'organisations.key_policy.get', orgId);
     const id = unwrap(checkUuid(orgId, 'org_id'));
-    return this.deps.unitOfWork.run(async (stores) => {
-      if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
-      return keyPolicyIn(stores, id);
-    });
+    // Two plain reads: no transaction (on SQLite one would take the write lock).
+    const { stores } = this.deps;
+    if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    return keyPolicyIn(stores, id);
   }
 
   /** PUT /v1/organisations/{org_id}/key-policy: body {max_lifetime_seconds, allowed_environments, exposure_response}. */
