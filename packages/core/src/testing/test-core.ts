@@ -30,6 +30,8 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   logger?: CapturingLogger;
   /** Default: none (noopMetrics); e.g. a RecordingMetrics. */
   metrics?: Metrics;
+  /** Scope names of the embedding service's own, as CreateCoreOptions.scopes (default: none). */
+  scopes?: readonly string[];
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -47,6 +49,7 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     logger,
     ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
     ...(options.config !== undefined ? { config: options.config } : {}),
+    ...(options.scopes !== undefined ? { scopes: options.scopes } : {}),
   });
   return { core, clock, store, counter, logger };
 }
