@@ -5,6 +5,7 @@
  */
 import { expect } from 'chai';
 import {
+  FENCE_UNAVAILABLE_MESSAGE,
   createCore,
   CREDENTIAL_WRITES,
   OPERATOR,
@@ -324,5 +325,26 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     await deps.stores.apiKeys.revoke(org.id, keyId, clock.now());
     expect(begun).to.equal(1);
     expect(await admit(two)).to.equal(401);
+  });
+
+  it('C-57, C-62: a key policy change is a fenced credential change of its organisation: begun before the write, ended after, refused (503, nothing written) when the shared store is unreachable', async () => {
+    await warm(two);
+    const begun: string[] = [];
+    const begin = shared.beginChange.bind(shared);
+    shared.beginChange = (o, c) => {
+      begun.push(o);
+      return begin(o, c);
+    };
+    const policy = { max_lifetime_seconds: 3_600, allowed_environments: ['live'], exposure_response: 'revoke_key' };
+    await one.core.keyPolicies.replace(OPERATOR, org.id, policy);
+    expect(begun).to.deep.equal([org.id]);
+    expect(await admit(two), 'the change ended: the organisation is settled again, the key still valid').to.equal('ok');
+    shared.beginChange = () => Promise.reject(new Error('redis down'));
+    const refused = await one.core.keyPolicies.replace(OPERATOR, org.id, { ...policy, max_lifetime_seconds: 7_200 }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(refused?.message).to.equal(FENCE_UNAVAILABLE_MESSAGE);
+    expect((await one.core.keyPolicies.get(OPERATOR, org.id)).maxLifetimeSeconds).to.equal(3_600);
   });
 });
