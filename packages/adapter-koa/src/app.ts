@@ -31,6 +31,7 @@ import { memberRoutes } from './routes/members.js';
 import { metaRoutes } from './routes/meta.js';
 import { organisationRoutes } from './routes/organisations.js';
 import { compileRoutes } from './routes/route.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { secretScanningRoutes, type SecretScanningOptions } from './routes/secret-scanning.js';
 
 export interface HttpDeps {
@@ -85,6 +86,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...apiKeyRoutes(kit),
+    ...webhookRoutes(kit),
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
   ]);
   const refuseRate = createRateLimitResponder(errorsUrl);

@@ -29,6 +29,6 @@ export interface CosRequestState {
   aborted: boolean;
   /** The claim of this request's Idempotency-Key, once started; its answer is kept at the end. */
   idempotency?: IdempotencyTicket | undefined;
-  /** The answer carries a raw key (issue, roll): it is kept without it. */
-  carriesRawKey?: boolean;
+  /** The answer carries a secret shown once (`key` of an issue or roll, a webhook `secret`): it is kept without it. */
+  withheld?: 'key' | 'secret' | undefined;
 }

@@ -184,7 +184,7 @@ describe('adapter-koa: self-service (issue 28)', () => {
       expect(busy.status).to.equal(409);
       expect(busy.body.error).to.equal('IDEMPOTENCY_KEY_IN_USE');
       if (running.kind !== 'started') return;
-      await core.idempotency.finish(running.ticket, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"done":true}', carriesRawKey: false });
+      await core.idempotency.finish(running.ticket, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"done":true}' });
       const done = await world.api.request('POST', path, { key: world.own.key, json: { label: 'slow' }, headers: idem('slow') }).catch((e: Error) => e);
       // The kept answer is what the first request answered (here a hand-made 200 the document does not describe).
       expect(String(done)).to.include('status 200 is not documented');
@@ -196,7 +196,7 @@ describe('adapter-koa: self-service (issue 28)', () => {
       const request = { method: 'POST', path: keysOf(world), body: { label: 'x' } };
       const first = await core.idempotency.begin(principal, 'five-hundred', request);
       if (first.kind !== 'started') throw new Error('expected a start');
-      await core.idempotency.finish(first.ticket, { status: 500, headers: {}, body: '{}', carriesRawKey: false });
+      await core.idempotency.finish(first.ticket, { status: 500, headers: {}, body: '{}' });
       expect((await core.idempotency.begin(principal, 'five-hundred', request)).kind).to.equal('started');
     });
 

@@ -66,7 +66,7 @@ export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
 export { SecretScanning, activeDescendants, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
-export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
+export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE, DELIVERY_NOT_FOUND_MESSAGE, DEFAULT_OVERLAP_SECONDS, type RotatedSecret } from './use-cases/webhooks.js';
 export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './use-cases/notifications.js';
 export {
   NotificationRetention,

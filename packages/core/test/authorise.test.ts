@@ -36,6 +36,8 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.get',
   'api_keys.revoke',
   'organisations.key_policy.get',
+  'webhooks.read',
+  'webhooks.write',
 ];
 const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
@@ -182,7 +184,9 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'audit.list': (c, p) => c.audit.list(p, {}),
       'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
       'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
-      'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
+      'webhooks.manage': (c, p) => c.webhooks.reencryptSecrets(p),
+      'webhooks.read': (c, p, id) => c.webhooks.show(p, id),
+      'webhooks.write': (c, p, id) => c.webhooks.put(p, id, {}),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };
     const auditBefore = (await f.core.audit.list(OPERATOR, { limit: 100 })).items.length;

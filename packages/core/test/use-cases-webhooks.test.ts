@@ -159,17 +159,26 @@ describe('use case: webhooks and the outbox (C-59)', () => {
     expect((await local.core.webhooks.show(OPERATOR, other.id)).url).to.equal('https://inside.acme.example/hook');
   });
 
-  it('C-59: webhooks and notifications are operator-only: keys, even platform keys, get 403', async () => {
+  it('C-59, C-60: the outbox is operator-only; a key manages its own organisation\'s endpoint only, with webhooks:read / webhooks:write', async () => {
     const f = fixture();
     const platform = await f.platform();
     const tenant = await f.tenant('acme');
+    const other = await f.org('globex');
     for (const principal of [platform.principal, tenant.principal]) {
-      const e = await rejectsWith(f.core.webhooks.set(principal, tenant.org.id, 'https://x.example/h'), ForbiddenError);
-      expect(e.message).to.equal(OPERATOR_REQUIRED_MESSAGE);
-      await rejectsWith(f.core.webhooks.show(principal, tenant.org.id), ForbiddenError);
       await rejectsWith(f.core.notifications.list(principal, {}), ForbiddenError);
       await rejectsWith(f.core.notifications.retry(principal, UNKNOWN_UUID), ForbiddenError);
+      expect((await rejectsWith(f.core.webhooks.reencryptSecrets(principal), ForbiddenError)).message).to.equal(OPERATOR_REQUIRED_MESSAGE);
     }
+    await rejectsWith(f.core.webhooks.set(tenant.principal, other.id, 'https://x.example/h'), ForbiddenError);
+    await rejectsWith(f.core.webhooks.show(tenant.principal, other.id), ForbiddenError);
+    const readOnly = { ...tenant.principal, scopes: ['webhooks:read'] };
+    const refused = await rejectsWith(f.core.webhooks.set(readOnly, tenant.org.id, 'https://x.example/h'), ForbiddenError);
+    expect(refused.details).to.deep.equal([{ field: 'scope', issue: 'requires webhooks:write' }]);
+    const writeOnly = { ...tenant.principal, scopes: ['webhooks:write'] };
+    expect((await f.core.webhooks.set(writeOnly, tenant.org.id, 'https://x.example/h')).newSecret).to.match(/^whsec_/);
+    expect((await rejectsWith(f.core.webhooks.show(writeOnly, tenant.org.id), ForbiddenError)).details).to.deep.equal([{ field: 'scope', issue: 'requires webhooks:read' }]);
+    expect((await f.core.webhooks.show(readOnly, tenant.org.id)).url).to.equal('https://x.example/h');
+    expect((await f.core.webhooks.show(platform.principal, tenant.org.id)).url).to.equal('https://x.example/h');
   });
 
   it('C-59: issuing and revoking a key of an organisation with an endpoint enqueue api_key.issued and api_key.revoked; a second revocation enqueues nothing', async () => {

@@ -45,7 +45,12 @@ function stateOf(ctx: Koa.Context): CosRequestState {
 
 /** Marks the answer of this request as one that carries a raw key (issue, roll): it is kept without it. */
 export function markRawKeyAnswer(ctx: Koa.Context): void {
-  stateOf(ctx).carriesRawKey = true;
+  stateOf(ctx).withheld = 'key';
+}
+
+/** Marks the answer of this request as one that carries a webhook secret: it is kept without it. */
+export function markSecretAnswer(ctx: Koa.Context): void {
+  stateOf(ctx).withheld = 'secret';
 }
 
 export function createIdempotencySteps(core: Core, logger: Logger): IdempotencySteps {
@@ -84,7 +89,7 @@ export function createIdempotencySteps(core: Core, logger: Logger): IdempotencyS
           if (value !== undefined) headers[name] = String(value);
         }
         const body = typeof ctx.body === 'string' ? ctx.body : '';
-        await core.idempotency.finish(ticket, { status: ctx.status, headers, body, carriesRawKey: state.carriesRawKey === true });
+        await core.idempotency.finish(ticket, { status: ctx.status, headers, body, withheld: state.withheld });
       } catch (err) {
         // The answer stands; the key stays claimed until its lock ends, then a retry runs again.
         const e = err instanceof Error ? err : new Error(String(err));

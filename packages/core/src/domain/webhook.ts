@@ -5,8 +5,12 @@
  */
 import type { Random } from '../ports/random.js';
 
-export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled';
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled'];
+export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled' | 'ping';
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled', 'ping'];
+/** The events an endpoint may subscribe to (`ping` is sent on request whatever the subscription). */
+export const SUBSCRIBABLE_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled'];
+/** Every event. */
+export const ALL_EVENTS = '*';
 
 /** An organisation's webhook endpoint. The secret signs every delivery (`whsec_` + base64). */
 export interface WebhookEndpoint {
@@ -19,6 +23,38 @@ export interface WebhookEndpoint {
   readonly secret: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** The events sent to it: event types, or `["*"]` for every one (absent: every one). */
+  readonly events?: readonly string[];
+  /** False: nothing is written to the outbox for it (absent: true). */
+  readonly enabled?: boolean;
+  /**
+   * The secret a rotation replaced, stored like `secret`, while its overlap lasts: deliveries until
+   * `previousSecretExpiresAt` carry a signature with it too (absent or null: none).
+   */
+  readonly previousSecret?: string | null;
+  readonly previousSecretExpiresAt?: Date | null;
+}
+
+/** The endpoint with every optional field at its value (defaults filled in). */
+export function fullEndpoint(w: WebhookEndpoint): Required<WebhookEndpoint> {
+  return {
+    organisationId: w.organisationId,
+    url: w.url,
+    secret: w.secret,
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+    events: w.events ?? [ALL_EVENTS],
+    enabled: w.enabled ?? true,
+    previousSecret: w.previousSecret ?? null,
+    previousSecretExpiresAt: w.previousSecretExpiresAt ?? null,
+  };
+}
+
+/** True when the endpoint wants events of `type` now (enabled, subscribed). */
+export function endpointWants(w: WebhookEndpoint, type: WebhookEventType): boolean {
+  const full = fullEndpoint(w);
+  if (!full.enabled) return false;
+  return type === 'ping' || full.events.includes(ALL_EVENTS) || full.events.includes(type);
 }
 
 export type NotificationStatus = 'pending' | 'delivered' | 'failed';
@@ -87,12 +123,18 @@ export function webhookOrigin(url: string): string {
   return new URL(url).origin;
 }
 
+/** What a `ping` event says: the organisation, and who asked for it. */
+export interface PingEventData {
+  readonly organisation_id: string;
+  readonly cause: EventCause;
+}
+
 /** A new pending outbox record for `type`, due at once. */
 export function newNotification(
   random: Random,
   type: WebhookEventType,
   at: Date,
-  data: KeyEventData,
+  data: KeyEventData | PingEventData,
 ): Notification {
   const payload = JSON.stringify({ type, timestamp: at.toISOString(), data });
   return {

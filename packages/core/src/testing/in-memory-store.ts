@@ -8,7 +8,7 @@ import { digestsEqual, scopesOf, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from 
 import type { KeyPolicy } from '../domain/key-policy.js';
 import { sortedScopes } from '../domain/scopes.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
-import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
+import { fullEndpoint, type Notification, type WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Organisation } from '../domain/organisation.js';
@@ -131,12 +131,17 @@ function copyActor(a: AuditActor): AuditActor {
 }
 
 function copyWebhook(w: WebhookEndpoint): WebhookEndpoint {
+  const full = fullEndpoint(w);
   return {
     organisationId: w.organisationId,
     url: w.url,
     secret: w.secret,
     createdAt: copyDate(w.createdAt),
     updatedAt: copyDate(w.updatedAt),
+    events: [...full.events],
+    enabled: full.enabled,
+    previousSecret: full.previousSecret,
+    previousSecretExpiresAt: copyDateOrNull(full.previousSecretExpiresAt),
   };
 }
 

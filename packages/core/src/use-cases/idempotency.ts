@@ -13,6 +13,7 @@
  * - A raw API key is never kept: the answer of an issue or roll is kept without `key` and with
  *   `"key_replay_unavailable": true`, since a raw key is shown once and only its digest is stored
  *   (C-22, C-31). A replay answers the same record, so a client learns the key exists and its id.
+ *   A webhook signing secret likewise (`secret`, `"secret_replay_unavailable": true`).
  */
 import { createHash } from 'node:crypto';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError } from '../domain/errors.js';
@@ -51,9 +52,12 @@ export type IdempotencyStart =
   | { readonly kind: 'started'; readonly ticket: IdempotencyTicket }
   | { readonly kind: 'replay'; readonly response: IdempotentResponse };
 
-/** The answer to keep, and whether its body holds a raw key (an issue or a roll). */
+/**
+ * The answer to keep, and the field of its body that holds a secret shown once, if any: `key` (an
+ * issued or rolled key) or `secret` (a webhook signing secret); it is never kept.
+ */
 export interface FinishedResponse extends IdempotentResponse {
-  readonly carriesRawKey: boolean;
+  readonly withheld?: 'key' | 'secret' | undefined;
 }
 
 /** JSON with object keys sorted, so the same body written in another key order is the same request. */
@@ -73,11 +77,15 @@ export function requestFingerprint(request: IdempotentRequest): string {
   return createHash('sha256').update(`${request.method.toUpperCase()}\n${request.path}\n${body}`).digest('hex');
 }
 
-/** The body kept for an answer that carried a raw key: the same record without it. */
-function withoutRawKey(body: string): string {
-  const parsed = JSON.parse(body) as Record<string, unknown>;
-  const { key: _rawKey, ...record } = parsed;
-  return JSON.stringify({ ...record, key_replay_unavailable: true });
+/**
+ * The body kept for an answer that carried a secret shown once: the same record without it, and
+ * `key_replay_unavailable` / `secret_replay_unavailable` true.
+ */
+function withoutSecret(body: string, field: 'key' | 'secret'): string {
+  const record = JSON.parse(body) as Record<string, unknown>;
+  if (!(field in record)) return body;
+  const { [field]: _shownOnce, ...rest } = record;
+  return JSON.stringify({ ...rest, [`${field}_replay_unavailable`]: true });
 }
 
 export class Idempotency {
@@ -116,7 +124,7 @@ export class Idempotency {
       await this.deps.stores.idempotency.release(organisationId, key, token);
       return;
     }
-    const body = response.carriesRawKey ? withoutRawKey(response.body) : response.body;
+    const body = response.withheld !== undefined && response.status < 300 ? withoutSecret(response.body, response.withheld) : response.body;
     await this.deps.stores.idempotency.complete(organisationId, key, token, { status: response.status, headers: response.headers, body });
   }
 

@@ -5,7 +5,7 @@
  */
 import type { ApiKey } from '../domain/api-key.js';
 import type { AuditActor, KeyExposure, KeyRoll } from '../domain/audit.js';
-import { newNotification, type EventCause, type KeyEventData, type WebhookEventType } from '../domain/webhook.js';
+import { endpointWants, newNotification, type EventCause, type KeyEventData, type WebhookEventType } from '../domain/webhook.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 
@@ -61,8 +61,12 @@ export async function notifyKeyEvents(
   exposure?: ExposureEventDetail,
   roll?: RollEventDetail,
 ): Promise<void> {
-  if (events.length === 0 || (await stores.webhooks.get(key.organisationId)) === null) return;
+  if (events.length === 0) return;
+  const endpoint = await stores.webhooks.get(key.organisationId);
+  if (endpoint === null) return;
   for (const { type, cause } of events) {
+    // A disabled endpoint, or one not subscribed to this event, gets nothing written for it.
+    if (!endpointWants(endpoint, type)) continue;
     await stores.outbox.enqueue(
       newNotification(random, type, at, {
         organisation_id: key.organisationId,

@@ -235,13 +235,25 @@ export class WebhookDelivery {
         // A secret sealed under a key this instance lacks fails the attempt with that reason (as a
         // receiver's error would): it is retried, so configuring the key in time delivers it.
         const secret = this.openSecret(n.organisationId, endpoint.secret);
+        // A rotated-out secret still signs (second) until its overlap ends.
+        const now = this.deps.clock.now();
+        const overlapping =
+          endpoint.previousSecret !== undefined &&
+          endpoint.previousSecret !== null &&
+          endpoint.previousSecretExpiresAt !== undefined &&
+          endpoint.previousSecretExpiresAt !== null &&
+          endpoint.previousSecretExpiresAt.getTime() > now.getTime();
+        const previous = overlapping ? this.openSecret(n.organisationId, endpoint.previousSecret!) : undefined;
         const result =
           typeof secret !== 'string'
             ? secret
-            : await this.send(
+            : typeof previous === 'object'
+              ? previous
+              : await this.send(
                 {
                   url: endpoint.url,
                   secret,
+                  ...(previous !== undefined ? { previousSecret: previous } : {}),
                   messageId: n.id,
                   timestamp: this.deps.clock.now(),
                   body: n.payload,
