@@ -85,6 +85,40 @@ const OPERATIONS: readonly Operation[] = [
     ok: 204,
     path: (o, k) => `/v1/organisations/${o}/api-keys/${k}`,
   },
+  // Issue 28: the organisation's webhook endpoint. The world's organisations have none, so what an
+  // allowed caller gets is 404 (after 401, 429, 403), except PUT, which creates it.
+  { name: 'GET /organisations/{org_id}/webhook-endpoint', method: 'GET', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint` },
+  {
+    name: 'PUT /organisations/{org_id}/webhook-endpoint',
+    method: 'PUT',
+    scope: 'organisation',
+    ok: 201,
+    path: (o) => `/v1/organisations/${o}/webhook-endpoint`,
+    json: { url: 'https://hooks.example.com/cos' },
+  },
+  { name: 'DELETE /organisations/{org_id}/webhook-endpoint', method: 'DELETE', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint` },
+  {
+    name: 'POST /organisations/{org_id}/webhook-endpoint/rotate-secret',
+    method: 'POST',
+    scope: 'organisation',
+    ok: 404,
+    path: (o) => `/v1/organisations/${o}/webhook-endpoint/rotate-secret`,
+  },
+  { name: 'POST /organisations/{org_id}/webhook-endpoint/ping', method: 'POST', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint/ping` },
+  {
+    name: 'GET /organisations/{org_id}/webhook-endpoint/deliveries',
+    method: 'GET',
+    scope: 'organisation',
+    ok: 404,
+    path: (o) => `/v1/organisations/${o}/webhook-endpoint/deliveries`,
+  },
+  {
+    name: 'POST /organisations/{org_id}/webhook-endpoint/deliveries/{delivery_id}/redeliver',
+    method: 'POST',
+    scope: 'organisation',
+    ok: 404,
+    path: (o, k) => `/v1/organisations/${o}/webhook-endpoint/deliveries/${k}/redeliver`,
+  },
 ];
 
 interface Caller {

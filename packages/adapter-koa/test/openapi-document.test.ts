@@ -13,7 +13,16 @@ function walk(node: unknown, visit: (node: Record<string, unknown>, pointer: str
 }
 
 /** The operations beyond v1 that issue 28 lists under `paths` (tag self-service). */
-const SELF_SERVICE_OPERATIONS = ['GET /me'];
+const SELF_SERVICE_OPERATIONS = [
+  'GET /me',
+  'GET /organisations/{org_id}/webhook-endpoint',
+  'PUT /organisations/{org_id}/webhook-endpoint',
+  'DELETE /organisations/{org_id}/webhook-endpoint',
+  'POST /organisations/{org_id}/webhook-endpoint/rotate-secret',
+  'POST /organisations/{org_id}/webhook-endpoint/ping',
+  'GET /organisations/{org_id}/webhook-endpoint/deliveries',
+  'POST /organisations/{org_id}/webhook-endpoint/deliveries/{delivery_id}/redeliver',
+];
 
 describe('adapter-koa: docs/openapi.yaml', () => {
   const doc = OpenApiDocument.load();
