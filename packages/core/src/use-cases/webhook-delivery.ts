@@ -243,13 +243,13 @@ export class WebhookDelivery {
           endpoint.previousSecretExpiresAt !== undefined &&
           endpoint.previousSecretExpiresAt !== null &&
           endpoint.previousSecretExpiresAt.getTime() > now.getTime();
-        const previous = overlapping ? this.openSecret(n.organisationId, endpoint.previousSecret!) : undefined;
+        // One this instance cannot open (its key retired meanwhile) is left out: the new one still signs.
+        const opened = overlapping ? this.openSecret(n.organisationId, endpoint.previousSecret!) : undefined;
+        const previous = typeof opened === 'string' ? opened : undefined;
         const result =
           typeof secret !== 'string'
             ? secret
-            : typeof previous === 'object'
-              ? previous
-              : await this.send(
+            : await this.send(
                 {
                   url: endpoint.url,
                   secret,
