@@ -231,4 +231,130 @@ describe('adapter-koa: self-service (issue 28)', () => {
       expect(get.status).to.equal(200);
     });
   });
+
+  describe('the organisation\'s webhook endpoint', () => {
+    const hook = (w: World): string => `/v1/organisations/${w.own.orgId}/webhook-endpoint`;
+    const auditOf = async (w: World, kind: string) => (await w.tc.core.audit.list(OPERATOR, { org: w.own.orgId, kind, limit: '100' })).items;
+
+    it('PUT creates (201, secret once, no-store) then changes (200, never the secret); GET never shows it; each change audited with the key as actor', async () => {
+      const created = await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos' } });
+      expect(created.status).to.equal(201);
+      expect(created.headers.get('cache-control')).to.equal('no-store');
+      expect(created.body).to.include({ url: 'https://hooks.acme.example/cos', enabled: true });
+      expect(created.body.events).to.deep.equal(['*']);
+      expect(created.body.secret).to.match(/^whsec_/);
+      const changed = await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/v2', events: ['api_key.revoked', 'api_key.exposed'], enabled: false } });
+      expect(changed.status).to.equal(200);
+      expect(changed.body).to.not.have.property('secret');
+      expect(changed.body).to.include({ url: 'https://hooks.acme.example/v2', enabled: false });
+      expect(changed.body.events).to.deep.equal(['api_key.exposed', 'api_key.revoked']);
+      const got = await world.api.get(hook(world), { key: world.own.key });
+      expect(got.body).to.deep.equal(changed.body);
+      expect(got.text).to.not.include(created.body.secret.slice(6));
+      const entries = await auditOf(world, 'webhook_endpoint_set');
+      expect(entries.map((e) => e.actor)).to.deep.equal([{ type: 'api_key', keyId: world.own.keyId }, { type: 'api_key', keyId: world.own.keyId }]);
+    });
+
+    it('bad input is 400 with every failing field and changes nothing; an internal URL is refused', async () => {
+      const bad = await world.api.put(hook(world), { key: world.own.key, json: { events: ['api_key.nope'], enabled: 'yes', colour: 'red' } });
+      expect(bad.status).to.equal(400);
+      expect(bad.body.details.map((d: { field: string }) => d.field).sort()).to.deep.equal(['colour', 'enabled', 'events', 'url']);
+      const inside = await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://127.0.0.1/hook' } });
+      expect(inside.status).to.equal(400);
+      expect(inside.body.details[0].field).to.equal('url');
+      expect((await world.api.get(hook(world), { key: world.own.key })).status).to.equal(404);
+    });
+
+    it('C-60: GET needs webhooks:read, changes need webhooks:write (403 with the scope detail); another organisation is 403', async () => {
+      const { core } = world.tc;
+      const readOnly = (await core.apiKeys.issue(OPERATOR, world.own.orgId, { label: 'reader', scopes: ['webhooks:read'] })).rawKey;
+      const put = await world.api.put(hook(world), { key: readOnly, json: { url: 'https://hooks.acme.example/cos' } });
+      expect(put.status).to.equal(403);
+      expect(put.body.details).to.deep.equal([{ field: 'scope', issue: 'requires webhooks:write' }]);
+      expect((await world.api.get(hook(world), { key: readOnly })).status).to.equal(404);
+      const foreign = await world.api.get(`/v1/organisations/${world.other.orgId}/webhook-endpoint`, { key: world.own.key });
+      expect(foreign.status).to.equal(403);
+    });
+
+    it('events and enabled decide what is written to the outbox', async () => {
+      const outbox = async () => (await world.tc.store.stores.outbox.list({ organisationId: world.own.orgId }, { limit: 100, after: null })).map((n) => n.type);
+      const keys = `/v1/organisations/${world.own.orgId}/api-keys`;
+      await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos', events: ['api_key.revoked'] } });
+      const issued = await world.api.post(keys, { key: world.own.key, json: { label: 'quiet' } });
+      expect(await outbox()).to.deep.equal([]);
+      await world.api.delete(`${keys}/${issued.body.id}`, { key: world.own.key });
+      expect(await outbox()).to.deep.equal(['api_key.revoked']);
+      await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos', events: ['*'], enabled: false } });
+      await world.api.post(keys, { key: world.own.key, json: { label: 'disabled' } });
+      expect(await outbox()).to.deep.equal(['api_key.revoked']);
+    });
+
+    it('rotate-secret: 200 with the new secret and previous_secret_expires_at (default 24 h, 0 at once); overlap_seconds beyond 86400 is 400; audited', async () => {
+      await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos' } });
+      const now = world.tc.clock.now().getTime();
+      const rotated = await world.api.post(`${hook(world)}/rotate-secret`, { key: world.own.key });
+      expect(rotated.status).to.equal(200);
+      expect(rotated.headers.get('cache-control')).to.equal('no-store');
+      expect(rotated.body.secret).to.match(/^whsec_/);
+      expect(rotated.body.previous_secret_expires_at).to.equal(new Date(now + 86_400_000).toISOString());
+      const stored = await world.tc.store.stores.webhooks.get(world.own.orgId);
+      expect(stored?.previousSecretExpiresAt?.getTime()).to.equal(now + 86_400_000);
+      const instant = await world.api.post(`${hook(world)}/rotate-secret`, { key: world.own.key, json: { overlap_seconds: 0 } });
+      expect(instant.body.previous_secret_expires_at).to.equal(null);
+      const tooLong = await world.api.post(`${hook(world)}/rotate-secret`, { key: world.own.key, json: { overlap_seconds: 86_401 } });
+      expect(tooLong.status).to.equal(400);
+      expect(tooLong.body.details).to.deep.equal([{ field: 'overlap_seconds', issue: 'must be an integer from 0 to 86400' }]);
+      expect((await auditOf(world, 'webhook_secret_rotated')).map((e) => e.actor)).to.deep.equal([
+        { type: 'api_key', keyId: world.own.keyId },
+        { type: 'api_key', keyId: world.own.keyId },
+      ]);
+    });
+
+    it('ping (202, a ping event with its cause), deliveries (list envelope, status filter) and redeliver (202, audited)', async () => {
+      expect((await world.api.post(`${hook(world)}/ping`, { key: world.own.key })).status).to.equal(404);
+      await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos' } });
+      const ping = await world.api.post(`${hook(world)}/ping`, { key: world.own.key });
+      expect(ping.status).to.equal(202);
+      const stored = await world.tc.store.stores.outbox.findById(ping.body.notification_id);
+      const payload = JSON.parse(stored!.payload) as unknown;
+      expect(payload).to.deep.include({ type: 'ping', data: { organisation_id: world.own.orgId, cause: { type: 'api_key', key_id: world.own.keyId } } });
+      const check = world.api.doc.validatorAt('#/webhooks/ping/post/requestBody/content/application~1json/schema');
+      expect(check(payload), JSON.stringify(check.errors)).to.equal(true);
+
+      const list = await world.api.get(`${hook(world)}/deliveries`, { key: world.own.key });
+      expect(list.status).to.equal(200);
+      expect(list.body.data).to.deep.equal([
+        { id: ping.body.notification_id, event_type: 'ping', status: 'pending', attempts: 0, last_attempt_at: null, last_error: null, created_at: world.tc.clock.now().toISOString() },
+      ]);
+      expect(list.body.meta).to.deep.equal({ next_cursor: null });
+      expect((await world.api.get(`${hook(world)}/deliveries?status=delivered`, { key: world.own.key })).body.data).to.deep.equal([]);
+      expect((await world.api.get(`${hook(world)}/deliveries?status=lost`, { key: world.own.key })).status).to.equal(400);
+
+      // A failed delivery is due again with the same id; a delivered one is sent again under a new id.
+      const { outbox } = world.tc.store.stores;
+      const now = world.tc.clock.now();
+      const [claimed] = await outbox.claimDue(now, new Date(now.getTime() + 60_000), 10, 'lease-1');
+      await outbox.complete(claimed!.id, 'lease-1', { status: 'failed', at: now, error: 'answered 500' });
+      const again = await world.api.post(`${hook(world)}/deliveries/${ping.body.notification_id}/redeliver`, { key: world.own.key });
+      expect(again.status).to.equal(202);
+      expect(again.body.notification_id).to.equal(ping.body.notification_id);
+      expect((await outbox.findById(ping.body.notification_id))?.status).to.equal('pending');
+      const foreign = await world.api.post(`/v1/organisations/${world.own.orgId}/webhook-endpoint/deliveries/3f1c9a52-8d4e-4b7a-9c21-5e6f7a8b9c0d/redeliver`, { key: world.own.key });
+      expect(foreign.status).to.equal(404);
+      expect((await auditOf(world, 'notification_retried')).map((e) => e.actor)).to.deep.equal([{ type: 'api_key', keyId: world.own.keyId }]);
+    });
+
+    it('DELETE removes it (204, audited); an idempotent PUT replays the creation without the secret', async () => {
+      const headers = { 'idempotency-key': 'create-hook' };
+      const first = await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos' }, headers });
+      const replay = await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://hooks.acme.example/cos' }, headers });
+      expect([first.status, replay.status]).to.deep.equal([201, 201]);
+      expect(replay.body).to.not.have.property('secret');
+      expect(replay.body.secret_replay_unavailable).to.equal(true);
+      expect(replay.text).to.not.include(first.body.secret.slice(6));
+      expect((await world.api.delete(hook(world), { key: world.own.key })).status).to.equal(204);
+      expect((await world.api.get(hook(world), { key: world.own.key })).status).to.equal(404);
+      expect((await auditOf(world, 'webhook_endpoint_removed')).map((e) => e.actor)).to.deep.equal([{ type: 'api_key', keyId: world.own.keyId }]);
+    });
+  });
 });
