@@ -135,5 +135,27 @@ for (const [name, open] of TARGETS) {
         ['api_key.revoked', { type: 'operator' }],
       ]);
     });
+
+    it('the webhook endpoint over HTTP: PUT, rotate-secret with overlap, ping, deliveries and redeliver on either instance', async () => {
+      const org = await createTenant(a.core, 'selfhook');
+      const hook = `/v1/organisations/${org.id}/webhook-endpoint`;
+      const created = conforms(await a.client.call('PUT', hook, { key: org.key, body: { url: 'https://127.0.0.1:9/hook', events: ['api_key.revoked'] } }));
+      expect(created.status).to.equal(201);
+      const got = conforms(await b.client.call('GET', hook, { key: org.key }));
+      expect(got.json<{ events: string[] }>().events).to.deep.equal(['api_key.revoked']);
+      const rotated = conforms(await b.client.call('POST', `${hook}/rotate-secret`, { key: org.key, body: { overlap_seconds: 600 } }));
+      expect(rotated.status).to.equal(200);
+      const stored = await a.store.stores.webhooks.get(org.id);
+      expect(stored?.previousSecret).to.be.a('string');
+      expect(stored?.previousSecretExpiresAt?.toISOString()).to.equal(rotated.json<{ previous_secret_expires_at: string }>().previous_secret_expires_at);
+      const ping = conforms(await a.client.call('POST', `${hook}/ping`, { key: org.key }));
+      expect(ping.status).to.equal(202);
+      const id = ping.json<{ notification_id: string }>().notification_id;
+      const list = conforms(await b.client.call('GET', `${hook}/deliveries?status=pending`, { key: org.key }));
+      expect(list.json<{ data: Array<{ id: string; event_type: string }> }>().data.map((d) => [d.id, d.event_type])).to.deep.equal([[id, 'ping']]);
+      const again = conforms(await b.client.call('POST', `${hook}/deliveries/${id}/redeliver`, { key: org.key }));
+      expect(again.status).to.equal(202);
+      expect(conforms(await a.client.call('DELETE', hook, { key: org.key })).status).to.equal(204);
+    });
   });
 }
