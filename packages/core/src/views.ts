@@ -5,6 +5,7 @@
 import type { ApiKey, KeyStatus } from './domain/api-key.js';
 import { keyStatus } from './domain/api-key.js';
 import type { AuditActor, AuditEntry } from './domain/audit.js';
+import type { ChainedAuditEntry } from './domain/audit-chain.js';
 import type { Member } from './domain/member.js';
 import type { Notification, WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
@@ -75,10 +76,14 @@ export interface AuditEntryView {
   actor: AuditActorView;
   /** Present on `api_key_exposed` entries only. */
   exposure?: KeyExposureView;
-  /** Present on `member_added` / `member_removed` entries only. */
-  member?: { id: string; email: string };
+  /** Present on `member_added` / `member_removed` entries only: the member by id (never an e-mail address, C-63). */
+  member?: { id: string };
   /** Present on `api_key_rolled` entries only. */
   roll?: KeyRollView;
+  /** The entry's place in its organisation's hash chain (C-63). */
+  seq: number;
+  prev_hash: string;
+  hash: string;
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -172,7 +177,7 @@ export function issuedKeyView(issued: IssuedKey, now: Date): IssuedKeyView {
   return { ...apiKeyView(issued.key, now), key: issued.rawKey };
 }
 
-export function auditEntryView(e: AuditEntry): AuditEntryView {
+export function auditEntryView(e: ChainedAuditEntry): AuditEntryView {
   return {
     id: e.id,
     kind: e.kind,
@@ -182,8 +187,11 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     key_prefix: e.keyPrefix,
     actor: auditActorView(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
-    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id } } : {}),
     ...(e.roll !== undefined ? { roll: { to_key_id: e.roll.toKeyId, grace_period_seconds: e.roll.gracePeriodSeconds } } : {}),
+    seq: e.seq,
+    prev_hash: e.prevHash,
+    hash: e.hash,
   };
 }
 

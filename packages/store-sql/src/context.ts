@@ -25,6 +25,11 @@ export interface StoreContext {
   /** True when `session` is a unit of work's transaction. */
   readonly inTransaction: boolean;
   readonly errors: ErrorTranslator;
+  /**
+   * Outside a unit of work: runs `work` in a transaction of its own on one connection, for a store
+   * write that must be atomic by itself (the audit chain's head read and append).
+   */
+  readonly transact?: <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
 }
 
 /** One statement a store method sent (`?` placeholders, as written), for SqlStore.onStatement. */

@@ -61,6 +61,6 @@ export function registerAudit(program: Command): void {
 function detailOf(e: AuditEntryView): string {
   if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
   if (e.exposure !== undefined) return `exposed at ${e.exposure.url ?? '(no url)'}`;
-  if (e.member !== undefined) return `member ${e.member.email} (${e.member.id})`;
+  if (e.member !== undefined) return `member ${e.member.id}`;
   return '-';
 }

@@ -19,6 +19,6 @@ export function auditEntry(
     keyId: key?.id ?? null,
     keyPrefix: key?.keyPrefix ?? null,
     actor,
-    ...(member !== undefined ? { member: { id: member.id, email: member.email } } : {}),
+    ...(member !== undefined ? { member: { id: member.id } } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import type { AuditEntry } from '../domain/audit.js';
+import type { ChainedAuditEntry } from '../domain/audit-chain.js';
 import type { Principal } from '../domain/principal.js';
 import { unwrap } from '../validation/issues.js';
 import { checkAuditQuery } from '../validation/query.js';
@@ -11,7 +11,7 @@ import { paginate } from './paginate.js';
 export class AuditTrail {
   constructor(private readonly deps: CoreDeps) {}
 
-  async list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<AuditEntry>> {
+  async list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<ChainedAuditEntry>> {
     authorise(principal, 'audit.list');
     const { organisationId, kind, ...page } = unwrap(checkAuditQuery(query));
     const filter = { ...(organisationId !== undefined ? { organisationId } : {}), ...(kind !== undefined ? { kind } : {}) };

@@ -1,9 +1,21 @@
-import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, PageRequest } from '@cos/core';
-import { execute, query, stringOrNull, toDate, type StoreContext } from '../context.js';
+import {
+  linkAuditEntry,
+  type AuditActor,
+  type AuditChainQuery,
+  type AuditEntry,
+  type AuditFilter,
+  type AuditHead,
+  type AuditKind,
+  type AuditLog,
+  type ChainedAuditEntry,
+  type PageRequest,
+} from '@cos/core';
+import { execute, query, stringOrNull, toDate, translated, type StoreContext } from '../context.js';
 import { KeysetListSql } from '../keyset-list.js';
 
-const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds';
+const ENTRY_COLUMNS =
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds';
+const COLUMNS = `${ENTRY_COLUMNS}, seq, prev_hash, hash`;
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
   if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
@@ -11,7 +23,10 @@ function actorFromRow(row: Record<string, unknown>): AuditActor {
   return { type: String(row.actor_type) as Exclude<AuditActor['type'], 'api_key'> };
 }
 
-function entryFromRow(row: Record<string, unknown>): AuditEntry {
+const present = (v: unknown): boolean => v !== null && v !== undefined;
+
+/** The entry of a row (without its chain columns); also what migration 0009 chains existing rows from. */
+export function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const entry: AuditEntry = {
     id: String(row.id),
     kind: String(row.kind) as AuditKind,
@@ -22,28 +37,55 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     actor: actorFromRow(row),
   };
   // Only entries that have one carry the property (C-58: api_key_exposed; member_added/_removed; api_key_rolled).
-  const hasExposure = row.exposure_type !== null && row.exposure_type !== undefined;
-  const hasMember = row.member_id !== null && row.member_id !== undefined;
-  const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
+  const hasExposure = present(row.exposure_type);
+  const hasMember = present(row.member_id);
+  const hasRoll = present(row.rolled_to_key_id);
   if (!hasExposure && !hasMember && !hasRoll) return entry;
   return {
     ...entry,
     ...(hasExposure
       ? { exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) } }
       : {}),
-    ...(hasMember ? { member: { id: String(row.member_id), email: String(row.member_email) } } : {}),
+    ...(hasMember ? { member: { id: String(row.member_id) } } : {}),
     ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
+  return { ...entryFromRow(row), seq: Number(row.seq), prevHash: String(row.prev_hash), hash: String(row.hash) };
+}
+
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
+/**
+ * Serialises appends to one organisation's chain across every connection and process until the
+ * transaction ends (two-key form: its own lock space, 0x434f5341 = "COSA"; orgs whose ids share a
+ * hashtext merely wait for each other).
+ */
+const LOCK_CHAIN = 'SELECT pg_advisory_xact_lock(1129271105, hashtext(?))';
+const HEADS =
+  'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a WHERE a.seq = (SELECT max(b.seq) FROM audit_entries b WHERE b.organisation_id = a.organisation_id) ORDER BY a.organisation_id';
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
 export class SqlAuditLog implements AuditLog {
+  private readonly chainShapes = new Map<string, string>();
+
   constructor(private readonly ctx: StoreContext) {}
 
-  async append(e: AuditEntry): Promise<void> {
+  /**
+   * Links the entry after its organisation's head, in a transaction: the caller's unit of work, or
+   * one of its own. The chain is serialised first (Postgres: the advisory lock above, held until the
+   * transaction ends; SQLite: BEGIN IMMEDIATE already holds the database's write lock), so the head
+   * read is the last committed one and UNIQUE (organisation_id, seq) is never what decides.
+   */
+  async append(e: AuditEntry): Promise<ChainedAuditEntry> {
+    const { transact } = this.ctx;
+    if (!this.ctx.inTransaction && transact !== undefined) {
+      return translated(this.ctx.errors, () => transact((session) => new SqlAuditLog({ ...this.ctx, session, inTransaction: true }).append(e)));
+    }
+    if (this.ctx.dialect === 'postgres') await query(this.ctx, LOCK_CHAIN, [e.organisationId]);
+    const chained = linkAuditEntry(e, await this.head(e.organisationId));
     await execute(this.ctx, INSERT, [
       e.id,
       e.kind,
@@ -58,15 +100,47 @@ export class SqlAuditLog implements AuditLog {
       e.exposure?.source ?? null,
       e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
       e.member?.id ?? null,
-      e.member?.email ?? null,
       e.roll?.toKeyId ?? null,
       e.roll?.gracePeriodSeconds ?? null,
+      chained.seq,
+      chained.prevHash,
+      chained.hash,
     ]);
+    return chained;
   }
 
-  async list(filter: AuditFilter, page: PageRequest): Promise<AuditEntry[]> {
+  private async head(organisationId: string): Promise<{ seq: number; hash: string } | null> {
+    const [row] = await query(this.ctx, HEAD, [organisationId]);
+    return row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) };
+  }
+
+  async list(filter: AuditFilter, page: PageRequest): Promise<ChainedAuditEntry[]> {
     const { sql, bindings } = LIST.build([filter.organisationId, filter.kind], page);
     const rows = await query(this.ctx, sql, bindings);
-    return rows.map(entryFromRow);
+    return rows.map(chainedFromRow);
+  }
+
+  async chain(organisationId: string, q: AuditChainQuery): Promise<ChainedAuditEntry[]> {
+    const where = ['organisation_id = ?', 'seq > ?'];
+    const bindings: unknown[] = [organisationId, q.afterSeq];
+    if (q.kind !== undefined) (where.push('kind = ?'), bindings.push(q.kind));
+    if (q.since !== undefined) (where.push('occurred_at >= ?'), bindings.push(q.since.getTime()));
+    if (q.until !== undefined) (where.push('occurred_at < ?'), bindings.push(q.until.getTime()));
+    bindings.push(q.limit);
+    const shape = where.join(' AND ');
+    let sql = this.chainShapes.get(shape);
+    if (sql === undefined) {
+      sql = `SELECT ${COLUMNS} FROM audit_entries WHERE ${shape} ORDER BY seq LIMIT ?`;
+      this.chainShapes.set(shape, sql);
+    }
+    return (await query(this.ctx, sql, bindings)).map(chainedFromRow);
+  }
+
+  async heads(): Promise<AuditHead[]> {
+    return (await query(this.ctx, HEADS, [])).map((r) => ({
+      organisationId: String(r.organisation_id),
+      seq: Number(r.seq),
+      hash: String(r.hash),
+    }));
   }
 }
