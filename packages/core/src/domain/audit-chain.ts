@@ -134,8 +134,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The hash of a public record (any object with the record's members): SHA-256 hex of its canonical JSON without `hash`. */
-export function recordHash(record: Readonly<Record<string, unknown>>): string {
-  const { hash: _ignored, ...rest } = record;
+export function recordHash(record: object): string {
+  const { hash: _ignored, ...rest } = record as Record<string, unknown>;
   return createHash('sha256').update(canonicalJson(rest), 'utf8').digest('hex');
 }
 
@@ -144,10 +144,10 @@ export function linkAuditEntry(entry: AuditEntry, head: { readonly seq: number; 
   const seq = head === null ? 1 : head.seq + 1;
   const prevHash = head === null ? GENESIS_HASH : head.hash;
   const unhashed = { ...entry, seq, prevHash, hash: '' };
-  return { ...unhashed, hash: recordHash(auditRecord(unhashed) as unknown as Record<string, unknown>) };
+  return { ...unhashed, hash: recordHash(auditRecord(unhashed)) };
 }
 
 /** Recomputes the hash of a chained entry from its content (what `cos-admin audit verify` compares with the stored hash). */
 export function entryHash(e: ChainedAuditEntry): string {
-  return recordHash(auditRecord(e) as unknown as Record<string, unknown>);
+  return recordHash(auditRecord(e));
 }

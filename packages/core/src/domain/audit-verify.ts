@@ -45,12 +45,12 @@ export interface ChainReport {
 /** How far from its position an entry's hash is searched for, to tell a reordering from a change. */
 const REORDER_WINDOW = 1000;
 
-/** A record as read from the store or a file: any object with at least these members. */
-export type ChainRecord = Readonly<Record<string, unknown>> & {
+/** A record as read from the store or a file (an AuditRecord, or any object with at least these members). */
+export interface ChainRecord {
   readonly seq: number;
   readonly prev_hash: string;
   readonly hash: string;
-};
+}
 
 export class ChainVerifier {
   #expected: number;
@@ -93,12 +93,14 @@ export class ChainVerifier {
     if (this.#pending !== undefined) {
       const pending = this.#pending;
       this.#pending = undefined;
-      const belongsThere = record.prev_hash === pending.prev || this.#hashesAt(record, pending.seq);
+      // Reordered: the next entry belongs at the displaced one's seq, or stands in its own place.
+      // Missing: the next one was renumbered too (hashed one seq further on).
+      const belongsThere = record.prev_hash === pending.prev || this.#hashesAt(record, pending.seq) || recordHash(record) === record.hash;
       this.#break(
         pending.seq,
         belongsThere ? 'entries_reordered' : 'entry_missing',
         belongsThere
-          ? `the entry at seq ${pending.seq} was hashed for a later position and the entry that belongs at seq ${pending.seq} follows it`
+          ? `the entry at seq ${pending.seq} was hashed for a later position: entries were moved`
           : `the entry at seq ${pending.seq} is missing (later entries were renumbered to close the gap)`,
       );
       return;
