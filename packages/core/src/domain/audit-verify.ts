@@ -38,7 +38,8 @@ export interface ChainReport {
   readonly head: { readonly seq: number; readonly hash: string };
   /** Where the verification started: 1, or the first seq of an export that begins later. */
   readonly first_seq: number;
-  readonly checkpoint: 'extends' | 'not_in_checkpoint' | null;
+  /** With a checkpoint: 'extends' when the chain holds its head; 'not_covered' when the records start after it; null otherwise. */
+  readonly checkpoint: 'extends' | 'not_covered' | null;
   readonly broken?: ChainBreak;
 }
 
@@ -75,8 +76,20 @@ export class ChainVerifier {
     this.#expected = anchor?.seq ?? 1;
     this.#prev = anchor?.prevHash ?? GENESIS_HASH;
     this.#firstSeq = this.#expected;
-    if (checkpoint !== null && checkpoint.seq === 0) this.#checkpointSeen = true;
+    if (checkpoint !== null && checkpoint.seq === this.#expected - 1) {
+      // The records start right after the checkpoint's head (or the checkpoint signed an empty chain).
+      this.#checkpointSeen = true;
+      if (checkpoint.seq > 0 && checkpoint.hash !== this.#prev) {
+        this.#break(checkpoint.seq, 'checkpoint_rewritten', `the records continue from seq ${checkpoint.seq} with another hash than the checkpoint signed`);
+      }
+    } else if (checkpoint !== null && checkpoint.seq < this.#expected - 1) {
+      // Records that start later than the checkpoint's head cannot show that it was kept.
+      this.#checkpointSeen = true;
+      this.#notCovered = true;
+    }
   }
+
+  #notCovered = false;
 
   get broken(): boolean {
     return this.#broken !== undefined;
@@ -157,7 +170,7 @@ export class ChainVerifier {
       entries: this.#entries,
       head: { seq: this.#expected - 1, hash: this.#prev },
       first_seq: this.#firstSeq,
-      checkpoint: this.checkpoint === null ? null : this.#broken === undefined ? 'extends' : null,
+      checkpoint: this.checkpoint === null || this.#broken !== undefined ? null : this.#notCovered ? 'not_covered' : 'extends',
       ...(this.#broken !== undefined ? { broken: this.#broken } : {}),
     };
   }
