@@ -28,6 +28,7 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.issue',
   'api_keys.get',
   'api_keys.revoke',
+  'audit_events.list',
 ];
 const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
@@ -129,6 +130,7 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'api_keys.get': (c, p, id) => c.apiKeys.get(p, id, UNKNOWN_UUID),
       'api_keys.revoke': (c, p, id) => c.apiKeys.revoke(p, id, UNKNOWN_UUID),
       'audit.list': (c, p) => c.audit.list(p, {}),
+      'audit_events.list': (c, p, id) => c.audit.events(p, id, {}),
       'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };

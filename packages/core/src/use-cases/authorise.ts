@@ -24,7 +24,8 @@ export type OrganisationOperation =
   | 'api_keys.list'
   | 'api_keys.issue'
   | 'api_keys.get'
-  | 'api_keys.revoke';
+  | 'api_keys.revoke'
+  | 'audit_events.list';
 
 /** List and create organisations (spec §5.5): a platform key or the operator. */
 export type PlatformOperation = 'organisations.list' | 'organisations.create';
@@ -56,6 +57,7 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'api_keys.issue': 'organisation',
   'api_keys.get': 'organisation',
   'api_keys.revoke': 'organisation',
+  'audit_events.list': 'organisation',
   'organisations.list': 'platform',
   'organisations.create': 'platform',
   'organisations.create_system': 'operator',
