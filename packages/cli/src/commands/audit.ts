@@ -114,7 +114,7 @@ function reportVerification(json: boolean, reports: readonly ChainReport[], chec
       [
         ...reports.map(reportLine),
         broken.length === 0
-          ? `All ${reports.length} chain${reports.length === 1 ? '' : 's'} hold${checkpoint !== null ? ` and extend the checkpoint of ${checkpoint.created_at}` : ''}.`
+          ? `${reports.length === 1 ? 'The 1 chain holds' : `All ${reports.length} chains hold`}${checkpoint !== null ? ` and ${reports.length === 1 ? 'extends' : 'extend'} the checkpoint of ${checkpoint.created_at}` : ''}.`
           : `${broken.length} of ${reports.length} chain${reports.length === 1 ? '' : 's'} broken.`,
       ].join('\n'),
   );
