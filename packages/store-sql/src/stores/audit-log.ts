@@ -63,8 +63,9 @@ const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDE
  * hashtext merely wait for each other).
  */
 const LOCK_CHAIN = 'SELECT pg_advisory_xact_lock(1129271105, hashtext(?))';
+/** One pass over the (organisation_id, seq) index for the maxima, then one lookup per organisation. */
 const HEADS =
-  'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a WHERE a.seq = (SELECT max(b.seq) FROM audit_entries b WHERE b.organisation_id = a.organisation_id) ORDER BY a.organisation_id';
+  'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
