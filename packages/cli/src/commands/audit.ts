@@ -171,36 +171,38 @@ function registerIntegrity(audit: Command): void {
       }),
   );
 
-  audit
-    .command('export')
-    .description('write the audit log as JSON Lines (one entry per line with seq, prev_hash and hash), organisation by organisation in chain order')
-    .option('--org <org_id>', 'only this organisation')
-    .option('--since <iso>', "from each organisation's first entry at or after this time")
-    .option('--until <iso>', "up to each organisation's first entry at or after this time (excluded)")
-    .addOption(new Option('--format <format>', 'output format').choices(['jsonl']).makeOptionMandatory())
-    .option('--out <file>', 'write to this file instead of stdout')
-    .action(async (opts: ExportOptions) => {
-      const org = orgOption(opts.org);
-      const since = instantOption('--since', opts.since);
-      const until = instantOption('--until', opts.until);
-      await runCommand(false, async ({ store }) => {
-        const out = opts.out !== undefined ? createWriteStream(opts.out, { flags: 'wx' }) : process.stdout;
-        const options = { ...(org !== undefined ? { org } : {}), ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
-        if (out === process.stdout) {
-          await exportLog(store.stores.audit, out, options);
-          return;
-        }
-        try {
-          await once(out, 'open');
-        } catch (e) {
-          throw new CliError(`cannot write the export to ${opts.out}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_WRITABLE' });
-        }
-        const n = await exportLog(store.stores.audit, out, options);
-        out.end();
-        await finished(out);
-        process.stderr.write(`Exported ${n} audit entr${n === 1 ? 'y' : 'ies'} to ${opts.out}.\n`);
-      });
+  withJson(
+    audit
+      .command('export')
+      .description('write the audit log as JSON Lines (one entry per line with seq, prev_hash and hash), organisation by organisation in chain order')
+      .option('--org <org_id>', 'only this organisation')
+      .option('--since <iso>', "from each organisation's first entry at or after this time")
+      .option('--until <iso>', "up to each organisation's first entry at or after this time (excluded)")
+      .addOption(new Option('--format <format>', 'output format').choices(['jsonl']).makeOptionMandatory())
+      .option('--out <file>', 'write to this file (never over an existing one) instead of stdout'),
+  ).action(async (opts: ExportOptions, cmd: Command) => {
+    const json = jsonWanted(cmd);
+    const org = orgOption(opts.org);
+    const since = instantOption('--since', opts.since);
+    const until = instantOption('--until', opts.until);
+    await runCommand(json, async ({ store }) => {
+      const options = { ...(org !== undefined ? { org } : {}), ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
+      if (opts.out === undefined) {
+        await exportLog(store.stores.audit, process.stdout, options);
+        return;
+      }
+      const out = createWriteStream(opts.out, { flags: 'wx' });
+      try {
+        await once(out, 'open');
+      } catch (e) {
+        throw new CliError(`cannot write the export to ${opts.out}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_WRITABLE' });
+      }
+      const entries = await exportLog(store.stores.audit, out, options);
+      out.end();
+      await finished(out);
+      emit(json, { out: opts.out, entries }, () => `Exported ${entries} audit entr${entries === 1 ? 'y' : 'ies'} to ${opts.out}.`);
     });
+  });
 }
 
 /** What some kinds add: where an exposed key was found, what a roll replaced the key with. */
