@@ -244,12 +244,26 @@ const CHAIN_BATCH = 1000;
  */
 const auditChain: SqlMigration = {
   name: '0009_audit_chain',
-  statements() {
+  statements(dialect) {
     return [
       'ALTER TABLE audit_entries DROP COLUMN member_email',
       'ALTER TABLE audit_entries ADD COLUMN seq bigint NULL',
       'ALTER TABLE audit_entries ADD COLUMN prev_hash text NULL',
       'ALTER TABLE audit_entries ADD COLUMN hash text NULL',
+      // Postgres: the lock and the head read of an append in one round trip. The function takes
+      // the organisation's transaction-scoped advisory lock (two-key form, its own lock space;
+      // 0x434f5341 = "COSA"), then reads the head. A VOLATILE function's query takes a new
+      // snapshot under READ COMMITTED, so it sees the commit of the writer that held the lock.
+      ...(dialect === 'postgres'
+        ? [
+            `CREATE FUNCTION cos_audit_lock_head(org text) RETURNS TABLE (head_seq bigint, head_hash text)
+              LANGUAGE plpgsql VOLATILE AS $$
+              BEGIN
+                PERFORM pg_advisory_xact_lock(1129271105, hashtext(org));
+                RETURN QUERY SELECT a.seq, a.hash FROM audit_entries a WHERE a.organisation_id = org COLLATE "C" ORDER BY a.seq DESC LIMIT 1;
+              END $$`,
+          ]
+        : []),
     ];
   },
   async after(db) {

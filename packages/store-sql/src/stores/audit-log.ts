@@ -58,11 +58,12 @@ function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
 const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
 /**
- * Serialises appends to one organisation's chain across every connection and process until the
- * transaction ends (two-key form: its own lock space, 0x434f5341 = "COSA"; orgs whose ids share a
- * hashtext merely wait for each other).
+ * Postgres: serialises appends to one organisation's chain across every connection and process
+ * until the transaction ends, then reads the head, in one round trip (the function of migration
+ * 0009: an advisory lock per organisation; organisations whose ids share a hashtext merely wait
+ * for each other).
  */
-const LOCK_CHAIN = 'SELECT pg_advisory_xact_lock(1129271105, hashtext(?))';
+const LOCK_AND_HEAD = 'SELECT head_seq AS seq, head_hash AS hash FROM cos_audit_lock_head(?)';
 /** One pass over the (organisation_id, seq) index for the maxima, then one lookup per organisation. */
 const HEADS =
   'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
@@ -76,17 +77,18 @@ export class SqlAuditLog implements AuditLog {
 
   /**
    * Links the entry after its organisation's head, in a transaction: the caller's unit of work, or
-   * one of its own. The chain is serialised first (Postgres: the advisory lock above, held until the
-   * transaction ends; SQLite: BEGIN IMMEDIATE already holds the database's write lock), so the head
-   * read is the last committed one and UNIQUE (organisation_id, seq) is never what decides.
+   * one of its own. The chain is serialised before the head is read (Postgres: the advisory lock
+   * of LOCK_AND_HEAD, held until the transaction ends; SQLite: BEGIN IMMEDIATE already holds the
+   * database's write lock), so the head is the last committed one and UNIQUE (organisation_id, seq)
+   * is never what decides.
    */
   async append(e: AuditEntry): Promise<ChainedAuditEntry> {
     const { transact } = this.ctx;
     if (!this.ctx.inTransaction && transact !== undefined) {
       return translated(this.ctx.errors, () => transact((session) => new SqlAuditLog({ ...this.ctx, session, inTransaction: true }).append(e)));
     }
-    if (this.ctx.dialect === 'postgres') await query(this.ctx, LOCK_CHAIN, [e.organisationId]);
-    const chained = linkAuditEntry(e, await this.head(e.organisationId));
+    const [row] = await query(this.ctx, this.ctx.dialect === 'postgres' ? LOCK_AND_HEAD : HEAD, [e.organisationId]);
+    const chained = linkAuditEntry(e, row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) });
     await execute(this.ctx, INSERT, [
       e.id,
       e.kind,
@@ -108,11 +110,6 @@ export class SqlAuditLog implements AuditLog {
       chained.hash,
     ]);
     return chained;
-  }
-
-  private async head(organisationId: string): Promise<{ seq: number; hash: string } | null> {
-    const [row] = await query(this.ctx, HEAD, [organisationId]);
-    return row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) };
   }
 
   async list(filter: AuditFilter, page: PageRequest): Promise<ChainedAuditEntry[]> {
