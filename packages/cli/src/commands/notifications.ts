@@ -62,8 +62,8 @@ export function registerNotifications(program: Command): void {
       .description('make a failed notification due again now, with a fresh attempt count (serve delivers it)')
       .argument('<id>', 'notification id (UUID)')
       .action(async (id: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const view = notificationView(await core.notifications.retry(OPERATOR, id));
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const view = notificationView(await core.notifications.retry(operator, id));
           emit(json, view, () => `Notification ${view.id} (${view.type}) is due again; serve delivers it within its poll interval.`);
         });
       }),

@@ -31,8 +31,8 @@ export function registerWebhook(org: Command): void {
       .requiredOption('--url <url>', 'an absolute http:// or https:// URL')
       .addHelpText('after', EVENTS_HELP)
       .action(async (orgId: string, opts: { url: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const { endpoint, newSecret } = await core.webhooks.set(OPERATOR, orgId, opts.url);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const { endpoint, newSecret } = await core.webhooks.set(operator, orgId, opts.url);
           const view = webhookView(endpoint, newSecret);
           emit(json, view, () =>
             [`Webhook endpoint set:`, webhookText(view), newSecret !== null ? secretText(newSecret) : 'The signing secret is unchanged.'].join('\n'),
@@ -60,8 +60,8 @@ export function registerWebhook(org: Command): void {
       .description('remove the endpoint (undelivered notifications then fail)')
       .argument('<org_id>', 'organisation id (UUID)')
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.webhooks.remove(OPERATOR, orgId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.webhooks.remove(operator, orgId);
           emit(json, { organisation_id: orgId.toLowerCase(), removed: true }, () => `Webhook endpoint of ${orgId} removed.`);
         });
       }),
@@ -73,8 +73,8 @@ export function registerWebhook(org: Command): void {
       .description('replace the signing secret (printed once); later deliveries are signed with the new one')
       .argument('<org_id>', 'organisation id (UUID)')
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const { endpoint, newSecret } = await core.webhooks.rotateSecret(OPERATOR, orgId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const { endpoint, newSecret } = await core.webhooks.rotateSecret(operator, orgId);
           const view = webhookView(endpoint, newSecret);
           emit(json, view, () => [`Signing secret rotated:`, webhookText(view), secretText(newSecret!)].join('\n'));
         });
