@@ -46,7 +46,12 @@ for (const target of databaseTargets()) {
       await json('key', 'revoke', org.id, rolled.id, '--actor', 'revoke-op');
 
       const log = await json('audit', 'list', '--all');
-      const names = (orgId: string) => log.data.filter((e: any) => e.organisation_id === orgId).map((e: any) => [e.kind, e.actor.name]);
+      // In chain order: `audit list` orders by time, and a roll writes two entries at the same instant.
+      const names = (orgId: string) =>
+        log.data
+          .filter((e: any) => e.organisation_id === orgId)
+          .sort((a: any, b: any) => a.seq - b.seq)
+          .map((e: any) => [e.kind, e.actor.name]);
       expect(names(system).every(([, name]: [string, string]) => name === 'boot-op'), JSON.stringify(names(system))).to.equal(true);
       expect(names(org.id)).to.deep.equal([
         ['organisation_created', 'create-op'],

@@ -251,7 +251,8 @@ for (const target of databaseTargets()) {
       ]);
       expect(log.data.find((e: any) => e.organisation_id === created.id).actor).to.deep.equal({ type: 'operator', name: userInfo().username });
       const human = await cli('audit', 'list', '--org', acme.id, '--kind', 'member_removed', '--all');
-      expect(human.stdout).to.match(new RegExp(`member_removed .* operator bob +member audited@example.com \\(${added.id}\\)`));
+      expect(human.stdout).to.match(new RegExp(`member_removed .* operator bob +member ${added.id}$`, 'm'));
+      expect(human.stdout, 'no e-mail address in the audit log').to.not.include('audited@example.com');
       expectFailure(await cli('member', 'add', acme.id, '--email', 'x@example.com', '--actor', ' '), /--actor must be 1 to 100 characters/, 2);
     });
 
