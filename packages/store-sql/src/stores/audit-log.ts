@@ -69,9 +69,11 @@ const HEADS =
   'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
+/** The SQL of each shape of `chain` (which filters are given), built once: a fixed set of statement texts. */
+const CHAIN_SHAPES = new Map<string, string>();
+
 /** Append-only (C-41): this class has no update and no delete. */
 export class SqlAuditLog implements AuditLog {
-  private readonly chainShapes = new Map<string, string>();
 
   constructor(private readonly ctx: StoreContext) {}
 
@@ -126,10 +128,10 @@ export class SqlAuditLog implements AuditLog {
     if (q.until !== undefined) (where.push('occurred_at < ?'), bindings.push(q.until.getTime()));
     bindings.push(q.limit);
     const shape = where.join(' AND ');
-    let sql = this.chainShapes.get(shape);
+    let sql = CHAIN_SHAPES.get(shape);
     if (sql === undefined) {
       sql = `SELECT ${COLUMNS} FROM audit_entries WHERE ${shape} ORDER BY seq LIMIT ?`;
-      this.chainShapes.set(shape, sql);
+      CHAIN_SHAPES.set(shape, sql);
     }
     return (await query(this.ctx, sql, bindings)).map(chainedFromRow);
   }
