@@ -36,6 +36,7 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.get',
   'api_keys.revoke',
   'organisations.key_policy.get',
+  'audit_events.list',
   'webhooks.read',
   'webhooks.write',
 ];
@@ -184,6 +185,7 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'audit.list': (c, p) => c.audit.list(p, {}),
       'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
       'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
+      'audit_events.list': (c, p, id) => c.audit.events(p, id, {}),
       'webhooks.manage': (c, p) => c.webhooks.reencryptSecrets(p),
       'webhooks.read': (c, p, id) => c.webhooks.show(p, id),
       'webhooks.write': (c, p, id) => c.webhooks.put(p, id, {}),

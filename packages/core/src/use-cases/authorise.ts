@@ -31,6 +31,7 @@ export type OrganisationOperation =
   | 'api_keys.get'
   | 'api_keys.revoke'
   | 'organisations.key_policy.get'
+  | 'audit_events.list'
   | 'webhooks.read'
   | 'webhooks.write';
 
@@ -65,6 +66,7 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'api_keys.get': 'organisation',
   'api_keys.revoke': 'organisation',
   'organisations.key_policy.get': 'organisation',
+  'audit_events.list': 'organisation',
   'webhooks.read': 'organisation',
   'webhooks.write': 'organisation',
   'organisations.list': 'platform',
@@ -99,6 +101,7 @@ export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformO
   'api_keys.get': 'api_keys:read',
   'api_keys.issue': 'api_keys:write',
   'api_keys.revoke': 'api_keys:write',
+  'audit_events.list': 'audit:read',
   'webhooks.read': 'webhooks:read',
   'webhooks.write': 'webhooks:write',
 });
