@@ -66,6 +66,9 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
       else logger.info({ organisation_id: result.organisation.id }, 'a system organisation exists: bootstrap skipped');
     }
+    // The programme's published key list, fetched before the API listens (a failure is logged once
+    // and the alerts are refused until a fetch succeeds: at the refresh, or on an alert's unknown key).
+    await container.get<import('../scanner-keys.js').ScannerKeyUrl | null>(CLI_TOKENS.ScannerKeyUrl)?.start();
     const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
     delivery = await container.getAsync<import('@cos/core').WebhookDelivery>(CLI_TOKENS.WebhookDelivery);
     const cannotListen = (host: string, p: number, variable: string) => (e: unknown) => {
@@ -177,7 +180,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       port: server.port,
       store: storeKind,
       limiter: limiterOf(container).kind,
-      secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
+      secret_scanning: config.secretScanningPublicKeys === null && config.secretScanningKeysUrl === null ? 'off' : 'on',
       // The id of the key new webhook secrets are encrypted under (never the key), or "clear".
       webhook_secrets: config.webhookSecrets.currentKeyId ?? 'clear',
       ops: ops === undefined ? 'off' : ops.server.url,
