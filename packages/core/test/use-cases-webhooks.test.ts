@@ -181,6 +181,25 @@ describe('use case: webhooks and the outbox (C-59)', () => {
     expect((await f.core.webhooks.show(platform.principal, tenant.org.id)).url).to.equal('https://x.example/h');
   });
 
+  it('issue 28: redeliver makes a failed delivery due again under its id and sends a delivered one again under a new id; another organisation\'s is 404', async () => {
+    const f = fixture();
+    const tenant = await f.tenant('acme');
+    const other = await f.tenant('globex');
+    await f.core.webhooks.set(OPERATOR, tenant.org.id, 'https://hooks.acme.example/cos');
+    await f.core.webhooks.set(OPERATOR, other.org.id, 'https://hooks.globex.example/cos');
+    const ping = await f.core.webhooks.ping(tenant.principal, tenant.org.id);
+    const { outbox } = f.store.stores;
+    const now = f.clock.now();
+    await outbox.claimDue(now, new Date(now.getTime() + 60_000), 10, 'lease');
+    await outbox.complete(ping.id, 'lease', { status: 'delivered', at: now });
+    const again = await f.core.webhooks.redeliver(tenant.principal, tenant.org.id, ping.id);
+    expect(again.id).to.not.equal(ping.id);
+    expect(again).to.include({ organisationId: tenant.org.id, type: 'ping', status: 'pending', attempts: 0, payload: ping.payload });
+    expect((await outbox.findById(ping.id))?.status).to.equal('delivered');
+    await rejectsWith(f.core.webhooks.redeliver(other.principal, other.org.id, ping.id), NotFoundError);
+    await rejectsWith(f.core.webhooks.redeliver(tenant.principal, other.org.id, ping.id), ForbiddenError);
+  });
+
   it('C-59: issuing and revoking a key of an organisation with an endpoint enqueue api_key.issued and api_key.revoked; a second revocation enqueues nothing', async () => {
     const f = fixture();
     const org = await f.org('acme');
