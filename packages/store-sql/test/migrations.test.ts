@@ -136,7 +136,7 @@ forEachTarget('migrations', (target) => {
     await store.knex('audit_entries').insert({ id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 2, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null, actor_name: 'ada' });
     await store.knex('webhook_outbox').insert({ id: 'c2000000-0000-4000-8000-000000000002', organisation_id: orgId, event_type: 'api_key.issued', payload: '{}', status: 'delivered', attempts: 1, next_attempt_at: 3, created_at: 3, completed_at: 4, last_error: null });
     expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
-    expect(await store.stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([
+    expect(unchained(await store.stores.audit.list({}, { limit: 10, after: null }))).to.deep.equal([
       { id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurredAt: new Date(2), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator', name: 'ada' } },
     ]);
     expect(await store.stores.outbox.purgeCompleted(new Date(5), 10), 'the old delivered row is purgeable').to.equal(1);
