@@ -259,6 +259,8 @@ describe('adapter-koa: self-service (issue 28)', () => {
       const bad = await world.api.put(hook(world), { key: world.own.key, json: { events: ['api_key.nope'], enabled: 'yes', colour: 'red' } });
       expect(bad.status).to.equal(400);
       expect(bad.body.details.map((d: { field: string }) => d.field).sort()).to.deep.equal(['colour', 'enabled', 'events', 'url']);
+      const both = await world.api.put(hook(world), { key: world.own.key, json: { url: 'ftp://hooks.acme.example/x', events: [] } });
+      expect(both.body.details.map((d: { field: string }) => d.field).sort()).to.deep.equal(['events', 'url']);
       const inside = await world.api.put(hook(world), { key: world.own.key, json: { url: 'https://127.0.0.1/hook' } });
       expect(inside.status).to.equal(400);
       expect(inside.body.details[0].field).to.equal('url');

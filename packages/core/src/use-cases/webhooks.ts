@@ -131,7 +131,10 @@ export class Webhooks {
    */
   async put(principal: Principal, orgId: string, body: unknown): Promise<WebhookChange & { readonly created: boolean }> {
     authoriseEndpoint(principal, 'write', orgId);
-    const [, settings] = all(checkUuid(orgId, 'org_id'), checkEndpointBody(body));
+    // Every failing field at once: the URL's form is checked with the rest of the body.
+    const policy = { allowHttp: this.deps.config.webhookAllowHttp, allowPrivate: this.deps.config.webhookAllowPrivate };
+    const url = isJsonObject(body) && body['url'] !== undefined ? checkWebhookUrl(body['url'], 'url', policy) : valid(undefined);
+    const [, settings] = all(checkUuid(orgId, 'org_id'), checkEndpointBody(body), url);
     const change = await this.setEndpoint(principal, orgId, {
       url: settings.url,
       ...(settings.events !== undefined ? { events: settings.events } : {}),
