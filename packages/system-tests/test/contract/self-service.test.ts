@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { OPERATOR } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { startContainerStack, postgresUrlForSchema, type ContainerStack } from '../support/container-stack.js';
-import { postgresUrl } from '../support/env.js';
+import { postgresUrl, redisUrl } from '../support/env.js';
 import type { Incoming } from '../support/http.js';
 import { openApiProblems } from '../support/openapi.js';
 import { createSchema, freshSchemaName } from '../support/postgres.js';
@@ -19,6 +19,8 @@ import { createTenant, type Tenant } from '../support/stack.js';
 
 interface Database {
   readonly url: string;
+  /** REDIS_URL of both instances (the shared counter and credential freshness), if any. */
+  readonly redis?: string;
   drop(): Promise<void>;
 }
 
@@ -37,6 +39,16 @@ const TARGETS: ReadonlyArray<readonly [string, () => Promise<Database> | null]> 
       if (url === undefined) return null;
       const schema = freshSchemaName('selfsvc');
       return createSchema(url, schema).then((drop) => ({ url: postgresUrlForSchema(url, schema), drop }));
+    },
+  ],
+  [
+    'Postgres + Redis',
+    () => {
+      const url = postgresUrl();
+      const redis = redisUrl();
+      if (url === undefined || redis === undefined) return null;
+      const schema = freshSchemaName('selfsvcr');
+      return createSchema(url, schema).then((drop) => ({ url: postgresUrlForSchema(url, schema), redis, drop }));
     },
   ],
 ];
@@ -58,12 +70,17 @@ for (const [name, open] of TARGETS) {
     before(async function () {
       const opened = open();
       if (opened === null) {
-        if (process.env['CI'] === 'true') throw new Error('TEST_DATABASE_URL is not set but CI=true');
+        if (process.env['CI'] === 'true') throw new Error('TEST_DATABASE_URL (and TEST_REDIS_URL) must be set under CI=true');
         this.skip();
         return;
       }
       database = await opened;
-      const env = { DATABASE_URL: database.url, RATE_LIMIT_PER_MINUTE: '100000', WEBHOOK_ALLOW_PRIVATE: 'true' };
+      const env = {
+        DATABASE_URL: database.url,
+        RATE_LIMIT_PER_MINUTE: '100000',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        ...(database.redis !== undefined ? { REDIS_URL: database.redis } : {}),
+      };
       a = await startContainerStack(env, logger);
       b = await startContainerStack(env, logger);
       tenant = await createTenant(a.core, 'selfsvc');
