@@ -129,6 +129,23 @@ for (const [name, open] of TARGETS) {
       expect(again.headers.get('idempotent-replayed')).to.equal('true');
     });
 
+    it('Idempotency-Key: concurrent repeats on both instances run the operation once (the others 409 while it runs, or its replay)', async () => {
+      const keys = `/v1/organisations/${tenant.id}/api-keys`;
+      const headers = { 'idempotency-key': `race-${name}` };
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).client.call('POST', keys, { key: tenant.key, body: { label: 'raced' }, headers })),
+      );
+      for (const r of answers) conforms(r);
+      const firsts = answers.filter((r) => r.status === 201 && r.headers.get('idempotent-replayed') === null);
+      expect(firsts, answers.map((r) => `${r.status} ${r.text}`).join('\n')).to.have.length(1);
+      for (const r of answers.filter((x) => x !== firsts[0])) {
+        if (r.status === 409) expect(r.json<{ error: string }>().error).to.equal('IDEMPOTENCY_KEY_IN_USE');
+        else expect([r.status, r.headers.get('idempotent-replayed')]).to.deep.equal([201, 'true']);
+      }
+      const list = await a.client.call('GET', `${keys}?limit=100`, { key: tenant.key });
+      expect(list.json<{ data: Array<{ label: string }> }>().data.filter((k) => k.label === 'raced')).to.have.length(1);
+    });
+
     it('Idempotency-Key: expired answers are swept from the store', async () => {
       const before = Number((await a.store.query<{ n: unknown }>('SELECT count(*) AS n FROM idempotency_keys'))[0]!.n);
       expect(before).to.be.greaterThan(0);
