@@ -17,7 +17,10 @@ export interface RedisCounterConfig {
    * capped at 1; 0 never waits.
    */
   minReplicasAcked?: number;
-  /** WAIT's bound in ms (below the core's 250 ms bound on one fence call). Default 150. */
+  /**
+   * WAIT's bound in ms. Default: 60 % of the core's bound on one fence call (the greater of 250 ms
+   * and `timeoutMs`), so ROLE, the script and WAIT fit in it: 150 ms with the defaults.
+   */
   replicaAckTimeoutMs?: number;
   /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
   timeoutMs?: number;
@@ -32,7 +35,11 @@ export interface RedisCounterConfig {
 }
 
 export const DEFAULT_CHANGE_BOUND_MS = 10_000;
-export const DEFAULT_REPLICA_ACK_TIMEOUT_MS = 150;
+/** The core's floor on one fence call (begin or end of a credential change), ms. */
+const FENCE_BOUND_FLOOR_MS = 250;
+export function defaultReplicaAckTimeoutMs(timeoutMs: number): number {
+  return Math.floor(0.6 * Math.max(FENCE_BOUND_FLOOR_MS, timeoutMs));
+}
 /** REDIS_MIN_REPLICAS_ACKED unset waits for at most this many replicas (of those the primary reports). */
 export const DEFAULT_MAX_REPLICAS_WAITED = 1;
 
@@ -333,7 +340,9 @@ function clusterConnection(urls: readonly string[]): Connection {
     freshness: (keys, args) => cluster.freshness(keys, args),
     beginChange: (keys, args) => cluster.beginChange(keys, args),
     endChange: (keys, args) => cluster.endChange(keys, args),
-    command: (key, args) => cluster.sendCommand(key, false, [...args]),
+    // A key's command goes straight to the connection of the slot's primary, the one its scripts
+    // use: the cluster client's routing policies would send WAIT to every shard.
+    command: async (key, args) => (key === undefined ? cluster.sendCommand(undefined, true, [...args]) : (await cluster.getNodeClientForKey(key, false)).sendCommand([...args])),
     on: (event, listener) => {
       if (event === 'ready') ready.add(listener);
       else cluster.on('error', listener);
@@ -429,7 +438,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
       throw new RangeError(`minReplicasAcked must be a whole number of replicas, got ${String(min)}`);
     }
     this.#minReplicasAcked = min;
-    this.#replicaAckTimeoutMs = config.replicaAckTimeoutMs ?? DEFAULT_REPLICA_ACK_TIMEOUT_MS;
+    this.#replicaAckTimeoutMs = config.replicaAckTimeoutMs ?? defaultReplicaAckTimeoutMs(timeoutMs);
     if (!Number.isInteger(this.#replicaAckTimeoutMs) || this.#replicaAckTimeoutMs <= 0) {
       throw new RangeError(`replicaAckTimeoutMs must be a positive whole number of milliseconds, got ${String(config.replicaAckTimeoutMs)}`);
     }

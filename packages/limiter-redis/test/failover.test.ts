@@ -8,21 +8,10 @@
  */
 import { expect } from 'chai';
 import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
-import { ReplicatedRedis, redisTopologyAvailable } from '@cos/test-support/redis-cluster';
+import { ReplicatedRedis } from '@cos/test-support/redis-cluster';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
-import { FAILOVER_CHANGE_BOUND_MS, revokeAcrossFailover, type FailoverTopology } from './support/failover.js';
+import { FAILOVER_CHANGE_BOUND_MS, describeWithTopology, revokeAcrossFailover, type FailoverTopology } from './support/failover.js';
 import { uniquePrefix, waitFor } from './support/redis-server.js';
-
-function describeWithTopology(title: string, body: (this: Mocha.Suite) => void): void {
-  if (redisTopologyAvailable()) describe(title, body);
-  else
-    describe(title, () => {
-      if (process.env.CI === 'true') it('needs redis-server and redis-cli (CI=true: this must not be skipped)', () => {
-        throw new Error('redis-server or redis-cli not found');
-      });
-      else it('needs redis-server and redis-cli on PATH (skipped outside CI)');
-    });
-}
 
 describeWithTopology('limiter-redis: failover to a replica (C-64)', function () {
   this.timeout(60_000);
@@ -80,7 +69,7 @@ describeWithTopology('limiter-redis: failover to a replica (C-64)', function () 
   it('REDIS_MIN_REPLICAS_ACKED above the replicas there are refuses every change (503 path), and the default waits for the one replica there is', async () => {
     const keyPrefix = uniquePrefix();
     const counters: RedisRateCounter[] = [
-      createRedisCounter({ url: redis.primary.url, keyPrefix, minReplicasAcked: 2 }),
+      createRedisCounter({ url: redis.primary.url, keyPrefix, minReplicasAcked: 2, replicaAckTimeoutMs: 150 }),
       createRedisCounter({ url: redis.primary.url, keyPrefix }),
     ];
     try {

@@ -10,6 +10,24 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { OPERATOR, UnauthorizedError, UnavailableError, createCore, type Core } from '@cos/core';
 import { createInMemoryStore } from '@cos/core/testing';
 import type { RedisRateCounter } from '@cos/limiter-redis';
+import { redisTopologyAvailable } from '@cos/test-support/redis-cluster';
+
+/** A suite that starts Redis topologies: skipped (visibly) without redis-server and redis-cli, except under CI=true. */
+export function describeWithTopology(title: string, body: (this: Mocha.Suite) => void): void {
+  if (redisTopologyAvailable()) {
+    describe(title, body);
+    return;
+  }
+  describe(title, () => {
+    if (process.env.CI === 'true') {
+      it('needs redis-server and redis-cli (CI=true: this must not be skipped)', () => {
+        throw new Error('redis-server or redis-cli not found');
+      });
+    } else {
+      it('needs redis-server and redis-cli on PATH (skipped outside CI)');
+    }
+  });
+}
 
 export interface FailoverTopology {
   /** A counter of one instance (not connected through anything the test cuts by itself). */
