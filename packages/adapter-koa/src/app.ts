@@ -15,12 +15,12 @@ import type { Core, Logger } from '@cos/core';
 import { ClientAbortedError, DEFAULT_BODY_LIMIT_BYTES } from './body.js';
 import { redact } from './redact.js';
 import { createRequestLogger } from './middleware/access-log.js';
-import { authenticateStep } from './middleware/authenticate.js';
+import { admitStep } from './middleware/authenticate.js';
 import { createDispatch } from './middleware/dispatch.js';
 import { createErrorResponder, createRateLimitResponder } from './middleware/errors.js';
 import { createRequestObserver } from './middleware/metrics.js';
 import { createRateHeaderWriter } from './middleware/rate-limit-headers.js';
-import { rateLimitSteps } from './middleware/rate-limit.js';
+import { publicRateLimitStep } from './middleware/rate-limit.js';
 import { beginRequest } from './middleware/request-id.js';
 import { koaSourceAddress } from './middleware/source-address.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
@@ -84,7 +84,8 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...apiKeyRoutes(kit),
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
   ]);
-  const dispatch = createDispatch(match, authenticateStep(core, koaSourceAddress), rateLimitSteps(core, createRateLimitResponder(errorsUrl)));
+  const refuseRate = createRateLimitResponder(errorsUrl);
+  const dispatch = createDispatch(match, admitStep(core, koaSourceAddress, refuseRate), publicRateLimitStep(core, refuseRate));
   const respondWithError = createErrorResponder(errorsUrl);
   const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
   const logRequest = createRequestLogger(logger);

@@ -3,6 +3,8 @@
  * createTestCore: every response validated against docs/openapi.yaml, 429s included.
  */
 import { expect } from 'chai';
+import type { RateCounter } from '@cos/core';
+import { InMemoryRateCounter } from '@cos/core/testing';
 import { createWorld, type World } from './support/world.js';
 import { DeadCounter, FrozenCounter } from './support/faults.js';
 import type { ApiResponse } from './support/http.js';
@@ -145,6 +147,44 @@ describe('adapter-koa: rate limiting (spec §8, C-50..C-54)', () => {
       // The address's 401 counter resets with the window like every other.
       w.tc.clock.set('2026-06-10T12:01:00.000Z');
       expect((await w.api.get(path, { headers: guesser })).status).to.equal(401);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('C-33, C-50: an authenticated route calls the core\'s admission once per request and the request is counted exactly once, whatever the answer (200, 401, 429)', async () => {
+    const keys: string[] = [];
+    const inner = new InMemoryRateCounter();
+    const counter: RateCounter = {
+      hit: (key, ttlMs) => {
+        keys.push(key);
+        return inner.hit(key, ttlMs);
+      },
+    };
+    const w = await createWorld({ counter, config: { rateLimitPerMinute: 2 } });
+    try {
+      const admission = w.tc.core.admission;
+      const admit = admission.admit.bind(admission);
+      let admissions = 0;
+      admission.admit = (authorization, source) => {
+        admissions++;
+        return admit(authorization, source);
+      };
+      const path = `/v1/organisations/${w.own.orgId}`;
+      const statuses: number[] = [];
+      const counts: number[] = [];
+      for (const key of [w.own.key, w.revokedKey, w.own.key, w.own.key, w.expiredKey, w.own.key]) {
+        const before = keys.length;
+        statuses.push((await w.api.get(path, { key })).status);
+        counts.push(keys.length - before);
+      }
+      expect(statuses).to.deep.equal([200, 401, 200, 429, 401, 429]);
+      expect(admissions).to.equal(6);
+      // The organisation's counter once per admitted request until it is known over its limit (then
+      // 429 without a counter call), the source address's once per 401.
+      expect(counts).to.deep.equal([1, 1, 1, 1, 1, 0]);
+      expect(keys.filter((k) => k.startsWith('{org:'))).to.have.length(3);
+      expect(keys.filter((k) => k.startsWith('{src:'))).to.have.length(2);
     } finally {
       await w.close();
     }

@@ -504,5 +504,5 @@ function revocationFailingStore(inner: StoreHarness, failing: () => boolean): St
       },
     }),
   });
-  return { ...inner, unitOfWork: { run: (work) => inner.unitOfWork.run((stores) => work(wrap(stores))) } };
+  return { ...inner, unitOfWork: { run: (work, declaration) => inner.unitOfWork.run((stores) => work(wrap(stores)), declaration) } };
 }

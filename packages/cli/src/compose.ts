@@ -26,6 +26,7 @@ import {
   type RateCounter,
   type ScannerKeySet,
   type WebhookHostResolver,
+  type WebhookSecretCipher,
 } from '@cos/core';
 import { createSqlStore, InstanceRegistry, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
@@ -219,6 +220,8 @@ export interface CorePorts {
   readonly webhookHosts?: WebhookHostResolver;
   /** The instance's registration, when its cache is on (createInstanceRegistrar). */
   readonly credentialCacheLease?: CredentialCacheLease | null;
+  /** WEBHOOK_SECRET_ENCRYPTION_KEY and WEBHOOK_SECRET_PREVIOUS_KEYS (AppConfig.webhookSecrets); default: secrets in clear. */
+  readonly webhookSecrets?: WebhookSecretCipher;
 }
 
 /**
@@ -245,6 +248,7 @@ export function composeCore(ports: CorePorts): Core {
     random: ports.random,
     logger: ports.logger,
     ...(ports.metrics !== undefined ? { metrics: ports.metrics } : {}),
+    ...(ports.webhookSecrets !== undefined ? { webhookSecrets: ports.webhookSecrets } : {}),
     config: ports.config,
     webhookHosts: ports.webhookHosts ?? systemWebhookHosts,
   });
@@ -293,11 +297,13 @@ export async function createWebhookDelivery(
     random: ports.random,
     logger: ports.logger,
     ...(metrics !== undefined ? { onAttempt: (result: 'delivered' | 'retry' | 'failed') => metrics.webhookDelivery(result) } : {}),
+    secrets: config.webhookSecrets,
     options: {
       timeoutMs: config.webhookTimeoutMs,
       maxAttempts: config.webhookMaxAttempts,
       retryBaseMs: config.webhookRetryBaseMs,
       pollIntervalMs: config.webhookPollIntervalMs,
+      batchSize: config.webhookConcurrency,
     },
   });
 }

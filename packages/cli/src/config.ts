@@ -5,7 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import type { CoreConfig } from '@cos/core';
+import ms from 'ms';
+import { parseWebhookSecretKey, WebhookSecretCipher, type CoreConfig } from '@cos/core';
 import { parseDatabaseUrl } from '@cos/store-sql';
 import { parseEnvFile } from './env-file.js';
 
@@ -59,6 +60,8 @@ export interface AppConfig {
   readonly webhookAllowHttp: boolean;
   /** Webhook endpoints may be loopback, private, link-local or unique-local addresses or internal names (development, tests). */
   readonly webhookAllowPrivate: boolean;
+  /** Most delivery attempts in flight at once per instance, each to a different endpoint. */
+  readonly webhookConcurrency: number;
   /** The operations listener (GET /livez, /readyz, /metrics) of `serve`: null (OPS_PORT unset) means off. */
   readonly opsPort: number | null;
   readonly opsHost: string;
@@ -70,6 +73,14 @@ export interface AppConfig {
    * request reads the store. Without REDIS_URL or on SQLite it has no effect.
    */
   readonly credentialCache: boolean;
+  /**
+   * Seals webhook signing secrets under WEBHOOK_SECRET_ENCRYPTION_KEY and opens those sealed under
+   * it or a WEBHOOK_SECRET_PREVIOUS_KEYS key (no key: stored in clear). Holds the keys in private
+   * fields: neither printed nor serialised.
+   */
+  readonly webhookSecrets: WebhookSecretCipher;
+  /** NOTIFICATION_RETENTION in ms: delivered and failed notifications older than this are purged by `serve`. */
+  readonly notificationRetentionMs: number;
 }
 
 export class ConfigError extends Error {
@@ -117,6 +128,40 @@ function host(name: string) {
     .string()
     .default('127.0.0.1')
     .refine((s) => /^[A-Za-z0-9.:\-[\]]+$/.test(s), { message: `${name} must be a host name or an IP address` });
+}
+
+/**
+ * A secret key (32 bytes, hex or base64), or a comma-separated list of them: the message names the
+ * variable and never repeats the value.
+ */
+function secretKeys(name: string, list: boolean) {
+  return z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      if (s === undefined) return [];
+      const parts = list ? s.split(',').map((p) => p.trim()).filter((p) => p !== '') : [s];
+      const keys: Uint8Array[] = [];
+      for (const [i, part] of parts.entries()) {
+        try {
+          keys.push(parseWebhookSecretKey(part));
+        } catch (e) {
+          ctx.addIssue({ code: 'custom', message: `${name}${list ? ` (key ${i + 1})` : ''} ${(e as Error).message}` });
+          return z.NEVER;
+        }
+      }
+      return keys;
+    });
+}
+
+/** The CLI's duration form: a whole number and d, h or m (`30d`, `12h`, `90m`) -> milliseconds. */
+function duration(name: string, d: string) {
+  const error = `${name} must be a whole number followed by d, h or m (e.g. 30d, 12h, 90m)`;
+  return z
+    .string()
+    .default(d)
+    .refine((s) => /^\d{1,6}[dhm]$/.test(s) && ms(s as ms.StringValue) >= 1, { error })
+    .transform((s) => ms(s as ms.StringValue));
 }
 
 /**
@@ -235,7 +280,16 @@ const VARIABLES = {
     'signed secret-scanning alerts per UTC minute, one counter of their own',
     int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(600),
   ),
-  WEBHOOK_TIMEOUT_MS: variable('10000', 'bound on one webhook delivery attempt (connect, send, answer)', int('WEBHOOK_TIMEOUT_MS', 100, 600_000).default(10_000)),
+  WEBHOOK_TIMEOUT_MS: variable(
+    '10000',
+    'bound on one webhook delivery attempt (connect, send, answer), at most 30000: a claim outlives its attempt (lease: twice this plus 1 s), so an attempt lost with its instance is made again within about a minute; at shutdown attempts in flight are abandoned and due again at once',
+    int('WEBHOOK_TIMEOUT_MS', 100, 30_000).default(10_000),
+  ),
+  WEBHOOK_CONCURRENCY: variable(
+    '32',
+    'most webhook delivery attempts one `serve` makes at once, each to a different endpoint (one attempt at a time per endpoint, in write order); only this many endpoints that never answer can delay the others',
+    int('WEBHOOK_CONCURRENCY', 1, 1_000).default(32),
+  ),
   WEBHOOK_MAX_ATTEMPTS: variable(
     '10',
     'delivery attempts before a notification is `failed` (with the default backoff the last is about 24 h after the first)',
@@ -260,6 +314,21 @@ const VARIABLES = {
     'false',
     '`true` (development and tests only): webhook endpoints may be loopback, private (RFC 1918, 100.64/10), link-local or unique-local addresses and internal names (`localhost`, `*.internal`…); unspecified, multicast, broadcast and reserved addresses stay refused. Otherwise such endpoints are refused by `org webhook set`, and at every delivery on the address actually connected to (operations guide, webhooks)',
     bool('WEBHOOK_ALLOW_PRIVATE').default(false),
+  ),
+  WEBHOOK_SECRET_ENCRYPTION_KEY: variable(
+    'unset',
+    'unset: webhook signing secrets are stored in clear; set: 32 random bytes as 64 hex digits or base64 (`openssl rand -base64 32`), and new or rotated secrets are stored encrypted under it (AES-256-GCM); `cos-admin org webhook reencrypt-secrets` encrypts those already stored. Every `serve` and operator command needs the same value (operations guide, section 8)',
+    secretKeys('WEBHOOK_SECRET_ENCRYPTION_KEY', false),
+  ),
+  WEBHOOK_SECRET_PREVIOUS_KEYS: variable(
+    'unset',
+    'comma-separated earlier values of `WEBHOOK_SECRET_ENCRYPTION_KEY`, used only to decrypt secrets still stored under them while the key is rotated (until `reencrypt-secrets` has moved them)',
+    secretKeys('WEBHOOK_SECRET_PREVIOUS_KEYS', true),
+  ),
+  NOTIFICATION_RETENTION: variable(
+    '30d',
+    'how long delivered and failed webhook notifications are kept after they completed (`30d`, `12h`, `90m`); each `serve` purges older ones at start and then hourly (or once per retention period if that is shorter); pending ones are never purged',
+    duration('NOTIFICATION_RETENTION', '30d'),
   ),
   OPS_PORT: variable(
     'unset',
@@ -367,9 +436,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     webhookPollIntervalMs: v.WEBHOOK_POLL_INTERVAL_MS,
     webhookAllowHttp: v.WEBHOOK_ALLOW_HTTP,
     webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
+    webhookConcurrency: v.WEBHOOK_CONCURRENCY,
     opsPort: v.OPS_PORT ?? null,
     opsHost: v.OPS_HOST,
     credentialCache: v.CREDENTIAL_CACHE,
+    webhookSecrets: new WebhookSecretCipher({ current: v.WEBHOOK_SECRET_ENCRYPTION_KEY[0] ?? null, previous: v.WEBHOOK_SECRET_PREVIOUS_KEYS }),
+    notificationRetentionMs: v.NOTIFICATION_RETENTION,
   });
 }
 

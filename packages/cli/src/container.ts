@@ -116,6 +116,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
       freshness: limiter.freshness,
       credentialCache: config.credentialCache,
       credentialCacheLease: registrar,
+      webhookSecrets: config.webhookSecrets,
     }),
   );
 

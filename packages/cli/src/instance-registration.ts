@@ -23,7 +23,7 @@
  * - A clean shutdown closes the lease first, then deletes the row.
  */
 import { randomUUID } from 'node:crypto';
-import type { CredentialCacheLease, CredentialFreshness, FreshnessCheck, FreshnessReply, Logger } from '@cos/core';
+import type { CredentialCacheLease, CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, Logger } from '@cos/core';
 import type { InstanceRecord, InstanceRegistry } from '@cos/store-sql';
 
 /** How often a caching instance refreshes its registration. */
@@ -236,9 +236,9 @@ export interface CommandRedis {
 }
 
 /**
- * An operator command's credential freshness: before each credential change (inside its unit of
- * work, before the write) it reads the live registrations again and fences the change in their
- * Redis, or refuses (the unit of work then rolls back: nothing is written). With no live
+ * An operator command's credential freshness: before each credential change (before its unit of
+ * work opens) it reads the live registrations again and fences the change in their Redis, or
+ * refuses (the unit of work then never opens: nothing is written). With no live
  * registration it fences in REDIS_URL's Redis when one is set, as every writer did before there
  * was a registry; a failure there refuses the change unless CREDENTIAL_CACHE=off (`bestEffort`).
  */
@@ -253,13 +253,13 @@ export class CommandFence implements CredentialFreshness {
     private readonly bestEffort: boolean,
   ) {}
 
-  async beginChange(organisationId: string, changeId: string): Promise<void> {
-    const id = `${organisationId}\n${changeId}`;
+  async beginChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    const id = `${keys.token}\n${changeId}`;
     // The change is recorded as in flight before the registrations are read (see the module comment).
     const writeId = randomUUID();
     await this.registry.beginWrite(writeId);
     try {
-      const redis = await this.#fence(organisationId, changeId);
+      const redis = await this.#fence(keys, changeId);
       this.#begun.set(id, { writeId, redis });
     } catch (e) {
       await this.registry.endWrite(writeId).catch(() => undefined);
@@ -268,7 +268,7 @@ export class CommandFence implements CredentialFreshness {
   }
 
   /** Fences the change as the live registrations require; true when it was begun in Redis. */
-  async #fence(organisationId: string, changeId: string): Promise<boolean> {
+  async #fence(keys: FreshnessKeys, changeId: string): Promise<boolean> {
     const live = await this.registry.live(REGISTRATION_LIVE_MS);
     const plan = planCommandFence(live, this.redisUrl);
     if (plan.kind === 'refuse') throw new CommandFenceRefusal(plan.message);
@@ -281,7 +281,7 @@ export class CommandFence implements CredentialFreshness {
       );
     }
     try {
-      await redis.freshness.beginChange(organisationId, changeId);
+      await redis.freshness.beginChange(keys, changeId);
       return true;
     } catch (e) {
       if (live.length === 0 && this.bestEffort) return false;
@@ -296,11 +296,11 @@ export class CommandFence implements CredentialFreshness {
   }
 
   /** After the commit (or rollback): ends the change in Redis, then removes its in-flight row. */
-  async endChange(organisationId: string, changeId: string): Promise<void> {
-    const id = `${organisationId}\n${changeId}`;
+  async endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    const id = `${keys.token}\n${changeId}`;
     const begun = this.#begun.get(id);
     if (begun === undefined) return;
-    if (begun.redis) await this.redis!.freshness.endChange(organisationId, changeId);
+    if (begun.redis) await this.redis!.freshness.endChange(keys, changeId);
     this.#begun.delete(id);
     // A row left behind (the database unreachable) stops counting after REGISTRATION_LIVE_MS.
     await this.registry.endWrite(begun.writeId).catch(() => undefined);

@@ -134,6 +134,7 @@ export async function runCommand(
       // Strict: the command's fence itself decides which failures may be ignored (CREDENTIAL_CACHE=off
       // with no caching instance registered); a refusal must stop the change.
       credentialCache: true,
+      webhookSecrets: config.webhookSecrets,
     });
     await work({ config, core, store, logger, json, operator });
   } finally {

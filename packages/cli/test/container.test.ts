@@ -4,7 +4,7 @@
  * the Koa app on demand, and closeContainer releases pools.
  */
 import { expect } from 'chai';
-import { OPERATOR, TOKENS, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
+import { OPERATOR, TOKENS, counterKey, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
 import {
   buildContainer,
   closeContainer,
@@ -30,7 +30,7 @@ describe('buildContainer (composition root)', function () {
       expect(storeOf(container).dialect).to.equal('sqlite');
       expect(limiterOf(container).kind).to.equal('in-process');
       expect(container.get<RateCounter>(TOKENS.RateCounter)).to.equal(limiterOf(container).counter);
-      expect(await makeStoreReady(storeOf(container))).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry']);
+      expect(await makeStoreReady(storeOf(container))).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
       const core = container.get<Core>(TOKENS.Core);
       expect(coreOf(container)).to.equal(core); // singleton
       const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
@@ -64,13 +64,13 @@ describe('buildContainer (composition root)', function () {
       // the counter connects in the background; until then a hit rejects (and the core fails open)
       let first: number | undefined;
       for (let attempt = 0; first === undefined && attempt < 100; attempt += 1) {
-        first = await Promise.resolve(limiter.counter.hit(scope, 0, 60_000)).catch(() => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)));
+        first = await Promise.resolve(limiter.counter.hit(counterKey(scope, 0), 60_000)).catch(() => new Promise<undefined>((r) => setTimeout(() => r(undefined), 50)));
       }
       expect(first).to.equal(1);
-      expect(await limiter.counter.hit(scope, 0, 60_000)).to.equal(2);
+      expect(await limiter.counter.hit(counterKey(scope, 0), 60_000)).to.equal(2);
       await closeContainer(container);
       let afterClose: unknown;
-      await Promise.resolve(limiter.counter.hit(scope, 0, 60_000)).catch((e: unknown) => (afterClose = e));
+      await Promise.resolve(limiter.counter.hit(counterKey(scope, 0), 60_000)).catch((e: unknown) => (afterClose = e));
       expect(afterClose, 'a hit after closeContainer').to.be.instanceOf(Error);
     } finally {
       await closeContainer(container);

@@ -7,6 +7,7 @@
  */
 import { expect } from 'chai';
 import { CapturingLogger, InMemoryFreshCounter } from '@cos/core/testing';
+import { counterKey, freshnessKeys } from '@cos/core';
 import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, InstanceRegistry, type InstanceRecord, type SqlStore } from '@cos/store-sql';
 import {
   CommandFence,
@@ -197,12 +198,12 @@ describe('instance registration (issue 27): caching instances and operator comma
 
     it('nothing registered and no REDIS_URL: nothing to fence, but the change is in flight (a writer row) from before the registry is read until its end; an instance registered since the command started: refused', async () => {
       const fence = new CommandFence(registry, null, null, false);
-      await fence.beginChange('org', 'c1');
+      await fence.beginChange(freshnessKeys('org'), 'c1');
       expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(1);
-      await fence.endChange('org', 'c1');
+      await fence.endChange(freshnessKeys('org'), 'c1');
       expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(0);
       await registry.heartbeat({ instanceId: 'late', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false });
-      const refused = await rejection(fence.beginChange('org', 'c2'));
+      const refused = await rejection(fence.beginChange(freshnessKeys('org'), 'c2'));
       expect(refused).to.be.instanceOf(CommandFenceRefusal);
       expect(refused.message).to.include('127.0.0.1:6390').and.to.include('nothing was changed');
       expect(await registry.writesInFlight(REGISTRATION_LIVE_MS), 'a refused change leaves no row').to.equal(0);
@@ -212,18 +213,18 @@ describe('instance registration (issue 27): caching instances and operator comma
       await registry.heartbeat({ instanceId: 'i', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false });
       const shared = new InMemoryFreshCounter();
       const fence = new CommandFence(registry, null, { freshness: shared, location: redisLocationOf('redis://127.0.0.1:6390/0'), from: 'registry' }, true);
-      const before = await shared.check({ organisationId: 'org', tag: null, count: 'never', windowStartMs: 0, ttlMs: 1 });
-      await fence.beginChange('org', 'c1');
-      const during = await shared.check({ organisationId: 'org', tag: null, count: 'never', windowStartMs: 0, ttlMs: 1 });
+      const before = await shared.check({ keys: freshnessKeys('org'), tag: null, count: 'never', counterKey: counterKey('org:org', 0), ttlMs: 1 });
+      await fence.beginChange(freshnessKeys('org'), 'c1');
+      const during = await shared.check({ keys: freshnessKeys('org'), tag: null, count: 'never', counterKey: counterKey('org:org', 0), ttlMs: 1 });
       expect(during.settled, 'the change is in progress in Redis').to.equal(false);
       expect(during.token).to.not.equal(before.token);
-      await fence.endChange('org', 'c1');
+      await fence.endChange(freshnessKeys('org'), 'c1');
       shared.failing = true;
-      const refused = await rejection(fence.beginChange('org', 'c2'));
+      const refused = await rejection(fence.beginChange(freshnessKeys('org'), 'c2'));
       expect(refused).to.be.instanceOf(CommandFenceRefusal);
       expect(refused.message).to.include('127.0.0.1:6390').and.to.include('unreachable');
       await registry.remove('i');
-      await fence.beginChange('org', 'c3'); // none registered: best effort
+      await fence.beginChange(freshnessKeys('org'), 'c3'); // none registered: best effort
     });
   });
 });

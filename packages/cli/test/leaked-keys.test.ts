@@ -175,7 +175,7 @@ for (const target of databaseTargets()) {
       expect(again.status).to.equal(200);
       expect(await again.json()).to.deep.equal(await first.json());
       const audit = await cliJson<{ data: Array<{ kind: string }> }>(['audit', 'list', '--org', s.orgId, '--limit', '100'], s.env, s.db.cwd);
-      expect(audit.data.map((e) => e.kind).sort()).to.deep.equal(['api_key_exposed', 'api_key_issued', 'api_key_revoked', 'organisation_created']);
+      expect(audit.data.map((e) => e.kind).sort()).to.deep.equal(['api_key_exposed', 'api_key_issued', 'api_key_revoked', 'organisation_created', 'webhook_endpoint_set']);
       await receiver.waitFor((d) => d.length >= 2);
       await new Promise((r) => setTimeout(r, 300));
       expect(receiver.delivered.map((d) => d.type).sort()).to.deep.equal(['api_key.exposed', 'api_key.revoked']);
@@ -205,8 +205,16 @@ for (const target of databaseTargets()) {
       const receiver = await startReceiver(() => set.secret, port);
       receivers.push(receiver);
       receiver.mode = 'hang'; // slow: never answers within WEBHOOK_TIMEOUT_MS
-      await new Promise((r) => setTimeout(r, 1500));
-      const slow = (await cliJson<{ data: typeof pending }>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd)).data;
+      // The next attempt comes after its backoff, whenever a loaded machine gets to it: wait for its outcome.
+      const slowUntil = Date.now() + 20_000;
+      let slow = pending;
+      while (Date.now() < slowUntil && receiver.received === 0) await new Promise((r) => setTimeout(r, 100));
+      expect(receiver.received, 'an attempt reached the hanging receiver').to.be.at.least(1);
+      while (Date.now() < slowUntil) {
+        slow = (await cliJson<{ data: typeof pending }>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd)).data;
+        if (slow[0]?.last_error === 'no answer within 500 ms') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       expect(slow[0]!.last_error).to.equal('no answer within 500 ms');
       receiver.mode = 'ok';
       await receiver.waitFor((d) => d.length >= 1, 20_000);

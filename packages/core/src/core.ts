@@ -11,10 +11,10 @@ import type { WebhookHostResolver } from './ports/webhook-sender.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './use-cases/api-keys.js';
 import { AuditTrail } from './use-cases/audit-trail.js';
-import { Authenticator } from './use-cases/authenticate.js';
+import { Admission } from './use-cases/admission.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './use-cases/credential-cache.js';
-import { FencedUnitOfWork, fenceOuterStores } from './use-cases/credential-fence.js';
+import { FencedUnitOfWork } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
 import { KeyUsage } from './use-cases/key-usage.js';
@@ -24,6 +24,7 @@ import { Notifications } from './use-cases/notifications.js';
 import { RateLimiter } from './use-cases/rate-limit.js';
 import { SecretScanning } from './use-cases/secret-scanning.js';
 import { Webhooks } from './use-cases/webhooks.js';
+import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
 
 /** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
 export interface Core {
@@ -31,7 +32,14 @@ export interface Core {
   readonly members: Members;
   readonly apiKeys: ApiKeys;
   readonly audit: AuditTrail;
-  readonly authenticator: Authenticator;
+  /**
+   * Admission of HTTP requests (admission.ts): `admit(authorization, sourceAddress)` parses the
+   * key, looks the credential up once (through the credential cache when there is one), checks it,
+   * and counts the request once (its organisation, or its source address when refused).
+   */
+  readonly admission: Admission;
+  /** The same object as `admission`, under the name embedders use for `authenticate(header)`. */
+  readonly authenticator: Admission;
   /**
    * The uses of keys the authenticator records, written in batches (last_used_at, issue 16). A
    * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
@@ -82,6 +90,11 @@ export interface CreateCoreOptions {
   readonly credentialCacheLease?: CredentialCacheLease;
   /** Bound on the credential cache's entries (default CREDENTIAL_CACHE_MAX_ENTRIES). */
   readonly credentialCacheMaxEntries?: number;
+  /**
+   * Seals webhook signing secrets at rest (WEBHOOK_SECRET_ENCRYPTION_KEY) and opens them; the
+   * WebhookDelivery of the same host needs the same cipher. Default: secrets stored in clear.
+   */
+  readonly webhookSecrets?: WebhookSecretCipher;
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
@@ -99,7 +112,7 @@ export function createCore(options: CreateCoreOptions): Core {
       ? undefined
       : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), lastWarned: new Map<string, number>() };
   const deps: CoreDeps = {
-    stores: fence === undefined ? options.stores : fenceOuterStores(options.stores, fence),
+    stores: options.stores,
     unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),
     counter: options.counter,
     health: options.health,
@@ -109,13 +122,13 @@ export function createCore(options: CreateCoreOptions): Core {
     metrics: options.metrics ?? noopMetrics,
     config,
     webhookHosts: options.webhookHosts ?? null,
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   };
   const rateLimiter = new RateLimiter(deps);
   const cache =
     caching && freshness !== undefined
       ? new CredentialCache(deps, {
           freshness,
-          limiter: rateLimiter,
           ...(options.credentialCacheLease !== undefined ? { lease: options.credentialCacheLease } : {}),
           ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
         })
@@ -126,12 +139,14 @@ export function createCore(options: CreateCoreOptions): Core {
     logger: deps.logger,
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
   });
+  const admission = new Admission(deps, { limiter: rateLimiter, usage: keyUsage, cache });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
     apiKeys: new ApiKeys(deps),
     audit: new AuditTrail(deps),
-    authenticator: new Authenticator(deps, keyUsage, cache),
+    admission,
+    authenticator: admission,
     keyUsage,
     rateLimiter,
     health: new Health(deps),

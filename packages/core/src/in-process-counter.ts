@@ -1,7 +1,7 @@
 /**
  * The production in-process RateCounter (C-55): counters live in this process's memory, so it
  * serves exactly one embedded instance (no REDIS_URL). It never fails, so it never fails open.
- * Each (scope, window) counter is forgotten `ttlMs` after its first hit; expired counters are
+ * Each counter (one per scope and window, named by the core) is forgotten `ttlMs` after its first hit; expired counters are
  * swept at most once per second, so memory stays bounded by the scopes active within one ttl.
  */
 import type { Clock } from './ports/clock.js';
@@ -22,10 +22,9 @@ export class InProcessRateCounter implements RateCounter {
   constructor(private readonly clock: Clock = systemClock) {}
 
   /** Answers synchronously: the core then needs no timer and no promise for it. */
-  hit(scope: string, windowStartMs: number, ttlMs: number): number {
+  hit(key: string, ttlMs: number): number {
     const nowMs = this.clock.now().getTime();
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
-    const key = `${windowStartMs}:${scope}`;
     let slot = this.slots.get(key);
     if (slot === undefined || slot.expiresAtMs <= nowMs) {
       slot = { count: 0, expiresAtMs: nowMs + ttlMs };

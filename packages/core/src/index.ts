@@ -17,6 +17,8 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
+export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './counter-keys.js';
+export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './credential-change.js';
 export { InProcessRateCounter } from './in-process-counter.js';
 export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
@@ -31,17 +33,40 @@ export {
   KEY_EXPIRED_ROLL_MESSAGE,
 } from './use-cases/api-keys.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './use-cases/key-usage.js';
-export { Authenticator, type Admitted } from './use-cases/authenticate.js';
-export { CredentialCache, CREDENTIAL_CACHE_MAX_ENTRIES, type Admission, type CredentialCacheLease, type CredentialCacheOptions } from './use-cases/credential-cache.js';
+export {
+  Admission,
+  // The name the authenticate() step had before admission was one module (embedders construct it with { stores, clock }).
+  Admission as Authenticator,
+  principalOf,
+  statusOf,
+  type AdmissionParts,
+  type AdmissionResult,
+  type Admitted,
+  type Refused,
+} from './use-cases/admission.js';
+export {
+  CredentialCache,
+  CREDENTIAL_CACHE_MAX_ENTRIES,
+  type CountPlan,
+  type CredentialRead,
+  type CredentialCacheLease,
+  type CredentialCacheOptions,
+} from './use-cases/credential-cache.js';
 export type { Bounded } from './use-cases/timeout.js';
-export { CREDENTIAL_WRITES, FENCE_UNAVAILABLE_MESSAGE } from './use-cases/credential-fence.js';
+export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './use-cases/credential-fence.js';
 export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
 export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
 export { SecretScanning, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
-export { Webhooks, type WebhookChange, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
-export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE } from './use-cases/notifications.js';
+export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
+export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './use-cases/notifications.js';
+export {
+  NotificationRetention,
+  DEFAULT_NOTIFICATION_RETENTION_MS,
+  type NotificationRetentionDeps,
+} from './use-cases/notification-retention.js';
+export * from './domain/webhook-secret-cipher.js';
 export {
   WebhookDelivery,
   DEFAULT_WEBHOOK_DELIVERY,
@@ -116,6 +141,6 @@ export {
   type OperatorOperation,
   type OrganisationArgument,
 } from './use-cases/authorise.js';
-export { parseAuthorization } from './use-cases/authenticate.js';
+export { parseAuthorization } from './use-cases/admission.js';
 export { scopeKey, COUNTER_TTL_MS, FAIL_OPEN_WARN_INTERVAL_MS } from './use-cases/rate-limit.js';
 export { maxActiveKeysMessage } from './use-cases/api-keys.js';

@@ -79,6 +79,10 @@ export interface AuditEntryView {
   member?: { id: string; email: string };
   /** Present on `api_key_rolled` entries only. */
   roll?: KeyRollView;
+  /** Present on `webhook_endpoint_set` / `webhook_endpoint_removed` / `webhook_secret_rotated` entries only: the URL's origin. */
+  webhook?: { origin: string };
+  /** Present on `notification_retried` entries only. */
+  notification?: { id: string; type: string };
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -184,6 +188,8 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
     ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
     ...(e.roll !== undefined ? { roll: { to_key_id: e.roll.toKeyId, grace_period_seconds: e.roll.gracePeriodSeconds } } : {}),
+    ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
+    ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
   };
 }
 

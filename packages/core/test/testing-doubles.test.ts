@@ -1,6 +1,6 @@
 /** The test doubles of @cos/core/testing: FakeClock, seededRandom, CapturingLogger, createTestCore, in-memory specifics. */
 import { expect } from 'chai';
-import { DEFAULT_CORE_CONFIG, InProcessRateCounter } from '@cos/core';
+import { DEFAULT_CORE_CONFIG, InProcessRateCounter, counterKey } from '@cos/core';
 import {
   CapturingLogger,
   createInMemoryStore,
@@ -124,11 +124,11 @@ describe('InMemoryRateCounter', () => {
     const counter = new InMemoryRateCounter(clock);
     expect(counter).to.be.instanceOf(InProcessRateCounter);
     const window = clock.now().getTime();
-    expect(await counter.hit('org:a', window, 60_000)).to.equal(1);
+    expect(await counter.hit(counterKey('org:a', window), 60_000)).to.equal(1);
     clock.advance(59_999);
-    expect(await counter.hit('org:a', window, 60_000), 'within the ttl on the fake clock').to.equal(2);
+    expect(await counter.hit(counterKey('org:a', window), 60_000), 'within the ttl on the fake clock').to.equal(2);
     clock.advance(1);
-    expect(await counter.hit('org:a', window, 60_000), 'forgotten at the ttl on the fake clock').to.equal(1);
+    expect(await counter.hit(counterKey('org:a', window), 60_000), 'forgotten at the ttl on the fake clock').to.equal(1);
   });
 });
 
@@ -253,8 +253,8 @@ describe('createTestCore', () => {
     expect(t.core.clock.now().toISOString()).to.equal('2030-01-01T00:00:00.000Z');
 
     const d = createTestCore();
-    expect(await d.counter.hit('s', 0, 1_000)).to.equal(1);
+    expect(await d.counter.hit(counterKey('s', 0), 1_000)).to.equal(1);
     d.clock.advance(1_000);
-    expect(await d.counter.hit('s', 0, 1_000)).to.equal(1);
+    expect(await d.counter.hit(counterKey('s', 0), 1_000)).to.equal(1);
   });
 });

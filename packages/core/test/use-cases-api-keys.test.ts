@@ -242,14 +242,14 @@ describe('use case: api keys', () => {
       const store = createInMemoryStore();
       let failAudit = false;
       const failingUnitOfWork: UnitOfWork = {
-        run: (work) =>
+        run: (work, declaration) =>
           store.unitOfWork.run((stores) => {
             const audit: AuditLog = {
               append: (entry) => (failAudit ? Promise.reject(new Error('audit disk full')) : stores.audit.append(entry)),
               list: (filter, p) => stores.audit.list(filter, p),
             };
             return work(withStore(stores, 'audit', audit));
-          }),
+          }, declaration),
       };
       const clock = new FakeClock();
       const core = createCore({

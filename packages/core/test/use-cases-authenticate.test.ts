@@ -1,19 +1,27 @@
 import { expect } from 'chai';
 import {
+  Admission,
   Authenticator,
+  DEFAULT_CORE_CONFIG,
   OPERATOR,
+  RateLimiter,
+  counterKey,
+  silentLogger,
+  windowAt,
   UNAUTHORIZED_MESSAGE,
   UnauthorizedError,
   UnavailableError,
   digestKey,
   parseAuthorization,
   type ApiKeyStore,
+  type CoreConfig,
   type Credential,
+  type RateCounter,
 } from '@cos/core';
-import { FakeClock } from '@cos/core/testing';
-import { CountingApiKeyStore, fixture, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { FakeClock, InMemoryRateCounter } from '@cos/core/testing';
+import { CountingApiKeyStore, TEST_SOURCE, fixture, rejectsWith, withStore } from './use-cases-fixtures.js';
 
-describe('use case: authenticate', () => {
+describe('use case: admission and authenticate', () => {
   async function setup() {
     const f = fixture();
     const { org, issued } = await f.tenant('acme');
@@ -35,14 +43,58 @@ describe('use case: authenticate', () => {
     expect(counting.calls).to.equal(1);
   });
 
-  it('C-32, C-36: admit() answers the principal and the organisation read with the key, in one store query; no counting without the credential cache', async () => {
-    const { auth, raw, issued, org, counting } = await setup();
-    const admitted = await auth.admit(`Bearer ${raw}`);
-    expect(admitted.principal).to.deep.equal(await auth.authenticate(`Bearer ${raw}`));
-    expect(admitted.principal.keyId).to.equal(issued.key.id);
-    expect(admitted.organisation).to.deep.equal(org);
-    expect(admitted.decision).to.equal(undefined);
-    expect(counting.calls).to.equal(2);
+  /** An Admission over the counting store and a counter that records every hit's key. */
+  async function admissionSetup(config: Partial<CoreConfig> = {}) {
+    const base = await setup();
+    const hits: string[] = [];
+    const counter = new InMemoryRateCounter(base.f.clock);
+    const recording: RateCounter = {
+      hit: (key, ttlMs) => {
+        hits.push(key);
+        return counter.hit(key, ttlMs);
+      },
+    };
+    const limiter = new RateLimiter({ counter: recording, clock: base.f.clock, logger: silentLogger, config: { ...DEFAULT_CORE_CONFIG, ...config } });
+    const admission = new Admission({ stores: withStore(base.f.store.stores, 'apiKeys', base.counting), clock: base.f.clock }, { limiter });
+    return { ...base, hits, admission };
+  }
+
+  it('C-32, C-36, C-50: admit() answers the principal, the organisation read with the key (one store query) and its organisation\'s decision, counted exactly once', async () => {
+    const { admission, auth, raw, issued, org, counting, hits, f } = await admissionSetup();
+    const answer = await admission.admit(`Bearer ${raw}`, TEST_SOURCE);
+    if (!answer.admitted) throw new Error('not admitted');
+    expect(answer.principal).to.deep.equal(await auth.authenticate(`Bearer ${raw}`));
+    expect(answer.principal.keyId).to.equal(issued.key.id);
+    expect(answer.organisation).to.deep.equal(org);
+    expect(answer.decision.allowed).to.equal(true);
+    expect(answer.decision.remaining).to.equal(DEFAULT_CORE_CONFIG.rateLimitPerMinute - 1);
+    expect(counting.calls).to.equal(2); // admit() once, authenticate() once
+    expect(hits).to.deep.equal([counterKey(`org:${org.id}`, windowAt(f.clock.now().getTime()).startMs)]);
+  });
+
+  it('C-33, C-50: a key that does not authenticate is counted against its source address only, with the 401 to answer; over the source limit the decision refuses (429)', async () => {
+    const { admission, f, org, issued, hits, counting } = await admissionSetup({ rateLimitPerMinute: 3 });
+    await f.core.apiKeys.revoke(OPERATOR, org.id, issued.key.id);
+    const headers = [undefined, 'Bearer nope', `Bearer svc_live_${'Z'.repeat(48)}`, `Bearer ${issued.rawKey}`];
+    const answers = [];
+    for (const header of headers) answers.push(await admission.admit(header, TEST_SOURCE));
+    expect(answers.map((a) => a.admitted)).to.deep.equal([false, false, false, false]);
+    expect(answers.map((a) => a.decision.allowed)).to.deep.equal([true, true, true, false]);
+    for (const a of answers) if (!a.admitted) expect(a.refusal).to.be.instanceOf(UnauthorizedError);
+    expect(hits).to.deep.equal(headers.map(() => counterKey(`src:${TEST_SOURCE}`, windowAt(f.clock.now().getTime()).startMs)));
+    expect(counting.calls, 'malformed headers read nothing').to.equal(2);
+  });
+
+  it('C-33, C-51: an organisation over its limit is admitted with a refusing decision (429), and once known over it costs no further counter hit', async () => {
+    const { admission, raw, org, hits, f } = await admissionSetup({ rateLimitPerMinute: 2 });
+    const allowed = [];
+    for (let n = 0; n < 4; n++) {
+      const answer = await admission.admit(`Bearer ${raw}`, TEST_SOURCE);
+      expect(answer.admitted).to.equal(true);
+      allowed.push(answer.decision.allowed);
+    }
+    expect(allowed).to.deep.equal([true, true, false, false]);
+    expect(hits).to.deep.equal([1, 2, 3].map(() => counterKey(`org:${org.id}`, windowAt(f.clock.now().getTime()).startMs)));
   });
 
   it('C-32: the scheme is case-insensitive', async () => {

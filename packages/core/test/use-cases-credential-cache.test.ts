@@ -5,9 +5,12 @@
  */
 import { expect } from 'chai';
 import {
+  counterKey,
   createCore,
-  CREDENTIAL_WRITES,
+  freshnessKeys,
+  FENCE_END_UNANNOUNCED_WARNING,
   OPERATOR,
+  UndeclaredCredentialChangeError,
   UnauthorizedError,
   UnavailableError,
   ConflictError,
@@ -15,9 +18,10 @@ import {
   type Core,
   type Credential,
   type Organisation,
+  type UnitOfWork,
 } from '@cos/core';
 import { CapturingLogger, createInMemoryStore, FakeClock, InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS, type StoreHarness } from '@cos/core/testing';
-import { CountingApiKeyStore, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { CountingApiKeyStore, TEST_SOURCE, admitted, rejectsWith, withStore } from './use-cases-fixtures.js';
 
 /** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
 class GatedApiKeyStore extends CountingApiKeyStore {
@@ -80,14 +84,12 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   const auth = () => `Bearer ${raw}`;
   /** One authenticated request's authentication + count, as the HTTP adapter makes it. */
   async function admit(i: Instance, authorization = auth()): Promise<'ok' | 401 | 429> {
-    try {
-      const { decision } = await i.core.authenticator.admit(authorization);
-      expect(decision, 'admit() counts with the cache on').to.not.equal(undefined);
-      return decision!.allowed ? 'ok' : 429;
-    } catch (e) {
-      if (e instanceof UnauthorizedError) return 401;
-      throw e;
+    const answer = await i.core.admission.admit(authorization, TEST_SOURCE);
+    if (!answer.admitted) {
+      expect(answer.refusal).to.be.instanceOf(UnauthorizedError);
+      return 401;
     }
+    return answer.decision.allowed ? 'ok' : 429;
   }
   /** Requests until the instance answers from its cache (no store read), within a few requests. */
   async function warm(i: Instance): Promise<void> {
@@ -98,7 +100,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     }
     throw new Error('the cache never served the key');
   }
-  const orgCount = async () => shared.hit(`org:${org.id}`, Math.floor(clock.now().getTime() / 60_000) * 60_000, 120_000);
+  const orgCount = async () => shared.hit(counterKey(`org:${org.id}`, Math.floor(clock.now().getTime() / 60_000) * 60_000), 120_000);
 
   beforeEach(async () => {
     clock = new FakeClock();
@@ -134,11 +136,11 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   it('C-57: admit() answers the organisation with the key, from the cache when Redis confirms it fresh, the updated record after a change', async () => {
     await warm(two);
     const reads = two.keys.reads;
-    const cached = await two.core.authenticator.admit(auth());
+    const cached = await admitted(two.core, auth());
     expect(two.keys.reads, 'served from the cache').to.equal(reads);
     expect(cached.organisation).to.deep.equal(org);
     await one.core.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
-    const after = await two.core.authenticator.admit(auth());
+    const after = await admitted(two.core, auth());
     expect(after.organisation.name).to.equal('Acme Renamed');
     const answer = await two.core.organisations.get(after.principal, org.id, { authenticatedOrganisation: after.organisation });
     expect(answer.name).to.equal('Acme Renamed');
@@ -148,7 +150,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     await warm(two);
     const principal = await two.core.authenticator.authenticate(auth());
     await one.core.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
-    const { principal: p2 } = await two.core.authenticator.admit(auth());
+    const { principal: p2 } = await admitted(two.core, auth());
     expect((await two.core.organisations.get(p2, org.id)).name).to.equal('Acme Renamed');
     expect(principal.organisationId).to.equal(org.id);
   });
@@ -198,7 +200,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
   it('a read that starts while a change is in progress fills nothing that outlives the change', async () => {
     await warm(two);
     const other = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'second' });
-    await shared.beginChange(org.id, 'manual'); // a writer between its two calls
+    await shared.beginChange(freshnessKeys(org.id), 'manual'); // a writer between its two calls
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal('ok');
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal('ok');
     await store.stores.apiKeys.revoke(org.id, other.key.id, clock.now()); // its commit
@@ -216,7 +218,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal('ok');
     expect(await admit(two)).to.equal('ok');
     expect(two.keys.reads - reads).to.equal(2);
-    const { decision } = await two.core.authenticator.admit(auth());
+    const { decision } = await admitted(two.core, auth());
     expect(decision!.remaining).to.equal(decision!.limit);
     await rejectsWith(one.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
     expect((await one.core.apiKeys.get(OPERATOR, org.id, keyId)).revokedAt).to.equal(null);
@@ -233,7 +235,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     try {
       const reads = two.keys.reads;
       const started = performance.now();
-      const { decision } = await two.core.authenticator.admit(auth());
+      const { decision } = await admitted(two.core, auth());
       expect(performance.now() - started, 'bounded (50 ms + the sweep)').to.be.lessThan(200);
       expect(decision!.remaining).to.equal(decision!.limit);
       expect(two.keys.reads - reads).to.equal(1);
@@ -284,8 +286,9 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       for (const i of [one, two]) {
         expect(await admit(i), `${when}: the revoked key`).to.equal(401);
         expect(await admit(i, `Bearer ${rollable.rawKey}`), `${when}: the rolled (grace 0) key`).to.equal(401);
-        const { organisation } = await i.core.authenticator.admit(`Bearer ${rolled.rawKey}`);
-        expect(organisation.industrySection, `${when}: the classified organisation`).to.equal('K');
+        const answer = await i.core.admission.admit(`Bearer ${rolled.rawKey}`, TEST_SOURCE);
+        expect(answer.admitted, `${when}: the rolled key's successor`).to.equal(true);
+        if (answer.admitted) expect(answer.organisation.industrySection, `${when}: the classified organisation`).to.equal('K');
       }
     }
     // The repeat of a committed roll is refused (already rolled), so the answer above was the only chance to get the key.
@@ -348,16 +351,18 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(small.keys.reads).to.equal(reads + 1);
   });
 
-  it('CREDENTIAL_CACHE=off (credentialCache: false): every request reads the store and admit() leaves counting to the rate limiter; writes fence best effort', async () => {
+  it('CREDENTIAL_CACHE=off (credentialCache: false): every request reads the store and is counted once by the rate limiter; writes fence best effort', async () => {
     const off = instance({ cache: false });
     const reads = off.keys.reads;
-    const { decision } = await off.core.authenticator.admit(auth());
-    expect(decision).to.equal(undefined);
-    await off.core.authenticator.admit(auth());
+    const before = await orgCount(); // itself a hit: +1
+    const { decision } = await admitted(off.core, auth());
+    expect(decision.remaining).to.equal(LIMIT - before - 1);
+    await admitted(off.core, auth());
     expect(off.keys.reads - reads).to.equal(2);
+    expect(await orgCount()).to.equal(before + 3);
     await warm(two);
     await off.core.organisations.patch(OPERATOR, org.id, { name: 'Via the off instance' });
-    const { principal } = await two.core.authenticator.admit(auth());
+    const { principal } = await admitted(two.core, auth());
     expect((await two.core.organisations.get(principal, org.id)).name).to.equal('Via the off instance');
     shared.failing = true;
     await off.core.organisations.patch(OPERATOR, org.id, { name: 'Redis down' }); // no 503 with the cache off
@@ -377,23 +382,91 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     expect(await admit(two)).to.equal(401);
   });
 
-  it('the fenced writes are one list: revoke, shortenExpiry (key rolling) and organisations.update', () => {
-    expect(CREDENTIAL_WRITES).to.deep.equal({ apiKeys: ['revoke', 'shortenExpiry'], organisations: ['update'] });
-  });
+  describe('the fence: every credential-changing operation declares its organisation, announced before its transaction opens', () => {
+    /** begin/end of the shared counter store and the opening/closing of transactions, in order. */
+    let events: string[];
+    let fenced: Instance;
 
-  it('a credential write through the outer stores (outside a unit of work) is fenced too', async () => {
-    await warm(two);
-    let begun = 0;
-    const begin = shared.beginChange.bind(shared);
-    shared.beginChange = (o, c) => {
-      begun++;
-      return begin(o, c);
+    beforeEach(() => {
+      events = [];
+      const begin = shared.beginChange.bind(shared);
+      const finish = shared.endChange.bind(shared);
+      shared.beginChange = (o, c) => (events.push(`begin ${o.token}`), begin(o, c));
+      shared.endChange = (o, c) => (events.push(`end ${o.token}`), finish(o, c));
+      const keys = new GatedApiKeyStore(store.stores.apiKeys);
+      const logger = new CapturingLogger();
+      const unitOfWork: UnitOfWork = {
+        run: async (work, declaration) => {
+          events.push('transaction opens');
+          try {
+            return await store.unitOfWork.run(work, declaration);
+          } finally {
+            events.push('transaction ends');
+          }
+        },
+      };
+      const core = createCore({ stores: store.stores, unitOfWork, health: store.health, counter: shared, freshness: shared, clock, logger, config: { rateLimitPerMinute: LIMIT } });
+      fenced = { core, keys, logger };
+    });
+
+    const announced = () => [`begin ${freshnessKeys(org.id).token}`, 'transaction opens', 'transaction ends', `end ${freshnessKeys(org.id).token}`];
+    const fence = (name: string, change: () => Promise<unknown>, after: () => Promise<void>) =>
+      it(`C-36, C-57: ${name}: begun before its transaction opens and ended after it, and the other instance's cache serves the change at once`, async () => {
+        await warm(two);
+        events = [];
+        await change();
+        expect(events).to.deep.equal(announced());
+        await after();
+      });
+    const refused = async (): Promise<void> => {
+      expect(await admit(two)).to.equal(401);
     };
-    const core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: shared, freshness: shared, clock });
-    // the Core exposes no outer store; a use case would reach it through deps.stores
-    const deps = (core.apiKeys as unknown as { deps: { stores: typeof store.stores } }).deps;
-    await deps.stores.apiKeys.revoke(org.id, keyId, clock.now());
-    expect(begun).to.equal(1);
-    expect(await admit(two)).to.equal(401);
+    const renamed = (name: string) => async () => {
+      const { principal, organisation } = await admitted(two.core, auth());
+      expect(organisation.name).to.equal(name);
+      expect((await two.core.organisations.get(principal, org.id, { authenticatedOrganisation: organisation })).name).to.equal(name);
+    };
+
+    fence('revoke (DELETE of a key, cos-admin key revoke)', () => fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId), refused);
+    fence('roll with no grace (revokes the old key)', () => fenced.core.apiKeys.roll(OPERATOR, org.id, keyId, { grace_period_seconds: 0 }), refused);
+    fence('roll with a grace (shortens the old key\'s expiry)', () => fenced.core.apiKeys.roll(OPERATOR, org.id, keyId, { grace_period_seconds: 60 }), async () => {
+      expect(await admit(two)).to.equal('ok');
+      clock.advance(60_001);
+      expect(await admit(two)).to.equal(401);
+    });
+    fence('organisation PUT', () => fenced.core.organisations.replace(OPERATOR, org.id, { name: 'Replaced' }), renamed('Replaced'));
+    fence('organisation PATCH', () => fenced.core.organisations.patch(OPERATOR, org.id, { name: 'Patched' }), renamed('Patched'));
+    fence('cos-admin org classify', () => fenced.core.organisations.classify(OPERATOR, org.id, 'F'), async () => {
+      const { organisation } = await admitted(two.core, auth());
+      expect(organisation.industrySection).to.equal('F');
+    });
+    fence('exposure (secret-scanning revocation)', async () => {
+      const report = await fenced.core.secretScanning.report([{ token: raw, type: 'cos_api_key', url: 'https://example.com/leak' }]);
+      expect(report.outcomes.revoked).to.equal(1);
+    }, refused);
+
+    it('a report of a key that is already revoked changes no credential: no fence, so it does not depend on the counter store', async () => {
+      await fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId);
+      events = [];
+      shared.failing = true;
+      const report = await fenced.core.secretScanning.report([{ token: raw, type: 'cos_api_key', url: 'https://example.com/again' }]);
+      expect(report.outcomes.recorded).to.equal(1);
+      expect(events).to.deep.equal(['transaction opens', 'transaction ends']);
+    });
+
+    it('the counter store unreachable: the change is refused with 503 before its transaction opens', async () => {
+      events = [];
+      shared.failing = true;
+      await rejectsWith(fenced.core.apiKeys.revoke(OPERATOR, org.id, keyId), UnavailableError);
+      expect(events).to.deep.equal([`begin ${freshnessKeys(org.id).token}`]);
+      shared.failing = false;
+      expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
+    });
+
+    it('a write the use case did not declare fails loudly (UndeclaredCredentialChangeError) and changes nothing', async () => {
+      const error = await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, keyId, clock.now())).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(UndeclaredCredentialChangeError);
+      expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
+    });
   });
 });

@@ -8,7 +8,9 @@ import {
   createCore,
   DomainError,
   OPERATOR,
+  type Admitted,
   type ApiKeyStore,
+  type Core,
   type CoreConfig,
   type Credential,
   type IssuedKey,
@@ -18,6 +20,7 @@ import {
   type Random,
   type Stores,
   type WebhookHostResolver,
+  type WebhookSecretCipher,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore, createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
 
@@ -45,12 +48,13 @@ export function recordingRandom(inner: Random, uuids: string[]): Random {
   };
 }
 
-export function fixture(options: { config?: Partial<CoreConfig>; seed?: number; webhookHosts?: WebhookHostResolver } = {}): Fixture {
+export function fixture(options: { config?: Partial<CoreConfig>; seed?: number; webhookHosts?: WebhookHostResolver; webhookSecrets?: WebhookSecretCipher } = {}): Fixture {
   const uuids: string[] = [];
   const t = createTestCore({
     random: recordingRandom(seededRandom(options.seed ?? 42), uuids),
     ...(options.config !== undefined ? { config: options.config } : {}),
     ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   });
   const f: Fixture = {
     ...t,
@@ -158,3 +162,13 @@ export function coreWithOrganisations(wrap: (inner: OrganisationStore) => Organi
 }
 
 export const UNKNOWN_UUID = '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b';
+
+/** The source address the use-case tests admit requests from. */
+export const TEST_SOURCE = '203.0.113.9';
+
+/** core.admission.admit() of a key that must be admitted: its Admitted answer. */
+export async function admitted(core: Pick<Core, 'admission'>, authorization: string): Promise<Admitted> {
+  const answer = await core.admission.admit(authorization, TEST_SOURCE);
+  if (!answer.admitted) throw new Error(`expected the key to be admitted, got ${answer.refusal.message}`);
+  return answer;
+}

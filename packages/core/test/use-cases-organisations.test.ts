@@ -17,7 +17,7 @@ import {
   type PageRequest,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter } from '@cos/core/testing';
-import { UNKNOWN_UUID, coreWithOrganisations, fieldsOf, fixture, rejectsWith } from './use-cases-fixtures.js';
+import { UNKNOWN_UUID, admitted, coreWithOrganisations, fieldsOf, fixture, rejectsWith } from './use-cases-fixtures.js';
 
 describe('use case: organisations', () => {
   describe('authorisation (C-33, C-34, spec §5.3-§5.5)', () => {
@@ -341,18 +341,18 @@ describe('use case: organisations', () => {
 
     it('spec §5.4: the caller\'s own organisation as admit() read it is the answer, without a second store read', async () => {
       const { core, reads, org, bearer } = await counting();
-      const admitted = await core.authenticator.admit(bearer);
-      expect(admitted.organisation).to.deep.equal(org);
+      const first = await admitted(core, bearer);
+      expect(first.organisation).to.deep.equal(org);
       const before = reads.findById;
-      const answer = await core.organisations.get(admitted.principal, org.id.toUpperCase(), { authenticatedOrganisation: admitted.organisation });
-      expect(answer).to.equal(admitted.organisation);
+      const answer = await core.organisations.get(first.principal, org.id.toUpperCase(), { authenticatedOrganisation: first.organisation });
+      expect(answer).to.equal(first.organisation);
       expect(reads.findById - before, 'store reads').to.equal(0);
     });
 
     it('without the record, or with one that is not the caller\'s own organisation asked for, the store is read', async () => {
       const { core, reads, org, bearer, platformBearer } = await counting();
-      const own = await core.authenticator.admit(bearer);
-      const platform = await core.authenticator.admit(platformBearer);
+      const own = await admitted(core, bearer);
+      const platform = await admitted(core, platformBearer);
       let before = reads.findById;
       expect(await core.organisations.get(own.principal, org.id)).to.deep.equal(org);
       expect(reads.findById - before).to.equal(1);
@@ -374,11 +374,11 @@ describe('use case: organisations', () => {
       const { core, org, bearer, store } = await counting();
       const clock = new FakeClock();
       const other = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InMemoryRateCounter(clock), clock });
-      const first = await core.authenticator.admit(bearer);
+      const first = await admitted(core, bearer);
       expect(first.organisation.name).to.equal('Acme');
       await other.organisations.patch(OPERATOR, org.id, { name: 'Acme Renamed' });
       // the next request authenticates again and carries the record as it is now
-      const next = await core.authenticator.admit(bearer);
+      const next = await admitted(core, bearer);
       expect((await core.organisations.get(next.principal, org.id, { authenticatedOrganisation: next.organisation })).name).to.equal('Acme Renamed');
       // a principal authenticated before the change keeps nothing: without the record, the store answers
       expect((await core.organisations.get(first.principal, org.id)).name).to.equal('Acme Renamed');

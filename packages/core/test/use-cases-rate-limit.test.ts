@@ -4,6 +4,7 @@ import {
   DEFAULT_CORE_CONFIG,
   RateLimitedError,
   RateLimiter,
+  counterKey,
   scopeKey,
   type CoreConfig,
   type RateCounter,
@@ -19,14 +20,14 @@ const SOURCE: RateScope = { kind: 'source', address: '203.0.113.7' };
 
 /** Wraps a real counter, recording every hit; can be switched to fail or to hang. */
 class SwitchableCounter implements RateCounter {
-  readonly hits: Array<{ scope: string; windowStartMs: number; ttlMs: number }> = [];
+  readonly hits: Array<{ key: string; ttlMs: number }> = [];
   mode: 'up' | 'failing' | 'hanging' | 'garbage' = 'up';
   constructor(private readonly inner: RateCounter) {}
-  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
-    this.hits.push({ scope, windowStartMs, ttlMs });
+  hit(key: string, ttlMs: number): Promise<number> {
+    this.hits.push({ key, ttlMs });
     switch (this.mode) {
       case 'up':
-        return Promise.resolve(this.inner.hit(scope, windowStartMs, ttlMs));
+        return Promise.resolve(this.inner.hit(key, ttlMs));
       case 'failing':
         return Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6379'));
       case 'hanging':
@@ -77,12 +78,11 @@ describe('use case: rate limiter', () => {
     expect(rl.limitFor(UNAUTH)).to.equal(30);
   });
 
-  it('spec §8.1: the counter is hit with the UTC-minute window start and a two-minute ttl', async () => {
+  it('spec §8.1, C-55: the counter is hit under the name the core gives it (scope and UTC-minute window start) with a two-minute ttl', async () => {
     const { rl, counter } = limiter();
     await rl.check(ORG);
-    expect(counter.hits).to.deep.equal([
-      { scope: scopeKey(ORG), windowStartMs: Date.parse('2026-06-10T12:00:00.000Z'), ttlMs: COUNTER_TTL_MS },
-    ]);
+    expect(counter.hits).to.deep.equal([{ key: `{${scopeKey(ORG)}}:${Date.parse('2026-06-10T12:00:00.000Z')}`, ttlMs: COUNTER_TTL_MS }]);
+    expect(counter.hits[0]!.key).to.equal(counterKey(scopeKey(ORG), Date.parse('2026-06-10T12:00:00.000Z')));
     expect(COUNTER_TTL_MS).to.equal(120_000);
   });
 

@@ -11,7 +11,6 @@ export {
   DEFAULT_CHANGE_BOUND_MS,
   defaultReplicaAckTimeoutMs,
   DEFAULT_MAX_REPLICAS_WAITED,
-  keySlot,
   FRESHNESS_SCRIPT_SHA1,
   REDIS_MAX_RECONNECT_DELAY_MS,
   type RedisCounterConfig,

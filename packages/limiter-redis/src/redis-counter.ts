@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { CredentialFreshness, FreshnessCheck, FreshnessReply, RateCounter } from '@cos/core';
+import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, RateCounter } from '@cos/core';
 import { createClient, createCluster, defineScript, type CommandParser, type RedisArgument } from 'redis';
 
 export interface RedisCounterConfig {
@@ -24,7 +24,7 @@ export interface RedisCounterConfig {
   replicaAckTimeoutMs?: number;
   /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
   timeoutMs?: number;
-  /** First part of every key: `<keyPrefix>:{<scope>}:<windowStartMs>`. Default 'rl'. */
+  /** The namespace put in front of every key name the core gives: `<keyPrefix>:<name>` (e.g. `rl:{org:<id>}:<windowStartMs>`). Default 'rl'. */
   keyPrefix?: string;
   /**
    * Credential freshness (issue 14): how long a change marker lives, and how long nothing counts as
@@ -106,8 +106,9 @@ const HIT_SCRIPT = defineScript({
 });
 
 /**
- * Credential freshness (the CredentialFreshness port). Per organisation, next to its counters (same
- * hash tag): `<prefix>:{org:<id>}:cc:token` (the current token, random, never reused) and
+ * Credential freshness (the CredentialFreshness port), under the key names the core gives
+ * (counter-keys.ts), behind the prefix. Per organisation, next to its counters (same hash tag):
+ * `<prefix>:{org:<id>}:cc:token` (the current token, random, never reused) and
  * `<prefix>:{org:<id>}:cc:changes` (a sorted set of changes in progress, scored by their expiry on
  * Redis's clock). Per hash slot of the organisation's tag (so a cluster keeps them on the
  * organisation's node, and a resharding moves them with it): `<prefix>:{<slot tag>}:cc:alive`
@@ -173,53 +174,9 @@ const BEGIN_SCRIPT = freshnessScript(
 // Same keys and arguments as BEGIN_SCRIPT.
 const END_SCRIPT = freshnessScript([...ALIVE_CHECK, "redis.call('SET', KEYS[1], ARGV[2])", "redis.call('ZREM', KEYS[2], ARGV[1])", 'return 1'], Number);
 const MODE = { always: 'a', 'if-fresh': 'f', never: 'n' } as const;
-/** Organisations whose freshness key names are kept (then the map starts over). */
-const KEYS_CACHE_MAX = 10_000;
 
 /** SHA1 of each credential-freshness script (EVALSHA; what Redis's INFO commandstats and SLOWLOG show). */
 export const FRESHNESS_SCRIPT_SHA1 = Object.freeze({ check: CHECK_SCRIPT.SHA1, beginChange: BEGIN_SCRIPT.SHA1, endChange: END_SCRIPT.SHA1 });
-
-/** Redis Cluster's hash slots. */
-const CLUSTER_SLOTS = 16_384;
-
-/** CRC16-CCITT (XMODEM), the hash Redis Cluster maps keys to slots with. */
-function crc16(bytes: Uint8Array): number {
-  let crc = 0;
-  for (const byte of bytes) {
-    crc ^= byte << 8;
-    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc;
-}
-
-/** The hash slot of `key` as Redis Cluster computes it (the `{tag}` when there is a non-empty one). */
-export function keySlot(key: string): number {
-  const open = key.indexOf('{');
-  if (open !== -1) {
-    const close = key.indexOf('}', open + 1);
-    if (close > open + 1) key = key.slice(open + 1, close);
-  }
-  return crc16(Buffer.from(key, 'utf8')) % CLUSTER_SLOTS;
-}
-
-/** For every slot, a short hash tag that maps to it (built once, on first use: about 170 000 CRCs). */
-let slotTags: string[] | undefined;
-export function slotTag(slot: number): string {
-  if (slotTags === undefined) {
-    const tags = new Array<string>(CLUSTER_SLOTS);
-    let found = 0;
-    for (let n = 0; found < CLUSTER_SLOTS; n++) {
-      const tag = `cc${n.toString(36)}`;
-      const s = crc16(Buffer.from(tag, 'latin1')) % CLUSTER_SLOTS;
-      if (tags[s] === undefined) {
-        tags[s] = tag;
-        found++;
-      }
-    }
-    slotTags = tags;
-  }
-  return slotTags[slot]!;
-}
 
 /** Capped exponential backoff with a little jitter; a number means "retry", so it never gives up. */
 export function reconnectDelayMs(retries: number): number {
@@ -411,7 +368,6 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   readonly #replicaAckTimeoutMs: number;
   /** Tokens are `<this process's random nonce>.<sequence>`: never reused, by any process. */
   readonly #tokenNonce = randomBytes(12).toString('base64url');
-  readonly #keysByScope = new Map<string, readonly [string, string, string, string]>();
   #tokenSeq = 0;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
@@ -492,12 +448,12 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     });
   }
 
-  /** The Redis key of one scope's window (hash tag on the scope, so a cluster keeps it on one slot). */
-  keyFor(scope: string, windowStartMs: number): string {
-    return `${this.#keyPrefix}:{${scope}}:${windowStartMs}`;
+  /** The Redis key of a key name the core gave: the name behind this counter's prefix. */
+  keyFor(name: string): string {
+    return `${this.#keyPrefix}:${name}`;
   }
 
-  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
+  hit(key: string, ttlMs: number): Promise<number> {
     if (this.#closed) {
       return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
     }
@@ -508,7 +464,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     // One timer per call bounds it, written or not (the client's own per-command timeout is off:
     // see makeClient; unwritten commands are bounded by the queue limit).
     const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
-    const reply = this.#client.hit(this.keyFor(scope, windowStartMs), ttl, deadlineMs);
+    const reply = this.#client.hit(this.keyFor(key), ttl, deadlineMs);
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${this.#target} within ${this.#timeoutMs} ms`));
@@ -535,10 +491,9 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   check(request: FreshnessCheck): Promise<FreshnessReply> {
     const ready = this.#readyError();
     if (ready !== null) return Promise.reject(ready);
-    const scope = `org:${request.organisationId}`;
     const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
-    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
-    const keys = [this.keyFor(scope, request.windowStartMs), token, changes, alive, unsettled];
+    const names = request.keys;
+    const keys = [this.keyFor(request.counterKey), this.keyFor(names.token), this.keyFor(names.changes), this.keyFor(names.alive), this.keyFor(names.unsettled)];
     const args = [
       String(Math.max(1, Math.ceil(request.ttlMs))),
       String(deadlineMs),
@@ -562,20 +517,19 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   }
 
   /** Registers a change of the organisation in progress (a marker for changeBoundMs) and replaces its token. */
-  async beginChange(organisationId: string, changeId: string): Promise<void> {
-    await this.#change('beginChange', organisationId, changeId);
+  async beginChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    await this.#change('beginChange', keys, changeId);
   }
 
   /** Replaces the organisation's token again and removes the change's marker. */
-  async endChange(organisationId: string, changeId: string): Promise<void> {
-    await this.#change('endChange', organisationId, changeId);
+  async endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    await this.#change('endChange', keys, changeId);
   }
 
-  async #change(script: 'beginChange' | 'endChange', organisationId: string, changeId: string): Promise<void> {
+  async #change(script: 'beginChange' | 'endChange', names: FreshnessKeys, changeId: string): Promise<void> {
     const ready = this.#readyError() ?? (this.#changes.isReady ? null : this.#notConnected());
     if (ready !== null) throw ready;
-    const scope = `org:${organisationId}`;
-    const [token, changes, alive, unsettled] = this.#freshnessKeys(scope);
+    const [token, changes, alive, unsettled] = [this.keyFor(names.token), this.keyFor(names.changes), this.keyFor(names.alive), this.keyFor(names.unsettled)];
     const connection = this.#changes;
     let wanted: number;
     try {
@@ -600,19 +554,6 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     } catch (err) {
       throw err instanceof RedisCounterError ? err : new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });
     }
-  }
-
-  /** token, changes, alive, unsettled (kept per organisation: the hot path builds no key strings); alive and unsettled are the slot's. */
-  #freshnessKeys(scope: string): readonly [string, string, string, string] {
-    let keys = this.#keysByScope.get(scope);
-    if (keys === undefined) {
-      const token = `${this.#keyPrefix}:{${scope}}:cc:token`;
-      const slot = slotTag(keySlot(token));
-      keys = [token, `${this.#keyPrefix}:{${scope}}:cc:changes`, `${this.#keyPrefix}:{${slot}}:cc:alive`, `${this.#keyPrefix}:{${slot}}:cc:unsettled`];
-      if (this.#keysByScope.size >= KEYS_CACHE_MAX) this.#keysByScope.clear();
-      this.#keysByScope.set(scope, keys);
-    }
-    return keys;
   }
 
   #newToken(): string {

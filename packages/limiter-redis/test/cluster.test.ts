@@ -8,7 +8,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { describeCredentialFreshness, describeRateCounter, type FreshnessHarness } from '@cos/core/testing/contracts';
-import { createRedisCounter, keySlot, type RedisRateCounter } from '@cos/limiter-redis';
+import { counterKey, freshnessKeys, keySlot } from '@cos/core';
+import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
 import { RedisCluster } from '@cos/test-support/redis-cluster';
 import { FAILOVER_CHANGE_BOUND_MS, describeWithTopology, revokeAcrossFailover } from './support/failover.js';
 import { RedisServer, uniquePrefix, waitFor } from './support/redis-server.js';
@@ -63,9 +64,9 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     const orgs = Array.from({ length: 12 }, (_, i) => `tag-test-${i}`);
     const window = Math.floor(Date.now() / MINUTE) * MINUTE;
     for (const org of orgs) {
-      await counter.check({ organisationId: org, tag: null, count: 'always', windowStartMs: window, ttlMs: TTL });
-      await counter.beginChange(org, 'c');
-      await counter.endChange(org, 'c');
+      await counter.check({ keys: freshnessKeys(org), tag: null, count: 'always', counterKey: counterKey(`org:${org}`, window), ttlMs: TTL });
+      await counter.beginChange(freshnessKeys(org), 'c');
+      await counter.endChange(freshnessKeys(org), 'c');
     }
     const keys: string[] = [];
     for (const p of await cluster.primaries()) {
@@ -92,7 +93,7 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     const slot = from!.firstSlot;
     const [one, two] = [await connected({ keyPrefix, changeBoundMs: BOUND_MS }), await connected({ keyPrefix, changeBoundMs: BOUND_MS })];
     const window = Math.floor(Date.now() / MINUTE) * MINUTE;
-    const check = (c: RedisRateCounter, tag: string | null) => c.check({ organisationId: org, tag, count: 'never', windowStartMs: window, ttlMs: TTL });
+    const check = (c: RedisRateCounter, tag: string | null) => c.check({ keys: freshnessKeys(org), tag, count: 'never', counterKey: counterKey(`org:${org}`, window), ttlMs: TTL });
     await waitFor(async () => (await check(one, null)).settled, 5_000, 'the organisation to be settled');
 
     let running = true;
@@ -100,7 +101,7 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     let rejected = 0;
     const hitting = async (c: RedisRateCounter) => {
       while (running) {
-        await c.hit(`org:${org}`, window, TTL).then(
+        await c.hit(counterKey(`org:${org}`, window), TTL).then(
           (n) => counts.push(n),
           () => rejected++,
         );
@@ -116,13 +117,13 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
             await sleep(5);
             continue;
           }
-          await one.beginChange(org, `c${i}`);
+          await one.beginChange(freshnessKeys(org), `c${i}`);
           // From the begin's answer on, a tag from before it is never fresh, on either client.
           for (const c of [one, two]) {
             const r = await check(c, before.token);
             if (r.fresh) stale.push(`change ${i}: ${before.token} fresh after the begin`);
           }
-          await one.endChange(org, `c${i}`);
+          await one.endChange(freshnessKeys(org), `c${i}`);
           const r = await check(two, before.token);
           if (r.fresh) stale.push(`change ${i}: ${before.token} fresh after the end`);
           changes++;
@@ -144,7 +145,7 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     expect(owner.primaryId, 'the slot moved').to.equal(to!.id);
     expect(counts.length - countsBefore, 'hits answered while the slot moved and after').to.be.greaterThan(50);
     expect(new Set(counts).size, 'no count answered twice').to.equal(counts.length);
-    const total = await one.hit(`org:${org}`, window, TTL);
+    const total = await one.hit(counterKey(`org:${org}`, window), TTL);
     // Answered hits were counted once each; refused ones (failed open) at most once.
     expect(total - 1).to.be.within(counts.length, counts.length + rejected);
     expect(stale).to.deep.equal([]);
@@ -202,10 +203,10 @@ describe('limiter-redis keys on a plain Redis: nothing global', function () {
     try {
       await waitFor(() => counter.whenReady(100), 5_000, 'a connection');
       const window = Math.floor(Date.now() / MINUTE) * MINUTE;
-      await counter.check({ organisationId: 'o1', tag: null, count: 'always', windowStartMs: window, ttlMs: TTL });
-      await counter.beginChange('o1', 'c');
-      await counter.endChange('o1', 'c');
-      await counter.hit('ip:127.0.0.1', window, TTL);
+      await counter.check({ keys: freshnessKeys('o1'), tag: null, count: 'always', counterKey: counterKey('org:o1', window), ttlMs: TTL });
+      await counter.beginChange(freshnessKeys('o1'), 'c');
+      await counter.endChange(freshnessKeys('o1'), 'c');
+      await counter.hit(counterKey('src:127.0.0.1', window), TTL);
       const admin = await import('./support/redis-server.js').then((m) => m.adminClient(server.url));
       const keys = await admin.keys(`${keyPrefix}:*`);
       await admin.close();

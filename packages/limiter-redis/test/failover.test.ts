@@ -7,6 +7,7 @@
  * blackholed, so what the primary sends it meanwhile is really lost.
  */
 import { expect } from 'chai';
+import { freshnessKeys } from '@cos/core';
 import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
 import { ReplicatedRedis } from '@cos/test-support/redis-cluster';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
@@ -74,17 +75,17 @@ describeWithTopology('limiter-redis: failover to a replica (C-64)', function () 
     ];
     try {
       await waitFor(async () => (await Promise.all(counters.map((c) => c.whenReady(100)))).every(Boolean), 5_000, 'connections');
-      const refused = await counters[0]!.beginChange('org-a', 'c1').then(
+      const refused = await counters[0]!.beginChange(freshnessKeys('org-a'), 'c1').then(
         () => 'confirmed',
         (e: Error) => e.message,
       );
       expect(refused).to.match(/1 of 2 replica\(s\) of 127\.0\.0\.1:\d+ acknowledged the change within 150 ms/);
-      await counters[1]!.beginChange('org-a', 'c2');
-      await counters[1]!.endChange('org-a', 'c2');
+      await counters[1]!.beginChange(freshnessKeys('org-a'), 'c2');
+      await counters[1]!.endChange(freshnessKeys('org-a'), 'c2');
       // and the bump is on the replica once the begin was confirmed
       const token = await redis.replica.cli('GET', `${keyPrefix}:{org:org-b}:cc:token`);
       expect(token).to.equal('');
-      await counters[1]!.beginChange('org-b', 'c3');
+      await counters[1]!.beginChange(freshnessKeys('org-b'), 'c3');
       expect(await redis.replica.cli('GET', `${keyPrefix}:{org:org-b}:cc:token`)).to.not.equal('');
     } finally {
       await Promise.all(counters.map((c) => c.close()));

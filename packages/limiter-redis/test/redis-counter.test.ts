@@ -3,7 +3,7 @@
  * script and its NOSCRIPT fallback, never waiting on a dead or frozen Redis, and its failures as
  * rejections, which the core's RateLimiter turns into its health lines (the counter logs nothing).
  */
-import { DEFAULT_CORE_CONFIG, RateLimiter, systemClock, type RateScope } from '@cos/core';
+import { DEFAULT_CORE_CONFIG, RateLimiter, counterKey, freshnessKeys, keySlot, systemClock, type RateScope } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { RedisCounterError, RedisRateCounter, createRedisCounter } from '@cos/limiter-redis';
 import { expect } from 'chai';
@@ -89,10 +89,10 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
     it('C-55: one key per scope and window, rl:{<scope>}:<windowStartMs>, counting every hit', async () => {
       await admin.flushAll();
       const c = await ready(counter());
-      expect(await c.hit('org:a', WINDOW_START, TTL)).to.equal(1);
-      expect(await c.hit('org:a', WINDOW_START, TTL)).to.equal(2);
-      expect(await c.hit('org:b', WINDOW_START, TTL)).to.equal(1);
-      expect(await c.hit('org:a', WINDOW_START + 60_000, TTL)).to.equal(1);
+      expect(await c.hit(counterKey('org:a', WINDOW_START), TTL)).to.equal(1);
+      expect(await c.hit(counterKey('org:a', WINDOW_START), TTL)).to.equal(2);
+      expect(await c.hit(counterKey('org:b', WINDOW_START), TTL)).to.equal(1);
+      expect(await c.hit(counterKey('org:a', WINDOW_START + 60_000), TTL)).to.equal(1);
       expect((await admin.keys('*')).sort()).to.deep.equal([
         `rl:{org:a}:${WINDOW_START}`,
         `rl:{org:a}:${WINDOW_START + 60_000}`,
@@ -104,32 +104,51 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
     it('C-55: keyPrefix replaces "rl" so deployments can share one Redis', async () => {
       const prefix = uniquePrefix();
       const c = await ready(counter({ keyPrefix: prefix }));
-      await c.hit('unauth', WINDOW_START, TTL);
+      await c.hit(counterKey('unauth', WINDOW_START), TTL);
       expect(await admin.keys(`${prefix}:*`)).to.deep.equal([`${prefix}:{unauth}:${WINDOW_START}`]);
+    });
+
+    it('C-55: key names come from the core: a hit and a freshness check use the names given, behind the prefix, and build none', async () => {
+      const prefix = uniquePrefix();
+      const c = await ready(counter({ keyPrefix: prefix }));
+      await c.hit('a name the core chose', TTL);
+      const keys = { token: 'the token key', changes: 'the changes key', alive: 'the alive key', unsettled: 'the unsettled key' };
+      await c.check({ keys, tag: null, count: 'always', counterKey: 'the counter key', ttlMs: TTL });
+      await c.beginChange(keys, 'change');
+      expect((await admin.keys(`${prefix}:*`)).sort()).to.deep.equal(
+        ['a name the core chose', 'the counter key', 'the token key', 'the changes key', 'the alive key', 'the unsettled key'].map((k) => `${prefix}:${k}`).sort(),
+      );
+      // and the names the core gives an organisation's token and changes are the ones every earlier
+      // version used; its data-loss markers are those of its hash slot (no global key)
+      const o = freshnessKeys('o');
+      expect(o).to.include({ token: '{org:o}:cc:token', changes: '{org:o}:cc:changes' });
+      expect(o.alive).to.match(/^\{cc[0-9a-z]+\}:cc:alive$/);
+      expect(o.unsettled).to.equal(o.alive.replace(':cc:alive', ':cc:unsettled'));
+      expect(keySlot(`${prefix}:${o.alive}`)).to.equal(keySlot(`${prefix}:${o.token}`));
     });
 
     it('C-50: the first hit sets a TTL of ttlMs past which Redis forgets the window; later hits keep it', async () => {
       const prefix = uniquePrefix();
       const c = await ready(counter({ keyPrefix: prefix }));
       const key = `${prefix}:{org:ttl}:${WINDOW_START}`;
-      await c.hit('org:ttl', WINDOW_START, TTL);
+      await c.hit(counterKey('org:ttl', WINDOW_START), TTL);
       const first = await admin.pTTL(key);
       expect(first).to.be.within(TTL - 1_000, TTL);
       await sleep(30);
-      await c.hit('org:ttl', WINDOW_START, TTL);
+      await c.hit(counterKey('org:ttl', WINDOW_START), TTL);
       const second = await admin.pTTL(key);
       expect(second).to.be.within(TTL - 2_000, first - 1);
 
-      await c.hit('org:short', WINDOW_START, 150);
+      await c.hit(counterKey('org:short', WINDOW_START), 150);
       await waitFor(async () => (await admin.exists(`${prefix}:{org:short}:${WINDOW_START}`)) === 0, 2_000, 'expiry');
-      expect(await c.hit('org:short', WINDOW_START, 150)).to.equal(1);
+      expect(await c.hit(counterKey('org:short', WINDOW_START), 150)).to.equal(1);
     });
 
     it('C-55: concurrent hits from two counters are counted exactly once each', async () => {
       const prefix = uniquePrefix();
       const [a, b] = [await ready(counter({ keyPrefix: prefix })), await ready(counter({ keyPrefix: prefix }))];
       const counts = await Promise.all(
-        Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).hit('org:shared', WINDOW_START, TTL)),
+        Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).hit(counterKey('org:shared', WINDOW_START), TTL)),
       );
       expect([...counts].sort((x, y) => x - y)).to.deep.equal(Array.from({ length: 200 }, (_, i) => i + 1));
     });
@@ -137,9 +156,9 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
     it('runs the one script as EVALSHA, and after SCRIPT FLUSH falls back to EVAL and keeps counting', async () => {
       const prefix = uniquePrefix();
       const c = await ready(counter({ keyPrefix: prefix }));
-      await c.hit('org:sha', WINDOW_START, TTL); // the script is in Redis' cache from here on
+      await c.hit(counterKey('org:sha', WINDOW_START), TTL); // the script is in Redis' cache from here on
       await admin.configResetStat();
-      for (let i = 2; i <= 11; i++) expect(await c.hit('org:sha', WINDOW_START, TTL)).to.equal(i);
+      for (let i = 2; i <= 11; i++) expect(await c.hit(counterKey('org:sha', WINDOW_START), TTL)).to.equal(i);
       let calls = await commandCalls(admin);
       expect(calls.evalsha).to.equal(10);
       expect(calls.eval ?? 0).to.equal(0);
@@ -149,8 +168,8 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
 
       await admin.scriptFlush();
       await admin.configResetStat();
-      expect(await c.hit('org:sha', WINDOW_START, TTL)).to.equal(12);
-      expect(await c.hit('org:sha', WINDOW_START, TTL)).to.equal(13);
+      expect(await c.hit(counterKey('org:sha', WINDOW_START), TTL)).to.equal(12);
+      expect(await c.hit(counterKey('org:sha', WINDOW_START), TTL)).to.equal(13);
       calls = await commandCalls(admin);
       expect(calls.eval).to.equal(1); // the NOSCRIPT fallback, which also re-caches the script
       expect(calls.evalsha).to.equal(2); // the one that met NOSCRIPT, then a normal one
@@ -165,7 +184,7 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       expect(c.isReady).to.equal(false);
       for (let i = 0; i < 20; i++) {
         const started = performance.now();
-        const err = await rejection(c.hit('org:x', WINDOW_START, TTL));
+        const err = await rejection(c.hit(counterKey('org:x', WINDOW_START), TTL));
         expect(performance.now() - started).to.be.below(MARGIN_MS);
         expect(err).to.be.instanceOf(RedisCounterError);
         expect((err as RedisCounterError).reason).to.equal('not-connected');
@@ -177,11 +196,11 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       const prefix = uniquePrefix();
       const c = await ready(counter({ keyPrefix: prefix, timeoutMs: 50 }));
       const patient = await ready(counter({ keyPrefix: prefix }));
-      await patient.hit('org:frozen', WINDOW_START, TTL);
+      await patient.hit(counterKey('org:frozen', WINDOW_START), TTL);
       server.freeze();
       try {
         const started = performance.now();
-        const errors = await Promise.all(Array.from({ length: 20 }, () => rejection(c.hit('org:frozen', WINDOW_START, TTL))));
+        const errors = await Promise.all(Array.from({ length: 20 }, () => rejection(c.hit(counterKey('org:frozen', WINDOW_START), TTL))));
         const elapsed = performance.now() - started;
         expect(elapsed).to.be.within(45, 50 + MARGIN_MS);
         for (const err of errors) expect((err as RedisCounterError).reason).to.equal('timeout');
@@ -191,7 +210,7 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       }
       // the hits sent while frozen reach Redis after their deadline and count nothing (fail-open
       // requests are allowed without being counted); counting carries on from the one before
-      expect(await patient.hit('org:frozen', WINDOW_START, TTL)).to.equal(2);
+      expect(await patient.hit(counterKey('org:frozen', WINDOW_START), TTL)).to.equal(2);
       const key = `${prefix}:{org:frozen}:${WINDOW_START}`;
       expect(await admin.get(key)).to.equal('2');
     });
@@ -200,7 +219,7 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       const c = await ready(counter({ keyPrefix: uniquePrefix(), timeoutMs: 200 }));
       await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
       const started = performance.now();
-      const err = await rejection(c.hit('org:paused', WINDOW_START, TTL));
+      const err = await rejection(c.hit(counterKey('org:paused', WINDOW_START), TTL));
       expect(performance.now() - started).to.be.within(195, 200 + MARGIN_MS);
       expect((err as RedisCounterError).reason).to.equal('timeout');
       await admin.sendCommand(['CLIENT', 'UNPAUSE']);
@@ -211,16 +230,16 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       const local = await RedisServer.start();
       try {
         const c = await ready(counter({ url: local.url, timeoutMs: 1_000 }));
-        expect(await c.hit('org:k', WINDOW_START, TTL)).to.equal(1);
+        expect(await c.hit(counterKey('org:k', WINDOW_START), TTL)).to.equal(1);
         await local.kill();
         await waitFor(() => !c.isReady, 1_000, 'the counter to notice');
         const started = performance.now();
-        expect(((await rejection(c.hit('org:k', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('not-connected');
+        expect(((await rejection(c.hit(counterKey('org:k', WINDOW_START), TTL))) as RedisCounterError).reason).to.equal('not-connected');
         expect(performance.now() - started).to.be.below(MARGIN_MS);
         await local.start(); // same port, empty data, empty script cache
         await ready(c);
-        expect(await c.hit('org:k', WINDOW_START, TTL)).to.equal(1);
-        expect(await c.hit('org:k', WINDOW_START, TTL)).to.equal(2);
+        expect(await c.hit(counterKey('org:k', WINDOW_START), TTL)).to.equal(1);
+        expect(await c.hit(counterKey('org:k', WINDOW_START), TTL)).to.equal(2);
       } finally {
         await local.stop();
       }
@@ -232,12 +251,12 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       let started = performance.now();
       await dead.close();
       expect(performance.now() - started).to.be.below(200);
-      expect(((await rejection(dead.hit('org:x', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('closed');
+      expect(((await rejection(dead.hit(counterKey('org:x', WINDOW_START), TTL))) as RedisCounterError).reason).to.equal('closed');
 
       const c = await ready(counter({ keyPrefix: uniquePrefix(), timeoutMs: 50 }));
       server.freeze();
       try {
-        await rejection(c.hit('org:x', WINDOW_START, TTL)); // leaves a command waiting for its answer
+        await rejection(c.hit(counterKey('org:x', WINDOW_START), TTL)); // leaves a command waiting for its answer
         started = performance.now();
         await c.close();
         expect(performance.now() - started).to.be.below(1_000 + MARGIN_MS * 3);
@@ -245,7 +264,7 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
         server.thaw();
       }
       expect(c.isReady).to.equal(false);
-      expect(((await rejection(c.hit('org:x', WINDOW_START, TTL))) as RedisCounterError).reason).to.equal('closed');
+      expect(((await rejection(c.hit(counterKey('org:x', WINDOW_START), TTL))) as RedisCounterError).reason).to.equal('closed');
     });
   });
 
@@ -289,7 +308,7 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       const port = await freePort();
       const c = counter({ url: `redis://127.0.0.1:${port}` });
       await sleep(300); // a failed connect attempt or two
-      const err = (await rejection(c.hit('org:x', WINDOW_START, TTL))) as RedisCounterError;
+      const err = (await rejection(c.hit(counterKey('org:x', WINDOW_START), TTL))) as RedisCounterError;
       expect(err.reason).to.equal('not-connected');
       expect(err.message).to.match(new RegExp(`^redis rate counter: not connected to 127\\.0\\.0\\.1:${port} \\(.+\\)$`));
     });
@@ -308,7 +327,7 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       expect(await liveLimiter.check(ORG)).to.include({ degraded: false });
       expect(lines(logger, 'warn')).to.deep.equal([FAIL_OPEN_WARNING]);
       expect(JSON.stringify(logger.entries)).not.to.include('s3cret-password');
-      expect(((await rejection(dead.hit('org:x', WINDOW_START, TTL))) as Error).message).not.to.include('s3cret-password');
+      expect(((await rejection(dead.hit(counterKey('org:x', WINDOW_START), TTL))) as Error).message).not.to.include('s3cret-password');
     });
   });
 });

@@ -1,3 +1,4 @@
+import { assertCredentialChangeDeclared } from '@cos/core';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
 
@@ -24,7 +25,18 @@ export interface StoreContext {
   readonly dialect: SqlDialect;
   /** True when `session` is a unit of work's transaction. */
   readonly inTransaction: boolean;
+  /**
+   * In a unit of work, the organisations it declared it changes credentials of
+   * (`UnitOfWork.run(work, { changesCredentialsOf })`): a credential-affecting write of any other
+   * organisation throws UndeclaredCredentialChangeError before its statement is sent.
+   */
+  readonly credentialChanges?: ReadonlySet<string>;
   readonly errors: ErrorTranslator;
+  /**
+   * Outside a unit of work: runs `work` in a transaction of its own on one connection (for a store
+   * method that needs two statements to be atomic). Absent inside a unit of work.
+   */
+  readonly transaction?: <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
 }
 
 /** One statement a store method sent (`?` placeholders, as written), for SqlStore.onStatement. */
@@ -100,3 +112,10 @@ export function toBool(value: unknown): boolean {
 export function stringOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
+
+/** The credential-write guard: inside a unit of work, `organisationId` must have been declared. */
+export function credentialWrite(ctx: StoreContext, organisationId: string, write: string): void {
+  if (ctx.inTransaction) assertCredentialChangeDeclared(ctx.credentialChanges ?? NO_ORGANISATIONS, organisationId, write);
+}
+
+const NO_ORGANISATIONS: ReadonlySet<string> = new Set();

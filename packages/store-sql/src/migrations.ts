@@ -253,8 +253,65 @@ const instanceRegistry: SqlMigration = {
   },
 };
 
+/**
+ * Webhook delivery per endpoint (C-59): `seq`, the outbox's write order (enqueue order, also within
+ * one transaction, where `created_at` ties and ids are random), by which each organisation's due
+ * notifications are claimed one at a time; existing rows are numbered in (created_at, id) order.
+ * Postgres draws it from a sequence (the column's default); SQLite, whose writes are serialised,
+ * takes max + 1 on insert (stores/outbox.ts), through the unique index. Partial indexes keep the
+ * claim's per-organisation steps to that organisation's pending rows (in write order, with when each
+ * is due, so the walk reads the index only; by when due, so an organisation with nothing due is
+ * passed over in one probe) and its leased rows.
+ */
+const deliveryPerEndpoint: SqlMigration = {
+  name: '0006_delivery_per_endpoint',
+  statements(dialect) {
+    const number =
+      'UPDATE webhook_outbox SET seq = numbered.n FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM webhook_outbox) AS numbered WHERE webhook_outbox.id = numbered.id';
+    const column =
+      dialect === 'postgres'
+        ? [
+            'CREATE SEQUENCE webhook_outbox_seq AS bigint',
+            'ALTER TABLE webhook_outbox ADD COLUMN seq bigint NULL',
+            number,
+            "SELECT setval('webhook_outbox_seq', (SELECT coalesce(max(seq), 0) + 1 FROM webhook_outbox), false)",
+            "ALTER TABLE webhook_outbox ALTER COLUMN seq SET DEFAULT nextval('webhook_outbox_seq')",
+            'ALTER TABLE webhook_outbox ALTER COLUMN seq SET NOT NULL',
+            'ALTER SEQUENCE webhook_outbox_seq OWNED BY webhook_outbox.seq',
+          ]
+        : ['ALTER TABLE webhook_outbox ADD COLUMN seq integer NULL', number];
+    return [
+      ...column,
+      'CREATE UNIQUE INDEX webhook_outbox_seq_unique ON webhook_outbox (seq)',
+      "CREATE INDEX webhook_outbox_pending_organisation_seq ON webhook_outbox (organisation_id, seq, next_attempt_at) WHERE status = 'pending'",
+      "CREATE INDEX webhook_outbox_pending_organisation_due ON webhook_outbox (organisation_id, next_attempt_at) WHERE status = 'pending'",
+      "CREATE INDEX webhook_outbox_leased_organisation ON webhook_outbox (organisation_id, lease_until) WHERE status = 'pending' AND lease_until IS NOT NULL",
+    ];
+  },
+};
+
+/**
+ * Webhook changes audited and the outbox purged: what a `webhook_endpoint_set` / `_removed` /
+ * `webhook_secret_rotated` entry records (the endpoint's origin only), and the notification of a
+ * `notification_retried` entry; an index for the retention purge (delivered and failed rows by
+ * completed_at; pending rows have none). Webhook secrets sealed at rest need no column: the sealed
+ * form is text in webhook_endpoints.secret. ADD COLUMN (nullable) and CREATE INDEX only.
+ */
+const webhookAtRest: SqlMigration = {
+  name: '0007_webhook_at_rest',
+  statements(dialect) {
+    const ID = idType(dialect);
+    return [
+      'ALTER TABLE audit_entries ADD COLUMN webhook_origin text NULL',
+      `ALTER TABLE audit_entries ADD COLUMN notification_id ${ID} NULL`,
+      'ALTER TABLE audit_entries ADD COLUMN notification_type text NULL',
+      'CREATE INDEX webhook_outbox_completed_at_id ON webhook_outbox (completed_at, id)',
+    ];
+  },
+};
+
 /** Every migration, oldest first. Append only; never edit or reorder a released entry. */
-export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([initial, leakedKeys, keyLifecycle, operatorAudit, instanceRegistry]);
+export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([initial, leakedKeys, keyLifecycle, operatorAudit, instanceRegistry, deliveryPerEndpoint, webhookAtRest]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {
   return {

@@ -200,7 +200,7 @@ interface StoreParts {
 function buildStore(parts: StoreParts): SqlStore {
   const { dialect, database, listeners } = parts;
   const errors = new ErrorTranslator(parts.logger, parts.metrics);
-  const stores = createStores({ session: database.session, dialect, inTransaction: false, errors });
+  const stores = createStores({ session: database.session, dialect, inTransaction: false, errors, transaction: (work) => database.transaction(work) });
   const unitOfWork = new SqlUnitOfWork((work) => database.transaction(work), dialect, errors);
   const rowsOf = async (sql: string, bindings: readonly unknown[]): Promise<Array<Record<string, unknown>>> => (await database.adHoc(sql, bindings)).rows;
   const health: HealthProbe = {

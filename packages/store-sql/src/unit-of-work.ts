@@ -1,4 +1,4 @@
-import type { Stores, UnitOfWork } from '@cos/core';
+import { declaredOrganisations, type Stores, type UnitOfWork, type WorkDeclaration } from '@cos/core';
 import type { SqlSession } from './context.js';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
@@ -23,9 +23,12 @@ export class SqlUnitOfWork implements UnitOfWork {
     private readonly errors: ErrorTranslator,
   ) {}
 
-  async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
+  async run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T> {
+    const credentialChanges = declaredOrganisations(declaration);
     try {
-      return await this.transact((session) => work(createStores({ session, dialect: this.dialect, inTransaction: true, errors: this.errors })));
+      return await this.transact((session) =>
+        work(createStores({ session, dialect: this.dialect, inTransaction: true, credentialChanges, errors: this.errors })),
+      );
     } catch (e) {
       throw this.errors.translate(e);
     }

@@ -67,7 +67,7 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
       const revoked = await tx.apiKeys.revoke(organisationId, keyId, when);
       await tx.audit.append(auditEntry(organisationId, { kind: 'api_key_revoked', occurredAt: when, keyId, keyPrefix }));
       return revoked;
-    });
+    }, { changesCredentialsOf: [organisationId] });
   }
 
   async function revocationEvents(organisationId: string, keyId: string): Promise<number> {

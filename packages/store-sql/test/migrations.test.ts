@@ -43,7 +43,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -84,8 +84,13 @@ forEachTarget('migrations', (target) => {
   it('C-59: creates the outbox claim and list indexes; exposures and endpoints are keyed by their primary keys', async () => {
     store = await target.open();
     expect(await indexNames(store, 'webhook_outbox')).to.deep.equal([
+      'webhook_outbox_completed_at_id',
       'webhook_outbox_created_at_id',
+      'webhook_outbox_leased_organisation',
       'webhook_outbox_organisation_created_at_id',
+      'webhook_outbox_pending_organisation_due',
+      'webhook_outbox_pending_organisation_seq',
+      'webhook_outbox_seq_unique',
       'webhook_outbox_status_created_at_id',
       'webhook_outbox_status_next_attempt_at_id',
     ]);
@@ -99,11 +104,11 @@ forEachTarget('migrations', (target) => {
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0004_operator_audit', '0005_instance_registry']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const before = { id: 'c0000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 6, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null };
     await store.knex('audit_entries').insert(before);
-    expect(await store.migrate()).to.deep.equal(['0004_operator_audit', '0005_instance_registry']);
+    expect(await store.migrate()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     const entry = { id: 'c0000000-0000-4000-8000-000000000002', kind: 'member_added' as const, occurredAt: new Date(7), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' as const, name: 'ada' }, member: { id: 'e0000000-0000-4000-8000-000000000000', email: 'm@example.com' } };
     await store.stores.audit.append(entry);
     expect(await store.stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([
@@ -112,11 +117,28 @@ forEachTarget('migrations', (target) => {
     ]);
   });
 
+  it('issue 27: 0007_webhook_at_rest only adds nullable columns and an index: entries and notifications written before it read back unchanged', async () => {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    const from = MIGRATIONS.findIndex((m) => m.name === '0007_webhook_at_rest');
+    for (let i = 0; i < from; i += 1) await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    const orgId = 'b2000000-0000-4000-8000-000000000000';
+    await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0007', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
+    await store.knex('audit_entries').insert({ id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 2, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null, actor_name: 'ada' });
+    await store.knex('webhook_outbox').insert({ id: 'c2000000-0000-4000-8000-000000000002', organisation_id: orgId, event_type: 'api_key.issued', payload: '{}', status: 'delivered', attempts: 1, next_attempt_at: 3, created_at: 3, completed_at: 4, last_error: null });
+    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    expect(await store.stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([
+      { id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurredAt: new Date(2), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator', name: 'ada' } },
+    ]);
+    expect(await store.stores.outbox.purgeCompleted(new Date(5), 10), 'the old delivered row is purgeable').to.equal(1);
+  });
+
   it('C-41, C-58: 0002_leaked_keys keeps the audit entries written under 0001 and admits only the secret_scanning actor besides the old ones', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const old = [
       { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
@@ -127,7 +149,7 @@ forEachTarget('migrations', (target) => {
       store.knex('audit_entries').insert({ ...old[1], id: `c0000000-0000-4000-8000-00000000000${n}`, actor_type });
     expect(await rejection(insertActor(3, 'secret_scanning')), 'under 0001 the CHECK refuses the new actor').to.be.instanceOf(Error);
 
-    expect(await store.migrate()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry']);
+    expect(await store.migrate()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     const listed = await store.stores.audit.list({}, { limit: 10, after: null });
     expect(listed).to.deep.equal([
       { id: old[0]!.id, kind: 'api_key_revoked', occurredAt: new Date(5), organisationId: orgId, keyId: old[0]!.key_id, keyPrefix: 'svc_live_abc', actor: { type: 'api_key', keyId: old[0]!.actor_key_id } },
@@ -147,18 +169,72 @@ forEachTarget('migrations', (target) => {
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     const orgId = 'b1000000-0000-4000-8000-000000000000';
     const keyId = 'd1000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
     expect(entry).to.not.have.property('roll');
     expect(entry).to.include({ kind: 'api_key_issued', keyId });
+  });
+
+  it('C-59: 0006_delivery_per_endpoint numbers the outbox rows written before it in (created_at, id) order; rows enqueued after it come later, each organisation claimed in that order', async () => {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    const from = MIGRATIONS.findIndex((m) => m.name === '0006_delivery_per_endpoint');
+    for (let i = 0; i < from; i++) await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    const orgA = 'b2000000-0000-4000-8000-00000000000a';
+    const orgB = 'b2000000-0000-4000-8000-00000000000b';
+    const row = (id: string, organisation_id: string, created_at: number, status = 'pending') => ({
+      id,
+      organisation_id,
+      event_type: 'api_key.issued',
+      payload: '{}',
+      status,
+      attempts: 0,
+      next_attempt_at: created_at,
+      created_at,
+      completed_at: status === 'pending' ? null : created_at,
+      last_error: null,
+      claim_id: null,
+      lease_until: null,
+    });
+    // Inserted out of order: (created_at, id) decides the numbering, not the insertion.
+    await store.knex('webhook_outbox').insert([
+      row('f2000000-0000-4000-8000-000000000003', orgA, 20),
+      row('f2000000-0000-4000-8000-000000000002', orgA, 10),
+      row('f2000000-0000-4000-8000-000000000001', orgA, 10),
+      row('f2000000-0000-4000-8000-000000000004', orgB, 5, 'delivered'),
+    ]);
+    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    const seqs = (await store.knex('webhook_outbox').select('id', 'seq').orderBy('seq')) as Array<{ id: string; seq: unknown }>;
+    expect(seqs.map((r) => [r.id.slice(-1), Number(r.seq)])).to.deep.equal([['4', 1], ['1', 2], ['2', 3], ['3', 4]]);
+    await store.stores.outbox.enqueue({
+      id: 'f2000000-0000-4000-8000-000000000000',
+      organisationId: orgA,
+      type: 'api_key.revoked',
+      payload: '{}',
+      status: 'pending',
+      attempts: 0,
+      nextAttemptAt: new Date(1),
+      createdAt: new Date(1),
+      completedAt: null,
+      lastError: null,
+    });
+    const claimedInOrder: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const [n, ...more] = await store.stores.outbox.claimDue(new Date(100), new Date(1_000), 10, `c${i}`);
+      expect(more).to.deep.equal([]);
+      claimedInOrder.push(n!.id.slice(-1));
+      await store.stores.outbox.complete(n!.id, `c${i}`, { status: 'delivered', at: new Date(100) });
+    }
+    expect(claimedInOrder, 'write order: the rows numbered by the migration, then the one enqueued after it').to.deep.equal(['1', '2', '3', '0']);
   });
 
   it('migrations are forward-only: rolling back is refused and changes nothing', async () => {

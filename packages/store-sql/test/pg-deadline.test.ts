@@ -93,7 +93,7 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
       const outcome = await outcomeOf(() =>
         store.unitOfWork.run(async (tx) => {
           await tx.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt });
-        }),
+        }, { changesCredentialsOf: [org.id] }),
       );
       await released;
       expect(outcome.error, 'the blocked unit of work').to.be.instanceOf(UnavailableError);

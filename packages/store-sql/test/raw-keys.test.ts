@@ -75,7 +75,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
               source: 'content',
             }),
           );
-        });
+        }, { changesCredentialsOf: [org.id] });
       }
       if (i % 4 === 0) {
         await store.unitOfWork.run(async (tx) => {
@@ -83,7 +83,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
           await tx.audit.append(
             auditEntry(org.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(100 + i), actor: { type: 'api_key', keyId: key.id } }),
           );
-        });
+        }, { changesCredentialsOf: [org.id] });
       }
     }
 

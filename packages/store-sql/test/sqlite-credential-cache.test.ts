@@ -276,7 +276,7 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
           await tx.apiKeys.revoke(org.id, key.id, at(5000));
           await tx.organisations.update(org.id, { name: 'Never Ltd', updatedAt: at(5000) });
           throw boom;
-        })
+        }, { changesCredentialsOf: [org.id] })
         .then(
           () => null,
           (e: unknown) => e,

@@ -40,7 +40,7 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
 
   it('C-36: a key revoked through a unit of work is found revoked right after the commit', async () => {
     const { store, org, key } = await fixture();
-    await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(2000)));
+    await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(2000)), { changesCredentialsOf: [org.id] });
     expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt?.getTime()).to.equal(at(2000).getTime());
   });
 
@@ -68,7 +68,7 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
       expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt).to.equal(null);
       expect(await store.stores.apiKeys.findCredential(added.digest)).to.equal(null);
       expect((await store.stores.organisations.findById(org.id))?.name).to.equal(org.name);
-    });
+    }, { changesCredentialsOf: [org.id] });
     expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt?.getTime()).to.equal(at(4000).getTime());
     expect((await store.stores.apiKeys.findCredential(added.digest))?.key.id).to.equal(added.id);
     expect((await store.stores.organisations.findById(org.id))?.name).to.equal('Uncommitted Ltd');
@@ -82,7 +82,7 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
       await store.unitOfWork.run(async (tx) => {
         await tx.apiKeys.revoke(org.id, key.id, at(5000));
         throw boom;
-      });
+      }, { changesCredentialsOf: [org.id] });
     } catch (e) {
       caught = e;
     }

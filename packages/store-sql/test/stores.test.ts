@@ -290,7 +290,7 @@ forEachTarget('SQL stores', (target) => {
         const revoked = await tx.apiKeys.revoke(o.id, key.id, at(9));
         await tx.audit.append(entry);
         return revoked;
-      });
+      }, { changesCredentialsOf: [o.id] });
       expect(result).to.equal(true);
       expect((await stores.apiKeys.findById(o.id, key.id))!.revokedAt).to.deep.equal(at(9));
       expect(await stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([entry]);
@@ -306,7 +306,7 @@ forEachTarget('SQL stores', (target) => {
         store.unitOfWork.run(async (tx) => {
           expect(await tx.apiKeys.revoke(o.id, key.id, at(9))).to.equal(true);
           throw boom;
-        }),
+        }, { changesCredentialsOf: [o.id] }),
       );
       expect(e).to.equal(boom);
       expect((await stores.apiKeys.findById(o.id, key.id))!.revokedAt).to.equal(null);
@@ -324,7 +324,7 @@ forEachTarget('SQL stores', (target) => {
         store.unitOfWork.run(async (tx) => {
           await tx.apiKeys.revoke(o.id, key.id, at(9));
           await tx.audit.append({ ...existing, kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix });
-        }),
+        }, { changesCredentialsOf: [o.id] }),
       );
       expect(e).to.be.instanceOf(ConflictError);
       expect((await stores.apiKeys.findById(o.id, key.id))!.revokedAt).to.equal(null);

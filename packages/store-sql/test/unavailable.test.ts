@@ -123,7 +123,7 @@ describe('C-17: store unavailable', () => {
             store.unitOfWork.run(async (tx) => {
               await tx.apiKeys.insert(key);
               await tx.apiKeys.revoke(org.id, key.id, org.createdAt);
-            }),
+            }, { changesCredentialsOf: [org.id] }),
           2000,
         );
         await trx.rollback();
@@ -179,7 +179,7 @@ withPostgres('C-17: Postgres stops answering', (url, target) => {
           store.unitOfWork.run(async (tx) => {
             await tx.apiKeys.insert(key); // its foreign-key check (KEY SHARE) waits for the FOR UPDATE lock
             await tx.organisations.update(org.id, { name: 'blocked', updatedAt: org.updatedAt });
-          }),
+          }, { changesCredentialsOf: [org.id] }),
         2000,
       );
       await rejectsUnavailableWithin('organisations.update', () => store.stores.organisations.update(org.id, { name: 'x', updatedAt: org.updatedAt }), 2000);

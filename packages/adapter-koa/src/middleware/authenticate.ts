@@ -1,35 +1,36 @@
 /**
- * Authentication (spec §5, C-32, C-36) through the core's Authenticator. A rejected key (401) is
- * counted in the per-source-address scope (C-50) so that key guessing is throttled: once that scope
- * is over its limit the answer is 429 instead of 401 (RateLimiter.enforce throws it). With the
- * core's credential cache (production, issue 14) the key is confirmed and the request counted
- * against its organisation in one Redis call: the decision is left in `state.decision`. The
- * organisation record authentication read with the key goes to `state.organisation`, for the core's
- * `Organisations.get` in the same request; the adapter keeps nothing across requests.
+ * Admission of an authenticated route's request (spec §5, §8; C-32, C-33, C-36, C-50) through the
+ * core's one admission module: it parses the key, looks the credential up once, checks it, and
+ * counts the request once (against its organisation, or, for a key that does not authenticate,
+ * against the source address, so that key guessing is throttled). This step only answers what the
+ * core decided: the decision goes to `state.decision` (the X-RateLimit-* headers), 429 when it does
+ * not allow the request, else 401 for a refused key; an admitted request's principal and the
+ * organisation record read with its key go to the request state (`state.organisation` is handed to
+ * the core's `Organisations.get` in the same request). The adapter keeps nothing across requests.
  */
 import type Koa from 'koa';
-import { isDomainErrorWithCode, type Core, type KeyPrincipal } from '@cos/core';
+import type { Core, KeyPrincipal } from '@cos/core';
 import type { CosRequestState } from '../state.js';
+import type { RateLimitResponder } from './errors.js';
 import type { SourceAddress } from './source-address.js';
 
-export type AuthenticateStep = (ctx: Koa.Context, state: CosRequestState) => Promise<KeyPrincipal>;
+/** The admitted principal, or undefined once the request has been answered with 429; throws the 401. */
+export type AdmitStep = (ctx: Koa.Context, state: CosRequestState) => Promise<KeyPrincipal | undefined>;
 
-export function authenticateStep(core: Core, sourceAddress: SourceAddress): AuthenticateStep {
+export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: RateLimitResponder): AdmitStep {
+  const admission = core.admission;
   return async (ctx, state) => {
-    try {
-      const { principal, organisation, decision } = await core.authenticator.admit(ctx.req.headers.authorization);
-      state.principal = principal;
-      state.organisation = organisation;
-      // Already counted against the organisation in the same call (the credential cache):
-      // the rate-limit step uses this decision instead of counting again.
-      if (decision !== undefined) state.decision = decision;
-      return principal;
-    } catch (err) {
-      // by code, not instanceof: the Core may come from another copy of @cos/core
-      if (isDomainErrorWithCode(err, 'UNAUTHORIZED')) {
-        state.decision = await core.rateLimiter.enforce({ kind: 'source', address: sourceAddress(ctx) });
-      }
-      throw err;
+    // The address only for a refused key (ctx.ip parses X-Forwarded-For behind a trusted proxy).
+    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx));
+    const decision = answer.decision;
+    state.decision = decision;
+    if (!decision.allowed) {
+      refuse(ctx, state, decision);
+      return undefined;
     }
+    if (!answer.admitted) throw answer.refusal;
+    state.principal = answer.principal;
+    state.organisation = answer.organisation;
+    return answer.principal;
   };
 }

@@ -1,10 +1,10 @@
 /**
  * The request's way to its route: match it (404 / 405 + Allow for no match, C-9), then in C-33
- * order: authenticate (401) -> rate limit (429) -> the route, whose use case authorises (403),
- * validates (400) and acts (404/409/...). Public routes go straight to the global
- * unauthenticated rate limit; signed routes (secret-scanning alerts) verify and count on their own.
- * A refusal by the rate limit is answered (429) and ends the dispatch;
- * anything else that fails is thrown, and the pipeline renders it.
+ * order: admission (the core's: 401, or 429 for the organisation or, after a 401, the source
+ * address) -> the route, whose use case authorises (403), validates (400) and acts (404/409/...).
+ * Public routes go straight to the global unauthenticated rate limit; signed routes
+ * (secret-scanning alerts) verify and count on their own. A refusal by a rate limit is answered
+ * (429) and ends the dispatch; anything else that fails is thrown, and the pipeline renders it.
  *
  * Before all of that, requests the service refuses whatever their route (client-error.ts's
  * refusedRequestAnswer: a Transfer-Encoding other than chunked, no Host, an unmet Expect) are
@@ -17,8 +17,8 @@ import { refusedRequestAnswer } from '../http-refusals.js';
 import { methodNotAllowed, RefusedRequestError, unknownPath } from '../errors.js';
 import type { RouteMatch } from '../routes/route.js';
 import type { CosRequestState } from '../state.js';
-import type { AuthenticateStep } from './authenticate.js';
-import type { RateLimitSteps } from './rate-limit.js';
+import type { AdmitStep } from './authenticate.js';
+import type { PublicRateLimitStep } from './rate-limit.js';
 
 /** Methods whose routes read a body (through the route kit, after authorisation). */
 const TAKES_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
@@ -27,8 +27,8 @@ export type Dispatch = (ctx: Koa.Context, state: CosRequestState) => Promise<voi
 
 export function createDispatch(
   match: (method: string, path: string) => RouteMatch,
-  authenticate: AuthenticateStep,
-  rateLimit: RateLimitSteps,
+  admit: AdmitStep,
+  publicRateLimit: PublicRateLimitStep,
 ): Dispatch {
   return async (ctx, state) => {
     const refused = refusedRequestAnswer(ctx.req);
@@ -46,14 +46,14 @@ export function createDispatch(
       if (arrived !== undefined) await arrived;
     }
     if (route.access === 'public') {
-      if (await rateLimit.unauthenticated(ctx, state)) await route.handle(ctx);
+      if (await publicRateLimit(ctx, state)) await route.handle(ctx);
       return;
     }
     if (route.access === 'signed') {
       await route.handle(ctx, state);
       return;
     }
-    const principal = await authenticate(ctx, state);
-    if (await rateLimit.organisation(ctx, principal, state)) await route.handle(ctx, found.params, principal);
+    const principal = await admit(ctx, state);
+    if (principal !== undefined) await route.handle(ctx, found.params, principal);
   };
 }

@@ -45,9 +45,9 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
   return {
     stores: wrapStores(inner.stores),
     unitOfWork: {
-      run: (work) => {
+      run: (work, declaration) => {
         const f = current('unitOfWork.run');
-        return f !== null ? Promise.reject(f()) : inner.unitOfWork.run((stores) => work(wrapStores(stores)));
+        return f !== null ? Promise.reject(f()) : inner.unitOfWork.run((stores) => work(wrapStores(stores)), declaration);
       },
     },
     health: guard('health', inner.health, current),

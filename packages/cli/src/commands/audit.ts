@@ -57,10 +57,12 @@ export function registerAudit(program: Command): void {
   );
 }
 
-/** What some kinds add: where an exposed key was found, what a roll replaced the key with. */
+/** What some kinds add: where an exposed key was found, what a roll replaced the key with, which endpoint or notification. */
 function detailOf(e: AuditEntryView): string {
   if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
   if (e.exposure !== undefined) return `exposed at ${e.exposure.url ?? '(no url)'}`;
   if (e.member !== undefined) return `member ${e.member.email} (${e.member.id})`;
+  if (e.webhook !== undefined) return `endpoint ${e.webhook.origin}`;
+  if (e.notification !== undefined) return `notification ${e.notification.id} (${e.notification.type})`;
   return '-';
 }

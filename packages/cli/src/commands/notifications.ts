@@ -1,9 +1,10 @@
-/** `cos-admin notifications list|retry`: the webhook outbox (C-59). */
+/** `cos-admin notifications list|retry|purge`: the webhook outbox (C-59). */
 import type { Command } from 'commander';
 import { listView, notificationView, NOTIFICATION_STATUSES, OPERATOR } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { jsonWanted, nextPageCommand, withJson } from './shared.js';
+import { parseDuration } from './key.js';
+import { jsonWanted, nextPageCommand, plural, withJson } from './shared.js';
 
 interface ListOptions {
   org?: string;
@@ -14,7 +15,7 @@ interface ListOptions {
 
 
 export function registerNotifications(program: Command): void {
-  const notifications = program.command('notifications').description('the webhook outbox: list, retry');
+  const notifications = program.command('notifications').description('the webhook outbox: list, retry, purge');
 
   withJson(
     notifications
@@ -62,9 +63,25 @@ export function registerNotifications(program: Command): void {
       .description('make a failed notification due again now, with a fresh attempt count (serve delivers it)')
       .argument('<id>', 'notification id (UUID)')
       .action(async (id: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const view = notificationView(await core.notifications.retry(OPERATOR, id));
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const view = notificationView(await core.notifications.retry(operator, id));
           emit(json, view, () => `Notification ${view.id} (${view.type}) is due again; serve delivers it within its poll interval.`);
+        });
+      }),
+  );
+
+  withJson(
+    notifications
+      .command('purge')
+      .description('delete delivered and failed notifications completed longer ago than --older-than (never pending ones); serve does this on its own after NOTIFICATION_RETENTION')
+      .requiredOption('--older-than <duration>', 'completed at least this long ago: a whole number and d, h or m (e.g. 30d, 12h, 90m)')
+      .action(async (opts: { olderThan: string }, cmd: Command) => {
+        const olderThanMs = parseDuration(opts.olderThan, '--older-than');
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const { before, purged } = await core.notifications.purge(OPERATOR, olderThanMs);
+          emit(json, { purged, completed_before: before.toISOString() }, () =>
+            `Purged ${plural(purged, 'notification')} delivered or failed before ${before.toISOString()}.`,
+          );
         });
       }),
   );

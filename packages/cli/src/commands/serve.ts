@@ -47,6 +47,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   let ops: { app: import('../ops-server.js').OpsApp; server: Awaited<ReturnType<typeof listen>> } | undefined;
   let delivery: import('@cos/core').WebhookDelivery | undefined;
   let keyUsage: import('@cos/core').KeyUsage | undefined;
+  let retention: import('@cos/core').NotificationRetention | undefined;
   let storeKind = 'unknown';
   let maxConnections = 0;
   try {
@@ -56,6 +57,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
     const core = coreOf(container);
     keyUsage = core.keyUsage;
+    const { NotificationRetention } = await import('@cos/core');
+    retention = new NotificationRetention({ notifications: core.notifications, logger, retentionMs: config.notificationRetentionMs });
     if (opts.bootstrap === true) {
       const result = await core.bootstrap.run();
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
@@ -97,8 +100,10 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const server = running;
   const sender = delivery!;
   const usage = keyUsage!;
+  const purger = retention!;
   sender.start();
   usage.start();
+  purger.start();
   lifecycle.daemon = true;
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
@@ -117,7 +122,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     void (async () => {
       let exitCode = 0;
       try {
-        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop()]);
+        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop(), purger.stop()]);
         await ops?.server.stop(OPS_CLOSE_MS);
         // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
         await closeContainer(container);
@@ -156,6 +161,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       store: storeKind,
       limiter: limiterOf(container).kind,
       secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
+      // The id of the key new webhook secrets are encrypted under (never the key), or "clear".
+      webhook_secrets: config.webhookSecrets.currentKeyId ?? 'clear',
       ops: ops === undefined ? 'off' : ops.server.url,
       max_connections: maxConnections,
       version: container.get<string>(CLI_TOKENS.ServiceVersion),

@@ -1,9 +1,13 @@
-/** `cos-admin org webhook set|show|remove|rotate-secret`: an organisation's signed webhook endpoint (C-59). */
+/**
+ * `cos-admin org webhook set|show|remove|rotate-secret|reencrypt-secrets`: an organisation's signed
+ * webhook endpoint (C-59). Changes are audited with the operator's name (`--actor`).
+ */
 import type { Command } from 'commander';
-import { OPERATOR, webhookView, type WebhookView } from '@cos/core';
+import { OPERATOR, webhookView, type ReencryptReport, type WebhookView } from '@cos/core';
+import { CliError } from '../errors.js';
 import { emit, fields } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { jsonWanted, withJson } from './shared.js';
+import { jsonWanted, plural, withJson } from './shared.js';
 
 const EVENTS_HELP = '\nEvents: api_key.issued, api_key.revoked, api_key.exposed (Standard Webhooks signatures: webhook-id, webhook-timestamp, webhook-signature).';
 
@@ -21,7 +25,9 @@ function secretText(secret: string): string {
 }
 
 export function registerWebhook(org: Command): void {
-  const webhook = org.command('webhook').description("an organisation's signed webhook endpoint: set, show, remove, rotate-secret");
+  const webhook = org
+    .command('webhook')
+    .description("an organisation's signed webhook endpoint: set, show, remove, rotate-secret; reencrypt-secrets for every organisation");
 
   withJson(
     webhook
@@ -31,8 +37,8 @@ export function registerWebhook(org: Command): void {
       .requiredOption('--url <url>', 'an https:// URL on the Internet (http:// needs WEBHOOK_ALLOW_HTTP=true; loopback, private and internal hosts WEBHOOK_ALLOW_PRIVATE=true)')
       .addHelpText('after', EVENTS_HELP)
       .action(async (orgId: string, opts: { url: string }, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const { endpoint, newSecret } = await core.webhooks.set(OPERATOR, orgId, opts.url);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const { endpoint, newSecret } = await core.webhooks.set(operator, orgId, opts.url);
           const view = webhookView(endpoint, newSecret);
           emit(json, view, () =>
             [`Webhook endpoint set:`, webhookText(view), newSecret !== null ? secretText(newSecret) : 'The signing secret is unchanged.'].join('\n'),
@@ -60,8 +66,8 @@ export function registerWebhook(org: Command): void {
       .description('remove the endpoint (undelivered notifications then fail)')
       .argument('<org_id>', 'organisation id (UUID)')
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          await core.webhooks.remove(OPERATOR, orgId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          await core.webhooks.remove(operator, orgId);
           emit(json, { organisation_id: orgId.toLowerCase(), removed: true }, () => `Webhook endpoint of ${orgId} removed.`);
         });
       }),
@@ -73,11 +79,50 @@ export function registerWebhook(org: Command): void {
       .description('replace the signing secret (printed once); later deliveries are signed with the new one')
       .argument('<org_id>', 'organisation id (UUID)')
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const { endpoint, newSecret } = await core.webhooks.rotateSecret(OPERATOR, orgId);
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const { endpoint, newSecret } = await core.webhooks.rotateSecret(operator, orgId);
           const view = webhookView(endpoint, newSecret);
           emit(json, view, () => [`Signing secret rotated:`, webhookText(view), secretText(newSecret!)].join('\n'));
         });
       }),
   );
+
+  withJson(
+    webhook
+      .command('reencrypt-secrets')
+      .description(
+        'store every signing secret encrypted under WEBHOOK_SECRET_ENCRYPTION_KEY (plaintext ones and those under a WEBHOOK_SECRET_PREVIOUS_KEYS key); without that key, decrypt them back to plaintext. Secrets themselves do not change',
+      )
+      .action(async (_opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+          const report = await core.webhooks.reencryptSecrets(OPERATOR);
+          emit(json, reencryptView(report), () => reencryptText(report));
+          if (report.failed.length > 0) {
+            // The report (stdout) says what was done; the exit status and one line on stderr say not all of it.
+            throw new CliError(`${plural(report.failed.length, 'secret')} could not be decrypted and stayed as stored (see the report on stdout)`);
+          }
+        });
+      }),
+  );
+}
+
+function reencryptView(r: ReencryptReport) {
+  return {
+    key_id: r.keyId,
+    examined: r.examined,
+    reencrypted: r.reencrypted,
+    unchanged: r.unchanged,
+    skipped: r.skipped,
+    failed: r.failed.map((f) => ({ organisation_id: f.organisationId, error: f.error })),
+  };
+}
+
+function reencryptText(r: ReencryptReport): string {
+  const under = r.keyId === null ? 'stored in clear (no WEBHOOK_SECRET_ENCRYPTION_KEY)' : `encrypted under key ${r.keyId}`;
+  return [
+    `${plural(r.examined, 'webhook endpoint')} examined: ${r.reencrypted} rewritten ${under}, ${r.unchanged} already so` +
+      (r.skipped > 0 ? `, ${r.skipped} changed meanwhile (run the command again to check them)` : '') +
+      '.',
+    ...r.failed.map((f) => `  ${f.organisationId}: ${f.error}`),
+  ].join('\n');
 }

@@ -1,4 +1,5 @@
 /** Audit entries (C-40, C-41): append-only governance events. */
+import type { WebhookEventType } from './webhook.js';
 
 export type AuditKind =
   | 'api_key_revoked'
@@ -8,7 +9,11 @@ export type AuditKind =
   | 'organisation_created'
   | 'organisation_updated'
   | 'member_added'
-  | 'member_removed';
+  | 'member_removed'
+  | 'webhook_endpoint_set'
+  | 'webhook_endpoint_removed'
+  | 'webhook_secret_rotated'
+  | 'notification_retried';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
@@ -18,6 +23,10 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'organisation_updated',
   'member_added',
   'member_removed',
+  'webhook_endpoint_set',
+  'webhook_endpoint_removed',
+  'webhook_secret_rotated',
+  'notification_retried',
 ];
 
 /**
@@ -63,6 +72,21 @@ export interface KeyRoll {
   readonly gracePeriodSeconds: number;
 }
 
+/**
+ * The endpoint of a `webhook_endpoint_set` / `_removed` / `webhook_secret_rotated` entry: the URL's
+ * origin only (scheme, host, port). Never the path or query (hook URLs often carry a token there),
+ * never user information, never the signing secret.
+ */
+export interface AuditWebhook {
+  readonly origin: string;
+}
+
+/** The notification a `notification_retried` entry made due again. */
+export interface AuditNotification {
+  readonly id: string;
+  readonly type: WebhookEventType;
+}
+
 export interface AuditEntry {
   readonly id: string;
   readonly kind: AuditKind;
@@ -78,4 +102,8 @@ export interface AuditEntry {
   readonly member?: AuditMember;
   /** `api_key_rolled` entries only: the new key and the grace period (C-58). */
   readonly roll?: KeyRoll;
+  /** Webhook endpoint entries only: the endpoint's origin. */
+  readonly webhook?: AuditWebhook;
+  /** `notification_retried` entries only. */
+  readonly notification?: AuditNotification;
 }

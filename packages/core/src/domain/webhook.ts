@@ -12,6 +12,10 @@ export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued
 export interface WebhookEndpoint {
   readonly organisationId: string;
   readonly url: string;
+  /**
+   * The signing secret as stored: `whsec_…` in clear, or sealed (`whenc:v1:…`) under the key
+   * configured when it was written (WebhookSecretCipher opens it for signing).
+   */
   readonly secret: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
@@ -60,6 +64,11 @@ const WEBHOOK_SECRET_BYTES = 32;
 /** A new signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form). */
 export function generateWebhookSecret(random: Random): string {
   return WEBHOOK_SECRET_PREFIX + Buffer.from(random.bytes(WEBHOOK_SECRET_BYTES)).toString('base64');
+}
+
+/** What an audit entry may say about an endpoint: its origin (scheme, host, port), never path, query or credentials. */
+export function webhookOrigin(url: string): string {
+  return new URL(url).origin;
 }
 
 /** A new pending outbox record for `type`, due at once. */

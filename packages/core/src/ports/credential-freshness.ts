@@ -18,6 +18,7 @@
  *
  * Calls reject (or throw) when the backing store fails; the caller bounds them in time.
  */
+import type { FreshnessKeys } from '../counter-keys.js';
 export interface FreshnessReply {
   /** The organisation scope's count including this hit, or null when nothing was counted. */
   readonly count: number | null;
@@ -32,17 +33,23 @@ export interface FreshnessReply {
 export type FreshnessCount = 'always' | 'if-fresh' | 'never';
 
 export interface FreshnessCheck {
-  readonly organisationId: string;
+  /** The organisation's freshness keys (counter-keys.ts's freshnessKeys). */
+  readonly keys: FreshnessKeys;
   /** The token the caller's cache entry was filled under; null: none (never fresh). */
   readonly tag: string | null;
   readonly count: FreshnessCount;
-  /** The rate window the hit belongs to, and the counter's TTL (as RateCounter.hit). */
-  readonly windowStartMs: number;
+  /** The organisation's rate-limit counter of the current window (counterKey), and its TTL (as RateCounter.hit). */
+  readonly counterKey: string;
   readonly ttlMs: number;
 }
 
+/**
+ * Key names come from the core (counter-keys.ts: freshnessKeys, with the data-loss markers of the
+ * organisation's hash slot, and counterKey); an implementation uses them as given, behind its own
+ * namespace at most. Nothing is global: a Redis Cluster serves every call from one slot.
+ */
 export interface CredentialFreshness {
   check(request: FreshnessCheck): Promise<FreshnessReply>;
-  beginChange(organisationId: string, changeId: string): Promise<void>;
-  endChange(organisationId: string, changeId: string): Promise<void>;
+  beginChange(keys: FreshnessKeys, changeId: string): Promise<void>;
+  endChange(keys: FreshnessKeys, changeId: string): Promise<void>;
 }

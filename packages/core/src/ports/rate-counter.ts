@@ -4,11 +4,13 @@
  */
 export interface RateCounter {
   /**
-   * Increments the counter of `scope` for the window starting at `windowStartMs` and returns the
-   * count including this hit. The counter may be forgotten `ttlMs` after the first hit.
+   * Increments the counter named `key` and returns the count including this hit. The core names it
+   * (counter-keys.ts: one key per scope and window, `{<scope>}:<windowStartMs>`); an implementation
+   * uses the name as given, behind its own namespace at most. The counter may be forgotten `ttlMs`
+   * after the first hit.
    * A counter that can answer at once (in-process) returns the number itself; one that waits on a
    * backing store returns a promise, which rejects when that store fails (it may also throw). Only
    * a promise is raced against config.rateCounterTimeoutMs; callers `await` either.
    */
-  hit(scope: string, windowStartMs: number, ttlMs: number): number | Promise<number>;
+  hit(key: string, ttlMs: number): number | Promise<number>;
 }

@@ -11,7 +11,10 @@ export interface WebhookRequest {
   readonly body: string;
   /** The attempt's bound: connection, request and response together. */
   readonly timeoutMs: number;
-  /** Aborts the attempt (shutdown); combined with `timeoutMs`. */
+  /**
+   * Aborted when the attempt is abandoned (the sender shuts down): the sender should stop at once
+   * and answer a failure. The caller does not wait for that answer: it treats the attempt as ended.
+   */
   readonly signal?: AbortSignal;
 }
 

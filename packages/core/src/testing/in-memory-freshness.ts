@@ -3,7 +3,7 @@ import type { Clock } from '../ports/clock.js';
 import type { CredentialFreshness, FreshnessCheck, FreshnessReply } from '../ports/credential-freshness.js';
 import type { RateCounter } from '../ports/rate-counter.js';
 import { InProcessRateCounter } from '../in-process-counter.js';
-import { scopeKey } from '../use-cases/rate-limit.js';
+import { freshnessKeys, type FreshnessKeys } from '../counter-keys.js';
 
 /** How long a change marker lives, and how long after losing its data the store answers "not settled". */
 export const IN_MEMORY_CHANGE_BOUND_MS = 10_000;
@@ -19,10 +19,12 @@ export const IN_MEMORY_CHANGE_BOUND_MS = 10_000;
 export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
   private counters: InProcessRateCounter;
   private readonly tokens = new Map<string, string>();
-  /** organisation -> change id -> marker expiry (ms). */
+  /** changes key -> change id -> marker expiry (ms). */
   private readonly markers = new Map<string, Map<string, number>>();
-  private alive = false;
-  private unsettledUntilMs = Number.NEGATIVE_INFINITY;
+  /** The slots' alive keys present (as Redis's per-slot `cc:alive`). */
+  private readonly alive = new Set<string>();
+  /** unsettled key of a slot -> until when (ms) its organisations are not settled after a loss. */
+  private readonly unsettledUntilMs = new Map<string, number>();
   private nextToken = 0;
   /** Every call rejects while true. */
   failing = false;
@@ -36,38 +38,38 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     this.counters = new InProcessRateCounter(clock);
   }
 
-  hit(scope: string, windowStartMs: number, ttlMs: number): Promise<number> {
-    return this.run(() => this.counters.hit(scope, windowStartMs, ttlMs));
+  hit(key: string, ttlMs: number): Promise<number> {
+    return this.run(() => this.counters.hit(key, ttlMs));
   }
 
   check(request: FreshnessCheck): Promise<FreshnessReply> {
     return this.run(() => {
       const nowMs = this.clock.now().getTime();
-      const token = this.tokenOf(request.organisationId, nowMs);
-      const settled = this.settled(request.organisationId, nowMs);
+      const token = this.tokenOf(request.keys, nowMs);
+      const settled = this.settled(request.keys, nowMs);
       const fresh = settled && request.tag === token;
       const counts = request.count === 'always' || (request.count === 'if-fresh' && fresh);
-      const count = counts ? this.counters.hit(scopeKey({ kind: 'organisation', organisationId: request.organisationId }), request.windowStartMs, request.ttlMs) : null;
+      const count = counts ? this.counters.hit(request.counterKey, request.ttlMs) : null;
       return { count, token, settled, fresh };
     });
   }
 
-  beginChange(organisationId: string, changeId: string): Promise<void> {
+  beginChange(keys: FreshnessKeys, changeId: string): Promise<void> {
     return this.run(() => {
       const nowMs = this.clock.now().getTime();
-      this.tokenOf(organisationId, nowMs);
-      let live = this.markers.get(organisationId);
-      if (live === undefined) this.markers.set(organisationId, (live = new Map()));
+      this.tokenOf(keys, nowMs);
+      let live = this.markers.get(keys.changes);
+      if (live === undefined) this.markers.set(keys.changes, (live = new Map()));
       live.set(changeId, nowMs + this.changeBoundMs);
-      this.tokens.set(organisationId, this.newToken());
+      this.tokens.set(keys.token, this.newToken());
     });
   }
 
-  endChange(organisationId: string, changeId: string): Promise<void> {
+  endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
     return this.run(() => {
-      this.tokenOf(organisationId, this.clock.now().getTime());
-      this.tokens.set(organisationId, this.newToken());
-      this.markers.get(organisationId)?.delete(changeId);
+      this.tokenOf(keys, this.clock.now().getTime());
+      this.tokens.set(keys.token, this.newToken());
+      this.markers.get(keys.changes)?.delete(changeId);
     });
   }
 
@@ -76,12 +78,13 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     this.tokens.clear();
     this.markers.clear();
     this.counters = new InProcessRateCounter(this.clock);
-    this.alive = false;
+    this.alive.clear();
+    this.unsettledUntilMs.clear();
   }
 
   /** The organisation's current token (tests). */
   tokenFor(organisationId: string): string | undefined {
-    return this.tokens.get(organisationId);
+    return this.tokens.get(freshnessKeys(organisationId).token);
   }
 
   private run<T>(work: () => T): Promise<T> {
@@ -94,21 +97,22 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     }
   }
 
-  private tokenOf(organisationId: string, nowMs: number): string {
-    if (!this.alive) {
-      // Data lost (or never there): changes in flight lost their markers, so nothing is settled
-      // until any of them must have ended.
-      this.alive = true;
-      this.unsettledUntilMs = nowMs + this.changeBoundMs;
+  /** The organisation's token (keys: its names from the core). */
+  private tokenOf(keys: FreshnessKeys, nowMs: number): string {
+    if (!this.alive.has(keys.alive)) {
+      // The slot's data lost (or never there): changes in flight lost their markers, so nothing in
+      // it is settled until any of them must have ended.
+      this.alive.add(keys.alive);
+      this.unsettledUntilMs.set(keys.unsettled, nowMs + this.changeBoundMs);
     }
-    let token = this.tokens.get(organisationId);
-    if (token === undefined) this.tokens.set(organisationId, (token = this.newToken()));
+    let token = this.tokens.get(keys.token);
+    if (token === undefined) this.tokens.set(keys.token, (token = this.newToken()));
     return token;
   }
 
-  private settled(organisationId: string, nowMs: number): boolean {
-    if (nowMs < this.unsettledUntilMs) return false;
-    const live = this.markers.get(organisationId);
+  private settled(keys: FreshnessKeys, nowMs: number): boolean {
+    if (nowMs < (this.unsettledUntilMs.get(keys.unsettled) ?? Number.NEGATIVE_INFINITY)) return false;
+    const live = this.markers.get(keys.changes);
     if (live === undefined) return true;
     for (const [id, until] of live) if (until <= nowMs) live.delete(id);
     return live.size === 0;

@@ -18,7 +18,8 @@ import type { OrganisationChanges, OrganisationStore } from '../ports/organisati
 import type { AttemptOutcome, Outbox, OutboxFilter } from '../ports/outbox.js';
 import type { WebhookStore } from '../ports/webhook-store.js';
 import type { KeysetPosition, PageRequest } from '../ports/pagination.js';
-import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.js';
+import { assertCredentialChangeDeclared, declaredOrganisations } from '../credential-change.js';
 import type { StoreHarness } from './harness.js';
 
 interface Tables {
@@ -144,6 +145,8 @@ function copyAudit(e: AuditEntry): AuditEntry {
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
     ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
     ...(e.roll !== undefined ? { roll: { toKeyId: e.roll.toKeyId, gracePeriodSeconds: e.roll.gracePeriodSeconds } } : {}),
+    ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
+    ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
   };
 }
 
@@ -177,6 +180,8 @@ function duplicateId(what: string): ConflictError {
 interface Session {
   read<T>(fn: (tables: Tables) => T): T;
   write<T>(op: Write<T>): T;
+  /** Before a credential-affecting write: throws inside a unit of work that did not declare the organisation. */
+  credentialWrite(organisationId: string, write: string): void;
 }
 
 class Database {
@@ -211,6 +216,9 @@ class AutoCommitSession implements Session {
     this.db.checkOpen();
     return op(this.db.tables);
   }
+
+  /** Outside a unit of work each call is its own transaction: nothing to declare. */
+  credentialWrite(): void {}
 }
 
 class TransactionSession implements Session {
@@ -219,9 +227,17 @@ class TransactionSession implements Session {
   readonly #log: Array<Write<unknown>> = [];
   #finished = false;
 
-  constructor(db: Database) {
+  readonly #declared: ReadonlySet<string>;
+
+  constructor(db: Database, declared: ReadonlySet<string>) {
     this.#db = db;
     this.#working = cloneTables(db.tables);
+    this.#declared = declared;
+  }
+
+  credentialWrite(organisationId: string, write: string): void {
+    this.#check();
+    assertCredentialChangeDeclared(this.#declared, organisationId, write);
   }
 
   #check(): void {
@@ -294,6 +310,7 @@ class InMemoryOrganisationStore implements OrganisationStore {
     const name = changes.name;
     const industrySection = changes.industrySection;
     const updatedAt = copyDate(changes.updatedAt);
+    this.session.credentialWrite(id, 'organisations.update');
     return this.session.write((t) => {
       const current = t.organisations.get(id);
       if (current === undefined) return null;
@@ -425,6 +442,7 @@ class InMemoryApiKeyStore implements ApiKeyStore {
 
   async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
     const revokedAt = copyDate(at);
+    this.session.credentialWrite(organisationId, 'apiKeys.revoke');
     return this.session.write((t) => {
       const k = t.apiKeys.get(keyId);
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
@@ -436,6 +454,7 @@ class InMemoryApiKeyStore implements ApiKeyStore {
   async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
     const target = expiresAt.getTime();
     const nowMs = now.getTime();
+    this.session.credentialWrite(organisationId, 'apiKeys.shortenExpiry');
     return this.session.write((t) => {
       const k = t.apiKeys.get(keyId);
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
@@ -489,6 +508,25 @@ class InMemoryWebhookStore implements WebhookStore {
   async remove(organisationId: string): Promise<boolean> {
     return this.session.write((t) => t.webhooks.delete(organisationId));
   }
+
+  async listAfter(afterOrganisationId: string | null, limit: number): Promise<WebhookEndpoint[]> {
+    return this.session.read((t) =>
+      [...t.webhooks.values()]
+        .filter((w) => afterOrganisationId === null || w.organisationId > afterOrganisationId)
+        .sort((a, b) => (a.organisationId < b.organisationId ? -1 : a.organisationId > b.organisationId ? 1 : 0))
+        .slice(0, Math.max(0, limit))
+        .map(copyWebhook),
+    );
+  }
+
+  async replaceSecret(organisationId: string, expected: string, next: string): Promise<boolean> {
+    return this.session.write((t) => {
+      const w = t.webhooks.get(organisationId);
+      if (w === undefined || w.secret !== expected) return false;
+      t.webhooks.set(organisationId, { ...w, secret: next });
+      return true;
+    });
+  }
 }
 
 class InMemoryOutbox implements Outbox {
@@ -502,16 +540,22 @@ class InMemoryOutbox implements Outbox {
     });
   }
 
+  /**
+   * The outbox map keeps write order: a Map iterates in insertion order, an update in place keeps
+   * its entry's position, and a transaction's enqueues are replayed in order at commit.
+   */
   async claimDue(now: Date, leaseUntil: Date, limit: number, claim: string): Promise<Notification[]> {
     const nowMs = now.getTime();
     return this.session.write((t) => {
-      const due = [...t.outbox.values()]
-        .filter(
-          (r) =>
-            r.notification.status === 'pending' &&
-            r.notification.nextAttemptAt.getTime() <= nowMs &&
-            (r.leaseUntil === null || r.leaseUntil.getTime() <= nowMs),
-        )
+      const pending = [...t.outbox.values()].filter((r) => r.notification.status === 'pending');
+      const busy = new Set(pending.filter((r) => r.leaseUntil !== null && r.leaseUntil.getTime() > nowMs).map((r) => r.notification.organisationId));
+      // Per organisation without a live claim: its due notification written first.
+      const heads = new Map<string, OutboxRow>();
+      for (const r of pending) {
+        const org = r.notification.organisationId;
+        if (!busy.has(org) && !heads.has(org) && r.notification.nextAttemptAt.getTime() <= nowMs) heads.set(org, r);
+      }
+      const due = [...heads.values()]
         .sort((a, b) =>
           compareKeyset(a.notification.nextAttemptAt.getTime(), a.notification.id, b.notification.nextAttemptAt.getTime(), b.notification.id),
         )
@@ -536,6 +580,15 @@ class InMemoryOutbox implements Outbox {
             ? { ...n, status: 'delivered', completedAt: copyDate(outcome.at) }
             : { ...n, status: 'failed', completedAt: copyDate(outcome.at), lastError: outcome.error };
       t.outbox.set(id, { notification: next, claim: null, leaseUntil: null });
+      return true;
+    });
+  }
+
+  async release(id: string, claim: string): Promise<boolean> {
+    return this.session.write((t) => {
+      const r = t.outbox.get(id);
+      if (r === undefined || r.claim !== claim || r.notification.status !== 'pending') return false;
+      t.outbox.set(id, { notification: r.notification, claim: null, leaseUntil: null });
       return true;
     });
   }
@@ -577,6 +630,19 @@ class InMemoryOutbox implements Outbox {
       let n = 0;
       for (const r of t.outbox.values()) if (r.notification.status === 'pending') n += 1;
       return n;
+    });
+  }
+
+  async purgeCompleted(completedBefore: Date, limit: number): Promise<number> {
+    const beforeMs = completedBefore.getTime();
+    return this.session.write((t) => {
+      const old = [...t.outbox.values()]
+        .map((r) => r.notification)
+        .filter((n) => n.status !== 'pending' && n.completedAt !== null && n.completedAt.getTime() < beforeMs)
+        .sort((a, b) => compareKeyset(a.completedAt!.getTime(), a.id, b.completedAt!.getTime(), b.id))
+        .slice(0, Math.max(0, Math.floor(limit)));
+      for (const n of old) t.outbox.delete(n.id);
+      return old.length;
     });
   }
 }
@@ -621,12 +687,13 @@ function storesOver(session: Session): Stores {
 class InMemoryUnitOfWork implements UnitOfWork {
   constructor(private readonly db: Database) {}
 
-  async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
+  async run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T> {
+    const declared = declaredOrganisations(declaration);
     this.db.checkOpen();
     const release = await this.db.acquire();
     try {
       this.db.checkOpen();
-      const session = new TransactionSession(this.db);
+      const session = new TransactionSession(this.db, declared);
       try {
         const result = await work(storesOver(session));
         session.commit();

@@ -10,6 +10,7 @@ import { FakeClock } from './fake-clock.js';
 import type { StoreHarness } from './harness.js';
 import { InMemoryRateCounter } from './in-memory-rate-counter.js';
 import { createInMemoryStore } from './in-memory-store.js';
+import type { WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 /** A whole in-memory core for adapter tests: createCore over the in-memory adapters with a FakeClock. */
 export interface TestCore<C extends RateCounter = InMemoryRateCounter> {
@@ -33,6 +34,8 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   metrics?: Metrics;
   /** Default: none (webhook hosts are checked as written, not resolved). */
   webhookHosts?: WebhookHostResolver;
+  /** Default: webhook secrets stored in clear. */
+  webhookSecrets?: WebhookSecretCipher;
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -51,6 +54,7 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     ...(options.metrics !== undefined ? { metrics: options.metrics } : {}),
     ...(options.config !== undefined ? { config: options.config } : {}),
     ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
+    ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
   });
   return { core, clock, store, counter, logger };
 }

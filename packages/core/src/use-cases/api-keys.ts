@@ -1,3 +1,4 @@
+import { changesCredentialsOf } from '../credential-change.js';
 import {
   digestKey,
   generateRawKey,
@@ -163,7 +164,7 @@ export class ApiKeys {
       const events = grace === 0 ? (['api_key.rolled', 'api_key.revoked'] as const) : (['api_key.rolled'] as const);
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
-    });
+    }, changesCredentialsOf(org));
   }
 
   /** GET .../api-keys/{key_id}: a key id not in the named organisation is 404 (C-34). */
@@ -191,6 +192,6 @@ export class ApiKeys {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
         await notifyKeyEvents(stores, this.deps.random, ['api_key.revoked'], now, key);
       }
-    });
+    }, changesCredentialsOf(org));
   }
 }

@@ -10,6 +10,7 @@ export function auditEntry(
   organisationId: string,
   key: { readonly id: string; readonly keyPrefix: string } | null = null,
   member?: AuditMember,
+  detail: Pick<AuditEntry, 'webhook' | 'notification'> = {},
 ): AuditEntry {
   return {
     id: random.uuid(),
@@ -20,5 +21,7 @@ export function auditEntry(
     keyPrefix: key?.keyPrefix ?? null,
     actor,
     ...(member !== undefined ? { member: { id: member.id, email: member.email } } : {}),
+    ...(detail.webhook !== undefined ? { webhook: { origin: detail.webhook.origin } } : {}),
+    ...(detail.notification !== undefined ? { notification: { id: detail.notification.id, type: detail.notification.type } } : {}),
   };
 }

@@ -29,12 +29,12 @@
  *   commands reading the instance registry) rely on it: an instance that cannot prove it is
  *   registered must not trust entries such a writer may have changed unseen.
  */
-import { digestsEqual, keyStatus } from '../domain/api-key.js';
-import { windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
+import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from './deps.js';
-import { COUNTER_TTL_MS, type RateLimiter, type RateScope } from './rate-limit.js';
+import { counterKey, freshnessKeys, type FreshnessKeys } from '../counter-keys.js';
+import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
 import { BoundedCalls, type Bounded } from './timeout.js';
 
 /** Entries kept at most (oldest filled goes first), as the SQLite reader's READ_CACHE_MAX_ENTRIES. */
@@ -52,10 +52,24 @@ interface Observation {
   readonly seq: number;
 }
 
-/** What admit() found: the valid credential and the organisation scope's decision, or null (401). */
-export interface Admission {
-  readonly credential: Credential;
-  readonly decision: RateDecision;
+/**
+ * What the caller (the admission) will do with a credential, so that the one round trip that
+ * confirms a cached copy also counts the request when, and only when, it is to be counted:
+ * 'count' (an active key whose organisation is not known to be over its limit), 'confirm' (an active
+ * key whose organisation is over its limit: confirm the copy, count nothing, the answer is 429), or
+ * 'refuse' (not a valid key: no call, nothing counted, the answer is 401).
+ */
+export type CountPlan = 'count' | 'confirm' | 'refuse';
+
+/** A credential lookup's answer: what the store answers for the digest, and the count made with it. */
+export interface CredentialRead {
+  /** The store's record for the digest, or a copy of it the shared counter store confirmed current. */
+  readonly credential: Credential | null;
+  /**
+   * The organisation's hit counted in the same round trip (its bounded outcome) when the plan was
+   * 'count'; null when nothing was counted (the caller counts, or refuses).
+   */
+  readonly counted: Bounded<number | null> | null;
 }
 
 /**
@@ -69,21 +83,25 @@ export interface CredentialCacheLease {
 
 export interface CredentialCacheOptions {
   readonly freshness: CredentialFreshness;
-  readonly limiter: RateLimiter;
   readonly maxEntries?: number;
   /** Default: always held. */
   readonly lease?: CredentialCacheLease;
 }
 
+/**
+ * A read-through cache in front of ApiKeyStore.findCredential: `find` answers what the store would
+ * answer. It decides nothing about the key: the caller's plan says whether the credential is valid
+ * and is to be counted.
+ */
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
   private readonly observed = new Map<string, Observation>();
+  private readonly keys = new Map<string, FreshnessKeys>();
   /** Replies processed so far: an observation with seq <= the value at a read's start came before it. */
   private seq = 0;
   /** Bumped by every failed call: nothing observed before it may fill. */
   private generation = 0;
   private readonly freshness: CredentialFreshness;
-  private readonly limiter: RateLimiter;
   private readonly maxEntries: number;
   private readonly bounded: BoundedCalls;
   private readonly lease: CredentialCacheLease | undefined;
@@ -91,11 +109,10 @@ export class CredentialCache {
   private leaseEpoch: number | null | undefined;
 
   constructor(
-    private readonly deps: Pick<CoreDeps, 'stores' | 'clock' | 'config'>,
+    private readonly deps: Pick<CoreDeps, 'stores' | 'config'>,
     options: CredentialCacheOptions,
   ) {
     this.freshness = options.freshness;
-    this.limiter = options.limiter;
     this.maxEntries = options.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES;
     this.bounded = new BoundedCalls(deps.config.rateCounterTimeoutMs);
     this.lease = options.lease;
@@ -118,69 +135,61 @@ export class CredentialCache {
   }
 
   /**
-   * The credential of `digest` if it authenticates now, with the request counted against its
-   * organisation (the decision); otherwise why not (nothing counted).
+   * The credential of `digest` as the store would answer it now, and, when `planFor` answers
+   * 'count' for it, the request counted against its organisation in `window`. A key that is no
+   * longer valid ('refuse') stays so (revocation and expiry are final), so a cached copy of it is
+   * answered without a call.
    */
-  async admit(digest: string): Promise<Admission | 'unknown_key' | 'revoked' | 'expired'> {
-    const now = this.deps.clock.now();
-    const window = windowAt(now.getTime());
+  async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan): Promise<CredentialRead> {
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
     let failure: Bounded<number | null> | null = null;
 
     const leased = this.leaseHeld();
     const entry = leased ? this.entries.get(digest) : undefined;
     if (entry !== undefined) {
-      const { key } = entry.credential;
-      if (keyStatus(key, now) !== 'active') {
+      const plan = planFor(entry.credential);
+      if (plan === 'refuse') return { credential: entry.credential, counted: null };
+      const organisationId = entry.credential.key.organisationId;
+      const generation = this.generation;
+      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window);
+      if (outcome.kind === 'value') {
+        const reply = outcome.value;
+        // A fresh answer is proof by itself (and has counted the hit as planned): trusted even if
+        // another request's call failed meanwhile.
+        if (reply.fresh) return { credential: entry.credential, counted: plan === 'count' ? { kind: 'value', value: reply.count } : null };
         this.entries.delete(digest);
+        if (reply.settled && generation === this.generation) fillUnder = { organisationId, token: reply.token, generation };
       } else {
-        const scope = organisationScope(key.organisationId);
-        const blocked = this.limiter.isBlocked(scope, window.startMs);
-        const generation = this.generation;
-        const outcome = await this.call(key.organisationId, entry.tag, blocked ? 'never' : 'if-fresh', window);
-        if (outcome.kind === 'value') {
-          const reply = outcome.value;
-          // A fresh answer is proof by itself (and has counted the hit): trusted even if another
-          // request's call failed meanwhile.
-          if (reply.fresh) {
-            const decision = blocked ? await this.limiter.check(scope) : this.limiter.conclude(scope, window, { kind: 'value', value: reply.count });
-            return { credential: entry.credential, decision };
-          }
-          this.entries.delete(digest);
-          if (reply.settled && generation === this.generation) fillUnder = { organisationId: key.organisationId, token: reply.token, generation };
-        } else {
-          failure = outcome;
-        }
+        this.entries.delete(digest);
+        failure = outcome;
       }
     }
 
     const readStartSeq = this.seq;
     const generationAtRead = this.generation;
     const credential = await this.deps.stores.apiKeys.findCredential(digest);
-    if (credential === null || !digestsEqual(credential.key.digest, digest)) return 'unknown_key';
-    const status = keyStatus(credential.key, this.deps.clock.now());
-    if (status !== 'active') return status;
+    if (credential === null) return { credential, counted: null };
+    const plan = planFor(credential);
     const organisationId = credential.key.organisationId;
-    const scope = organisationScope(organisationId);
     if (fillUnder === null && failure === null && leased) {
       const seen = this.observed.get(organisationId);
       if (seen !== undefined && seen.seq <= readStartSeq) fillUnder = { organisationId, token: seen.token, generation: generationAtRead };
     }
 
-    let decision: RateDecision;
-    if (failure !== null) {
-      decision = this.limiter.conclude(scope, window, failure);
-    } else if (this.limiter.isBlocked(scope, window.startMs)) {
-      decision = await this.limiter.check(scope);
-    } else {
-      const outcome = await this.call(organisationId, null, 'always', window);
-      decision = this.limiter.conclude(scope, window, outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome);
+    let counted: Bounded<number | null> | null = null;
+    if (plan === 'count') {
+      if (failure !== null) {
+        counted = failure;
+      } else {
+        const outcome = await this.call(organisationId, null, 'always', window);
+        counted = outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome;
+      }
     }
-    // leaseHeld() first: a lease lost or renewed since the read started bumps the generation.
-    if (fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
+    // leaseHeld() before the generation check: a lease lost or renewed since the read started bumps the generation.
+    if (plan !== 'refuse' && fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
       this.fill(digest, { credential, tag: fillUnder.token });
     }
-    return { credential, decision };
+    return { credential, counted };
   }
 
   /** Drops every entry and everything observed (a failed call; also for tests and operators). */
@@ -194,7 +203,13 @@ export class CredentialCache {
   private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const outcome = await this.bounded.run(() =>
-      this.freshness.check({ organisationId, tag, count, windowStartMs: window.startMs, ttlMs: COUNTER_TTL_MS }),
+      this.freshness.check({
+        keys: this.keysOf(organisationId),
+        tag,
+        count,
+        counterKey: counterKey(scopeKey({ kind: 'organisation', organisationId }), window.startMs),
+        ttlMs: COUNTER_TTL_MS,
+      }),
     );
     if (outcome.kind !== 'value') {
       this.clear();
@@ -202,6 +217,17 @@ export class CredentialCache {
     }
     if (generation === this.generation) this.observe(organisationId, outcome.value);
     return outcome;
+  }
+
+  /** An organisation's freshness keys, kept with its entries: the hot path builds no key strings. */
+  private keysOf(organisationId: string): FreshnessKeys {
+    let keys = this.keys.get(organisationId);
+    if (keys === undefined) {
+      keys = freshnessKeys(organisationId);
+      if (this.keys.size >= this.maxEntries) this.keys.clear();
+      this.keys.set(organisationId, keys);
+    }
+    return keys;
   }
 
   private observe(organisationId: string, reply: FreshnessReply): void {
@@ -222,6 +248,3 @@ export class CredentialCache {
   }
 }
 
-function organisationScope(organisationId: string): RateScope {
-  return { kind: 'organisation', organisationId };
-}

@@ -1,39 +1,39 @@
 /**
- * The write side of the credential cache's freshness rule (issue 14, C-36, C-57): every store write
- * that can change what an authentication answers, or the organisation record a cache holds, is
- * fenced in the shared counter store. Inside its unit of work, before the first such write of an
- * organisation, the change is registered (CredentialFreshness.beginChange: a marker that expires
- * after the change bound, and a new token); after the unit of work has committed (or rolled back)
- * it is ended (endChange: a new token again, marker removed). No cache fills while a marker lives,
- * none trusts an entry while one lives, and every entry filled before the change carries a token
- * the change replaced (credential-cache.ts explains the reader's side).
+ * The write side of the credential cache's freshness rule (C-36, C-57). A unit of work that changes
+ * what an authentication answers, or an organisation record a cache holds, declares the
+ * organisations it changes when it is run: `unitOfWork.run(work, { changesCredentialsOf: [orgId] })`.
+ * The fenced unit of work registers each declared change in the shared counter store
+ * (CredentialFreshness.beginChange: a marker that expires after the change bound, and a new token)
+ * BEFORE the transaction opens, so no Redis round trip happens while a database transaction is
+ * open; after the transaction has committed (or rolled back) it ends them (endChange: a new token
+ * again, marker removed). No cache fills while a marker lives, none trusts an entry while one lives,
+ * and every entry filled before the change carries a token the change replaced
+ * (credential-cache.ts explains the reader's side).
  *
- * Which writes count is one list (CREDENTIAL_WRITES): a store method named there is fenced
- * wherever it is called through the stores handed to a unit of work or through the outer stores,
- * so a new credential-affecting method (e.g. ApiKeyStore.shortenExpiry for key rolling) only has to
- * be added to it. Its first argument must be the organisation id. Creating an organisation or
- * issuing a key changes no cached entry (caches never hold negative answers) and is not fenced.
+ * The declaration is checked where the write happens: every store refuses a credential-affecting
+ * write (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update) of an organisation its unit
+ * of work did not declare (UndeclaredCredentialChangeError, nothing written), so a use case that
+ * forgets to declare fails at once instead of leaving stale credentials in caches. Creating an
+ * organisation or issuing a key changes no cached entry (caches never hold negative answers) and
+ * needs no declaration.
  *
- * Strict (the cache is on): a change that cannot be registered fails with 503 before anything is
- * written. One whose end cannot be confirmed (after brief retries) is committed all the same: it
- * answers its success and logs a warning (see FencedUnitOfWork.run for why that is safe). Best
- * effort (the cache is off on this instance): begin failures are only logged, so writes do not
- * depend on Redis, while instances that still cache (a rolling switch-off) normally see the change.
+ * Strict (the cache is on): a change that cannot be registered fails with 503 before the transaction
+ * opens, so nothing is written. Once the transaction has committed the change is answered as made
+ * even when its end cannot be announced (after brief retries): a warning is logged, and the
+ * organisation's marker, which outlives any transaction (the store's 2 s deadline, C-17), keeps every
+ * cache off the organisation until it expires by itself. Best effort (the cache is off on this
+ * instance): a failed begin is only logged, so writes do not depend on Redis, while instances that
+ * still cache (a rolling switch-off) normally see the change.
  */
+import { freshnessKeys } from '../counter-keys.js';
 import { UnavailableError } from '../domain/errors.js';
 import type { CredentialFreshness } from '../ports/credential-freshness.js';
 import type { Logger } from '../ports/logger.js';
 import type { Random } from '../ports/random.js';
-import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.js';
 import { withTimeout } from './timeout.js';
 
-/** The store methods whose writes can affect an authentication or a cached organisation record. */
-export const CREDENTIAL_WRITES: { readonly [S in keyof Stores]?: readonly string[] } = Object.freeze({
-  apiKeys: Object.freeze(['revoke', 'shortenExpiry']),
-  organisations: Object.freeze(['update']),
-});
-
-/** Attempts at ending a committed change before answering 503, and the pause between them. */
+/** Attempts at ending a committed change before giving up with a warning, and the pause between them. */
 export const END_ATTEMPTS = 3;
 export const END_RETRY_DELAY_MS = 25;
 
@@ -41,7 +41,7 @@ export interface FenceOptions {
   readonly freshness: CredentialFreshness;
   /** Bound on one begin/end call. */
   readonly timeoutMs: number;
-  /** true: failures are 503; false: logged and ignored. */
+  /** true: a change that cannot be registered is refused with 503; false: logged and made anyway. */
   readonly strict: boolean;
   readonly random: Random;
   readonly logger: Logger;
@@ -62,21 +62,24 @@ function warn(options: FenceOptions, reason: string, message: string): void {
 export const FENCE_UNAVAILABLE_MESSAGE =
   'The change could not be confirmed to every instance (the shared counter store is unreachable); nothing was changed; retry with exponential backoff';
 
-/** One unit of work's (or one outer call's) set of organisations being changed. */
+/** The warning logged when a committed change's end could not be announced. */
+export const FENCE_END_UNANNOUNCED_WARNING =
+  'credential change committed but its end could not be announced; caches bypass the organisation until its marker expires';
+
+/** One unit of work's set of organisations being changed. */
 class Change {
   readonly id: string;
-  private readonly begun = new Set<string>();
+  private readonly begun: string[] = [];
 
   constructor(private readonly options: FenceOptions) {
     this.id = options.random.uuid();
   }
 
-  /** Before the first credential write of `organisationId` in this change. */
+  /** Registers the change of `organisationId`; strict: UnavailableError when it cannot be. */
   async begin(organisationId: string): Promise<void> {
-    if (this.begun.has(organisationId)) return;
-    const outcome = await withTimeout(() => this.options.freshness.beginChange(organisationId, this.id), this.options.timeoutMs);
+    const outcome = await withTimeout(() => this.options.freshness.beginChange(freshnessKeys(organisationId), this.id), this.options.timeoutMs);
     if (outcome.kind === 'value') {
-      this.begun.add(organisationId);
+      this.begun.push(organisationId);
       return;
     }
     // Not ended either: a begin that failed wrote nothing, and one that still lands later (a frozen
@@ -90,123 +93,40 @@ class Change {
     throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE, { cause: outcome.kind === 'error' ? outcome.error : undefined });
   }
 
-  /** After the commit (or the rollback): true when every begun organisation was ended. */
-  async end(): Promise<boolean> {
-    let ok = true;
+  /** After the commit (or the rollback); a failure is logged, never thrown (the markers expire by themselves). */
+  async end(): Promise<void> {
     for (const organisationId of this.begun) {
       let ended = false;
       let reason = '';
       for (let attempt = 0; attempt < END_ATTEMPTS && !ended; attempt++) {
         if (attempt > 0) await new Promise((r) => setTimeout(r, END_RETRY_DELAY_MS));
-        const outcome = await withTimeout(() => this.options.freshness.endChange(organisationId, this.id), this.options.timeoutMs);
+        const outcome = await withTimeout(() => this.options.freshness.endChange(freshnessKeys(organisationId), this.id), this.options.timeoutMs);
         ended = outcome.kind === 'value';
         if (!ended) reason = outcome.kind === 'error' ? describe(outcome.error) : `no answer within ${this.options.timeoutMs} ms`;
       }
-      if (!ended) {
-        ok = false;
-        warn(this.options, reason, 'credential change committed but its end could not be announced; caches bypass the organisation until its marker expires');
-      }
+      if (!ended) warn(this.options, reason, FENCE_END_UNANNOUNCED_WARNING);
     }
-    return ok;
-  }
-
-  get empty(): boolean {
-    return this.begun.size === 0;
   }
 }
 
-type Around = (organisationId: string, call: () => Promise<unknown>) => Promise<unknown>;
-
-/**
- * `stores` with every CREDENTIAL_WRITES method called through `around` (its first argument is the
- * organisation id); every other method is the store's own, bound once here (stores may keep
- * private fields, so `this` must stay the store).
- */
-function wrapCredentialWrites(stores: Stores, around: Around): Stores {
-  const out: Record<string, unknown> = { ...stores };
-  for (const [name, methods] of Object.entries(CREDENTIAL_WRITES) as [keyof Stores, readonly string[]][]) {
-    const store = stores[name] as unknown as Record<string, unknown>;
-    const wrapped: Record<string, unknown> = {};
-    for (const key of allMethodNames(store)) {
-      const fn = store[key];
-      if (typeof fn !== 'function') continue;
-      const bound = (fn as (...args: unknown[]) => unknown).bind(store);
-      wrapped[key] = methods.includes(key)
-        ? (organisationId: string, ...rest: unknown[]) => around(organisationId, () => Promise.resolve(bound(organisationId, ...rest)))
-        : bound;
-    }
-    out[name] = wrapped;
-  }
-  return out as unknown as Stores;
-}
-
-function allMethodNames(object: object): string[] {
-  const names = new Set<string>();
-  for (let o: object | null = object; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
-    for (const n of Object.getOwnPropertyNames(o)) if (n !== 'constructor') names.add(n);
-  }
-  return [...names];
-}
-
-/** A unit of work whose credential writes are fenced (see the module comment). */
+/** A unit of work whose declared credential changes are fenced (see the module comment). */
 export class FencedUnitOfWork implements UnitOfWork {
   constructor(
     private readonly inner: UnitOfWork,
     private readonly options: FenceOptions,
   ) {}
 
-  async run<T>(work: (stores: Stores) => Promise<T>): Promise<T> {
+  async run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T> {
+    const organisations = declaration?.changesCredentialsOf;
+    if (organisations === undefined || organisations.length === 0) return this.inner.run(work, declaration);
     const change = new Change(this.options);
-    let result: T;
     try {
-      result = await this.inner.run((stores) =>
-        work(
-          wrapCredentialWrites(stores, async (organisationId, call) => {
-            await change.begin(organisationId);
-            return call();
-          }),
-        ),
-      );
-    } catch (error) {
-      if (!change.empty) await change.end();
-      throw error;
-    }
-    // Committed: the caller gets its success (a roll's new key, a revocation's 204) even when the
-    // end cannot be announced; end() has then logged a warning. That is safe because of what begin()
-    // left in the shared counter store before the first write: (1) a new token, so no entry filled
-    // before the change is fresh again (credential-cache.ts trusts an entry only under the current
-    // token); (2) the change's marker, which keeps the organisation unsettled until it expires (the
-    // implementation's change bound, 10 s in limiter-redis): meanwhile no cache trusts or fills an
-    // entry of it. Readers fill only under a token seen settled before their store read started, so
-    // the first fill after the marker expires reads the store after that, and the commit came
-    // before it: the store's deadline (C-17, 2 s for the whole unit of work, from before begin() to
-    // the COMMIT's answer) keeps every unit of work far shorter than the marker. Answering 503
-    // instead would lose a committed roll's raw key, and its repeat would be refused as already rolled.
-    if (!change.empty) await change.end();
-    return result;
-  }
-}
-
-/**
- * The outer stores (each call its own transaction) with the same fence: a credential write called
- * outside a unit of work is begun before and ended after its own call.
- */
-export function fenceOuterStores(stores: Stores, options: FenceOptions): Stores {
-  return wrapCredentialWrites(stores, async (organisationId, call) => {
-    const change = new Change(options);
-    let result: unknown;
-    try {
-      await change.begin(organisationId);
-      result = await call();
-    } catch (error) {
+      for (const organisationId of new Set(organisations)) await change.begin(organisationId);
+      return await this.inner.run(work, declaration);
+    } finally {
       await change.end();
-      throw error;
     }
-    // Written: its success stands even if the end cannot be announced (see FencedUnitOfWork.run; one
-    // statement is bounded by the same 2 s deadline as a unit of work).
-    await change.end();
-    return result;
-  });
+  }
 }
 
 function describe(cause: unknown): string {

@@ -5,12 +5,14 @@ import type { Logger } from '../ports/logger.js';
 import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
-import type { Stores, UnitOfWork } from '../ports/unit-of-work.js';
+import type { OuterStores, UnitOfWork } from '../ports/unit-of-work.js';
 import type { WebhookHostResolver } from '../ports/webhook-sender.js';
+import type { WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 /** Everything the use cases need, passed to their constructors (no container in core). */
 export interface CoreDeps {
-  readonly stores: Stores;
+  /** Each call its own transaction; credential-affecting writes only through `unitOfWork` (declared). */
+  readonly stores: OuterStores;
   readonly unitOfWork: UnitOfWork;
   readonly counter: RateCounter;
   readonly health: HealthProbe;
@@ -22,4 +24,6 @@ export interface CoreDeps {
   readonly config: CoreConfig;
   /** Resolves a webhook endpoint's host name when it is set (null: literal hosts and names only). */
   readonly webhookHosts: WebhookHostResolver | null;
+  /** Seals webhook signing secrets before they are stored and opens them to sign (default: stored in clear). */
+  readonly webhookSecrets?: WebhookSecretCipher;
 }

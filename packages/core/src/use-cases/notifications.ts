@@ -1,4 +1,7 @@
-/** Reading and retrying the webhook outbox (operator: `cos-admin notifications list|retry`, C-59). */
+/**
+ * Reading, retrying and purging the webhook outbox (operator: `cos-admin notifications
+ * list|retry|purge`, C-59). A retry writes a `notification_retried` audit entry in its unit of work.
+ */
 import { ConflictError, NotFoundError } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import type { Notification, NotificationStatus } from '../domain/webhook.js';
@@ -7,7 +10,8 @@ import { checkUuid } from '../validation/ids.js';
 import { all, valid, type Checked } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { checkNotificationStatus } from '../validation/webhook.js';
-import { authorise } from './authorise.js';
+import { auditEntry } from './audit-entry.js';
+import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
@@ -19,8 +23,17 @@ function optional<T>(value: unknown, check: (v: unknown) => Checked<T>): Checked
   return value === undefined ? valid(undefined) : check(value);
 }
 
+/** Rows deleted per statement by `purge`: each statement is short, however many rows are old. */
+export const PURGE_BATCH = 1_000;
+
+/** What a purge did: the cut-off (completed before it) and how many notifications were deleted. */
+export interface PurgeReport {
+  readonly before: Date;
+  readonly purged: number;
+}
+
 export class Notifications {
-  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'clock'>) {}
+  constructor(private readonly deps: Pick<CoreDeps, 'stores' | 'unitOfWork' | 'clock' | 'random'>) {}
 
   /** Query {org?, status?, limit?, cursor?}; oldest first. */
   async list(principal: Principal, query: Readonly<Record<string, unknown>>): Promise<Page<Notification>> {
@@ -38,12 +51,38 @@ export class Notifications {
   async retry(principal: Principal, id: unknown): Promise<Notification> {
     authorise(principal, 'notifications.manage');
     const [nid] = all(checkUuid(id, 'id'));
-    const existing = await this.deps.stores.outbox.findById(nid);
-    if (existing === null) throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE);
-    if (!(await this.deps.stores.outbox.retry(nid, this.deps.clock.now()))) {
-      if (existing.status === 'delivered') throw new ConflictError(NOTIFICATION_DELIVERED_MESSAGE);
-      throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE);
+    return this.deps.unitOfWork.run(async (stores) => {
+      const existing = await stores.outbox.findById(nid);
+      if (existing === null) throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE);
+      const now = this.deps.clock.now();
+      if (!(await stores.outbox.retry(nid, now))) {
+        if (existing.status === 'delivered') throw new ConflictError(NOTIFICATION_DELIVERED_MESSAGE);
+        throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE);
+      }
+      await stores.audit.append(
+        auditEntry(this.deps.random, 'notification_retried', now, actorOf(principal), existing.organisationId, null, undefined, {
+          notification: { id: existing.id, type: existing.type },
+        }),
+      );
+      return (await stores.outbox.findById(nid)) ?? existing;
+    });
+  }
+
+  /**
+   * Deletes delivered and failed notifications completed more than `olderThanMs` ago (never a
+   * pending one), in batches of PURGE_BATCH. Used by `serve` (NOTIFICATION_RETENTION) and
+   * `cos-admin notifications purge --older-than`.
+   */
+  async purge(principal: Principal, olderThanMs: number): Promise<PurgeReport> {
+    authorise(principal, 'notifications.manage');
+    if (!Number.isSafeInteger(olderThanMs) || olderThanMs < 1) throw new RangeError('olderThanMs must be a positive whole number of milliseconds');
+    const before = new Date(this.deps.clock.now().getTime() - olderThanMs);
+    let purged = 0;
+    for (;;) {
+      const n = await this.deps.stores.outbox.purgeCompleted(before, PURGE_BATCH);
+      purged += n;
+      if (n < PURGE_BATCH) break;
     }
-    return (await this.deps.stores.outbox.findById(nid)) ?? existing;
+    return { before, purged };
   }
 }

@@ -1,3 +1,4 @@
+import { changesCredentialsOf } from '../credential-change.js';
 import type { AuditActor } from '../domain/audit.js';
 import { NotFoundError } from '../domain/errors.js';
 import type { NaceSection, Organisation } from '../domain/organisation.js';
@@ -146,7 +147,7 @@ export class Organisations {
       if (updated === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
       await stores.audit.append(auditEntry(this.deps.random, 'organisation_updated', now, actorOf(principal), id));
       return updated;
-    });
+    }, changesCredentialsOf(id));
   }
 
   private async find(id: string): Promise<Organisation> {

@@ -2,6 +2,7 @@ import { RateLimitedError } from '../domain/errors.js';
 import { noopMetrics } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
+import { counterKey } from '../counter-keys.js';
 import type { CoreDeps } from './deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 
@@ -24,7 +25,7 @@ export const COUNTER_TTL_MS = 2 * WINDOW_MS;
  */
 export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
 
-/** The counter key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan`. */
+/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan` (its counters' names: counter-keys.ts). */
 export function scopeKey(scope: RateScope): string {
   switch (scope.kind) {
     case 'organisation':
@@ -158,7 +159,7 @@ export class RateLimiter {
   private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
     let answer: number | Promise<number>;
     try {
-      answer = this.deps.counter.hit(key, windowStartMs, COUNTER_TTL_MS);
+      answer = this.deps.counter.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
     } catch (error) {
       return { kind: 'error', error };
     }

@@ -9,6 +9,7 @@
  * `api_key_revoked` (actor: secret scanning) and its `api_key.revoked` event. A repeat of the same
  * key and url (a redelivered alert) changes nothing. Unknown or malformed tokens store nothing.
  */
+import { changesCredentialsOf } from '../credential-change.js';
 import { digestKey, isWellFormedKey, keyStatus } from '../domain/api-key.js';
 import type { AuditActor, KeyExposure } from '../domain/audit.js';
 import { tokenHash } from '../domain/secret-scanning.js';
@@ -64,6 +65,9 @@ export class SecretScanning {
     if (found === null) return 'unknown';
     const { organisationId, id } = found.key;
     const exposure: KeyExposure = { type: match.type, url: match.url, source: match.source };
+    // Keys never become active again: one found inactive here is not revoked below, and its
+    // unit of work changes no credential (so a report of a dead key needs no fence).
+    const mayRevoke = keyStatus(found.key, this.deps.clock.now()) === 'active';
     return this.deps.unitOfWork.run(async (stores): Promise<AlertOutcome> => {
       // Read again inside the unit of work: the key's state as of this transaction.
       const key = await stores.apiKeys.findById(organisationId, id);
@@ -76,6 +80,6 @@ export class SecretScanning {
       const events = revoked ? (['api_key.exposed', 'api_key.revoked'] as const) : (['api_key.exposed'] as const);
       await notifyKeyEvents(stores, this.deps.random, events, now, key, exposure);
       return revoked ? 'revoked' : 'recorded';
-    });
+    }, mayRevoke ? changesCredentialsOf(organisationId) : undefined);
   }
 }

@@ -4,6 +4,16 @@
  * attempt's timeout), so several instances on one database never start the same attempt; a sender
  * that dies mid-delivery leaves its lease to expire and the notification is sent again (a receiver
  * drops repeats by `webhook-id`). Outcomes are recorded only under the claim that made the attempt.
+ *
+ * Per endpoint (one per organisation): the outbox hands out at most one notification of an
+ * organisation at a time, its due one written first, so a slow or dead endpoint delays only its own
+ * notifications and a healthy one receives them in write order. Up to `batchSize` attempts (each to
+ * another endpoint) run at once; as soon as one ends, its slot is used for the next claim, which
+ * may be the next notification of the same endpoint. A notification waiting for its next attempt
+ * does not hold back its endpoint's later ones: after a failed attempt they may arrive before it.
+ *
+ * stop() abandons the attempts in flight: each is aborted and its claim released, so it is due
+ * again at once for another instance or the next start (the receiver may see it twice).
  */
 import type { Notification } from '../domain/webhook.js';
 import type { Clock } from '../ports/clock.js';
@@ -11,7 +21,8 @@ import type { Logger } from '../ports/logger.js';
 import type { AttemptOutcome } from '../ports/outbox.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
-import type { WebhookSender } from '../ports/webhook-sender.js';
+import type { WebhookRequest, WebhookResult, WebhookSender } from '../ports/webhook-sender.js';
+import { PLAINTEXT_WEBHOOK_SECRETS, WebhookSecretUnreadableError, type WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 
 export interface WebhookDeliveryOptions {
   /** Bound on one attempt (WEBHOOK_TIMEOUT_MS). */
@@ -24,7 +35,7 @@ export interface WebhookDeliveryOptions {
   readonly retryMaxMs: number;
   /** How often the outbox is polled (WEBHOOK_POLL_INTERVAL_MS). */
   readonly pollIntervalMs: number;
-  /** Notifications claimed (and sent concurrently) per round. */
+  /** Most attempts in flight at once, each to a different endpoint (WEBHOOK_CONCURRENCY). */
   readonly batchSize: number;
 }
 
@@ -39,7 +50,7 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliveryOptions = Object.freeze({
   retryBaseMs: 5_000,
   retryMaxMs: 8 * 60 * 60 * 1000,
   pollIntervalMs: 1_000,
-  batchSize: 10,
+  batchSize: 32,
 });
 
 const RETRY_FACTOR = 4;
@@ -70,6 +81,14 @@ export interface DeliveryDeps {
   readonly options?: Partial<WebhookDeliveryOptions>;
   /** Told of every attempt's result (metrics). */
   readonly onAttempt?: (result: 'delivered' | 'retry' | 'failed') => void;
+  /** Opens the stored signing secrets (default: stored in clear). */
+  readonly secrets?: WebhookSecretCipher;
+}
+
+/** An attempt in progress: aborted by stop(); `done` settles once its outcome is recorded or its claim released. */
+interface InFlight {
+  readonly controller: AbortController;
+  done: Promise<void>;
 }
 
 export class WebhookDelivery {
@@ -79,91 +98,217 @@ export class WebhookDelivery {
   private lastWarnMs = Number.NEGATIVE_INFINITY;
   private suppressed = 0;
   private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
   private running = false;
+  /** Set by stop(): attempts claimed from now on are released at once instead of made. */
+  private stopping = false;
+  /** Every attempt in progress (the polling loop's and deliverDue's). */
+  private readonly inFlight = new Set<InFlight>();
+  /** The polling loop's claim in progress (one at a time). */
+  private claiming: Promise<void> | null = null;
+  /** An attempt ended while the loop was claiming: claim again right after. */
+  private claimAgain = false;
+  /** Attempts abandoned by stop() whose claims were released. */
+  private released = 0;
 
   constructor(private readonly deps: DeliveryDeps) {
     this.options = { ...DEFAULT_WEBHOOK_DELIVERY, ...deps.options };
     this.claimPrefix = deps.random.uuid();
   }
 
-  /** One round: claims the due notifications (at most batchSize) and attempts them. Returns how many. */
+  /**
+   * Attempts everything due now (as of the call), per endpoint one at a time in write order, with up
+   * to batchSize attempts at once; returns how many attempts it made. Each notification is attempted
+   * at most once per call (a failed one is due again only later). For embedders and tests that drive
+   * delivery themselves; `start()` runs the same continuously.
+   */
   async deliverDue(): Promise<number> {
-    const now = this.deps.clock.now();
-    const leaseUntil = new Date(now.getTime() + leaseMs(this.options.timeoutMs));
-    const claim = `${this.claimPrefix}:${++this.claims}`;
-    const due = await this.deps.stores.outbox.claimDue(now, leaseUntil, this.options.batchSize, claim);
-    await Promise.all(due.map((n) => this.attempt(n, claim)));
-    return due.length;
+    const asOf = this.deps.clock.now();
+    const mine = new Set<Promise<void>>();
+    let attempted = 0;
+    for (;;) {
+      const free = this.options.batchSize - mine.size;
+      // After stop() nothing more is claimed (what was claimed is released).
+      if (free > 0 && !this.stopping) {
+        for (const started of await this.claimAndStart(asOf, free)) {
+          const done: Promise<void> = started.done.then(() => void mine.delete(done));
+          mine.add(done);
+          attempted += 1;
+        }
+      }
+      if (mine.size === 0) return attempted;
+      // An attempt that ends frees a slot and may make its endpoint's next notification claimable.
+      await Promise.race(mine);
+    }
   }
 
-  /** Polls the outbox until stop(): a full batch is followed at once by the next round. */
+  /** Delivers continuously until stop(): claims whenever a slot is free and something is due, else polls. */
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.schedule(0);
+    this.stopping = false;
+    this.pump();
   }
 
-  /** Stops polling and waits for the round in progress (its attempts are bounded by timeoutMs). */
+  /**
+   * Stops claiming and abandons the attempts in flight: each is aborted (the sender is told through
+   * its signal, and not waited for) and its claim released, so it is due again at once. Resolves
+   * once every claim is released (or, with the store down, left to lapse at its lease's end).
+   */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    await this.round;
+    for (const a of this.inFlight) a.controller.abort();
+    // A claim in progress: what it hands out is released at once (stopping is set).
+    await this.claiming;
+    await Promise.all([...this.inFlight].map((a) => a.done));
+    if (this.released > 0) {
+      this.deps.logger.info({ released: this.released }, 'webhook deliveries in flight abandoned at shutdown; due again at once');
+      this.released = 0;
+    }
+  }
+
+  /** Claims for the free slots, unless a claim is in progress (then once it is done). */
+  private pump(): void {
+    if (!this.running) return;
+    if (this.claiming !== null) {
+      this.claimAgain = true;
+      return;
+    }
+    const free = this.options.batchSize - this.inFlight.size;
+    // All slots busy: the next attempt to end calls pump() again.
+    if (free <= 0) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.claimAgain = false;
+    this.claiming = this.claimAndStart(this.deps.clock.now(), free).then(
+      (started) => {
+        this.claiming = null;
+        if (this.claimAgain) this.pump();
+        else if (started.length < free) this.schedule(this.options.pollIntervalMs);
+      },
+      (e: unknown) => {
+        this.claiming = null;
+        this.warn({ err: e instanceof Error ? e.message : String(e) }, 'webhook outbox unavailable; retrying');
+        this.schedule(this.options.pollIntervalMs);
+      },
+    );
   }
 
   private schedule(delayMs: number): void {
     if (!this.running) return;
+    if (this.timer !== null) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.round = this.deliverDue()
-        .then((n) => this.schedule(n >= this.options.batchSize ? 0 : this.options.pollIntervalMs))
-        .catch((e: unknown) => {
-          this.warn({ err: e instanceof Error ? e.message : String(e) }, 'webhook outbox unavailable; retrying');
-          this.schedule(this.options.pollIntervalMs);
-        });
+      this.pump();
     }, delayMs);
     this.timer.unref();
   }
 
-  private async attempt(n: Notification, claim: string): Promise<void> {
-    const endpoint = await this.deps.stores.webhooks.get(n.organisationId);
-    let outcome: AttemptOutcome;
-    if (endpoint === null) {
-      outcome = { status: 'failed', at: this.deps.clock.now(), error: NO_ENDPOINT_ERROR };
-    } else {
-      const result = await this.deps.sender.send({
-        url: endpoint.url,
-        secret: endpoint.secret,
-        messageId: n.id,
-        timestamp: this.deps.clock.now(),
-        body: n.payload,
-        timeoutMs: this.options.timeoutMs,
+  /** One claim of at most `limit` due notifications (as of `now`), each attempt started. */
+  private async claimAndStart(now: Date, limit: number): Promise<InFlight[]> {
+    const leaseUntil = new Date(this.deps.clock.now().getTime() + leaseMs(this.options.timeoutMs));
+    const claim = `${this.claimPrefix}:${++this.claims}`;
+    const due = await this.deps.stores.outbox.claimDue(now, leaseUntil, limit, claim);
+    return due.map((n) => {
+      const entry: InFlight = { controller: new AbortController(), done: Promise.resolve() };
+      if (this.stopping) entry.controller.abort();
+      this.inFlight.add(entry);
+      entry.done = this.attempt(n, claim, entry.controller.signal).finally(() => {
+        this.inFlight.delete(entry);
+        this.pump();
       });
-      const at = this.deps.clock.now();
-      if (result.ok) outcome = { status: 'delivered', at };
-      else if (n.attempts >= this.options.maxAttempts) outcome = { status: 'failed', at, error: result.error };
-      else {
-        const jitter = 1 - JITTER / 2 + JITTER * this.unitRandom();
-        const delay = Math.round(retryDelayMs(n.attempts, this.options) * jitter);
-        outcome = { status: 'pending', nextAttemptAt: new Date(at.getTime() + delay), error: result.error };
+      return entry;
+    });
+  }
+
+  /** One attempt under `claim`; never rejects (a store failure is logged, and the claim lapses). */
+  private async attempt(n: Notification, claim: string, signal: AbortSignal): Promise<void> {
+    try {
+      if (signal.aborted) return await this.release(n, claim);
+      const endpoint = await this.deps.stores.webhooks.get(n.organisationId);
+      let outcome: AttemptOutcome;
+      if (endpoint === null) {
+        outcome = { status: 'failed', at: this.deps.clock.now(), error: NO_ENDPOINT_ERROR };
+      } else {
+        // A secret sealed under a key this instance lacks fails the attempt with that reason (as a
+        // receiver's error would): it is retried, so configuring the key in time delivers it.
+        const secret = this.openSecret(n.organisationId, endpoint.secret);
+        const result =
+          typeof secret !== 'string'
+            ? secret
+            : await this.send(
+                {
+                  url: endpoint.url,
+                  secret,
+                  messageId: n.id,
+                  timestamp: this.deps.clock.now(),
+                  body: n.payload,
+                  timeoutMs: this.options.timeoutMs,
+                },
+                signal,
+              );
+        if (result === null) return await this.release(n, claim);
+        const at = this.deps.clock.now();
+        if (result.ok) outcome = { status: 'delivered', at };
+        else if (n.attempts >= this.options.maxAttempts) outcome = { status: 'failed', at, error: result.error };
+        else {
+          const jitter = 1 - JITTER / 2 + JITTER * this.unitRandom();
+          const delay = Math.round(retryDelayMs(n.attempts, this.options) * jitter);
+          outcome = { status: 'pending', nextAttemptAt: new Date(at.getTime() + delay), error: result.error };
+        }
       }
+      const recorded = await this.deps.stores.outbox.complete(n.id, claim, outcome);
+      this.deps.onAttempt?.(outcome.status === 'delivered' ? 'delivered' : outcome.status === 'failed' ? 'failed' : 'retry');
+      if (outcome.status !== 'delivered') {
+        this.warn(
+          {
+            notification_id: n.id,
+            organisation_id: n.organisationId,
+            event: n.type,
+            attempt: n.attempts,
+            error: outcome.error,
+            ...(outcome.status === 'pending' ? { next_attempt_at: outcome.nextAttemptAt.toISOString() } : {}),
+            ...(recorded ? {} : { stale_claim: true }),
+          },
+          outcome.status === 'failed' ? 'webhook delivery failed; giving up' : 'webhook delivery attempt failed; will retry',
+        );
+      }
+    } catch (e) {
+      this.warn({ notification_id: n.id, err: e instanceof Error ? e.message : String(e) }, 'webhook outbox unavailable; retrying');
     }
-    const recorded = await this.deps.stores.outbox.complete(n.id, claim, outcome);
-    this.deps.onAttempt?.(outcome.status === 'delivered' ? 'delivered' : outcome.status === 'failed' ? 'failed' : 'retry');
-    if (outcome.status !== 'delivered') {
-      this.warn(
-        {
-          notification_id: n.id,
-          organisation_id: n.organisationId,
-          event: n.type,
-          attempt: n.attempts,
-          error: outcome.error,
-          ...(outcome.status === 'pending' ? { next_attempt_at: outcome.nextAttemptAt.toISOString() } : {}),
-          ...(recorded ? {} : { stale_claim: true }),
+  }
+
+  /** The sender's answer, or null once `signal` is aborted (the sender's own answer is then not waited for). */
+  private send(request: WebhookRequest, signal: AbortSignal): Promise<WebhookResult | null> {
+    if (signal.aborted) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const abandon = (): void => resolve(null);
+      signal.addEventListener('abort', abandon, { once: true });
+      this.deps.sender.send({ ...request, signal }).then(
+        (result) => {
+          signal.removeEventListener('abort', abandon);
+          resolve(result);
         },
-        outcome.status === 'failed' ? 'webhook delivery failed; giving up' : 'webhook delivery attempt failed; will retry',
+        (e: unknown) => {
+          signal.removeEventListener('abort', abandon);
+          resolve({ ok: false, error: `send failed (${e instanceof Error ? e.name : 'error'})` });
+        },
       );
+    });
+  }
+
+  private async release(n: Notification, claim: string): Promise<void> {
+    if (await this.deps.stores.outbox.release(n.id, claim)) this.released += 1;
+  }
+
+  private openSecret(organisationId: string, stored: string): string | { readonly ok: false; readonly error: string } {
+    try {
+      return (this.deps.secrets ?? PLAINTEXT_WEBHOOK_SECRETS).open(organisationId, stored);
+    } catch (e) {
+      if (e instanceof WebhookSecretUnreadableError) return { ok: false, error: e.message };
+      throw e;
     }
   }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ApiKey, ApiKeyStore, Credential, KeyUse, PageRequest } from '@cos/core';
-import { execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
+import { credentialWrite, execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
 const COLUMNS = 'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id';
 
@@ -131,10 +131,12 @@ export class SqlApiKeyStore implements ApiKeyStore {
   }
 
   async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
+    credentialWrite(this.ctx, organisationId, 'apiKeys.revoke');
     return (await execute(this.ctx, REVOKE, [at.getTime(), organisationId, keyId])) > 0;
   }
 
   async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
+    credentialWrite(this.ctx, organisationId, 'apiKeys.shortenExpiry');
     const target = expiresAt.getTime();
     return (await execute(this.ctx, SHORTEN_EXPIRY, [target, organisationId, keyId, now.getTime(), target])) > 0;
   }

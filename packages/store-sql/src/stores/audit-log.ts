@@ -1,9 +1,9 @@
-import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, PageRequest } from '@cos/core';
+import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, PageRequest, WebhookEventType } from '@cos/core';
 import { execute, query, stringOrNull, toDate, type StoreContext } from '../context.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type';
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
   if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
@@ -21,11 +21,14 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     keyPrefix: stringOrNull(row.key_prefix),
     actor: actorFromRow(row),
   };
-  // Only entries that have one carry the property (C-58: api_key_exposed; member_added/_removed; api_key_rolled).
+  // Only entries that have one carry the property (C-58: api_key_exposed; member_added/_removed; api_key_rolled;
+  // webhook_endpoint_set/_removed, webhook_secret_rotated; notification_retried).
   const hasExposure = row.exposure_type !== null && row.exposure_type !== undefined;
   const hasMember = row.member_id !== null && row.member_id !== undefined;
   const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
-  if (!hasExposure && !hasMember && !hasRoll) return entry;
+  const hasWebhook = row.webhook_origin !== null && row.webhook_origin !== undefined;
+  const hasNotification = row.notification_id !== null && row.notification_id !== undefined;
+  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification) return entry;
   return {
     ...entry,
     ...(hasExposure
@@ -33,10 +36,12 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
       : {}),
     ...(hasMember ? { member: { id: String(row.member_id), email: String(row.member_email) } } : {}),
     ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
+    ...(hasWebhook ? { webhook: { origin: String(row.webhook_origin) } } : {}),
+    ...(hasNotification ? { notification: { id: String(row.notification_id), type: String(row.notification_type) as WebhookEventType } } : {}),
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
@@ -61,6 +66,9 @@ export class SqlAuditLog implements AuditLog {
       e.member?.email ?? null,
       e.roll?.toKeyId ?? null,
       e.roll?.gracePeriodSeconds ?? null,
+      e.webhook?.origin ?? null,
+      e.notification?.id ?? null,
+      e.notification?.type ?? null,
     ]);
   }
 

@@ -1,5 +1,5 @@
 import type { NaceSection, Organisation, OrganisationChanges, OrganisationStore, PageRequest } from '@cos/core';
-import { execute, query, toBool, toDate, type StoreContext } from '../context.js';
+import { credentialWrite, execute, query, toBool, toDate, type StoreContext } from '../context.js';
 
 export const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, created_at, updated_at';
 
@@ -39,6 +39,7 @@ export class SqlOrganisationStore implements OrganisationStore {
   }
 
   async update(id: string, changes: OrganisationChanges): Promise<Organisation | null> {
+    credentialWrite(this.ctx, id, 'organisations.update');
     const sets: string[] = [];
     const bindings: unknown[] = [];
     if (changes.name !== undefined) {

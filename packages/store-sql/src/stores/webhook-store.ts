@@ -19,8 +19,15 @@ const PUT = `INSERT INTO webhook_endpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?)
   ON CONFLICT (organisation_id) DO UPDATE SET
     url = excluded.url, secret = excluded.secret, created_at = excluded.created_at, updated_at = excluded.updated_at`;
 const REMOVE = 'DELETE FROM webhook_endpoints WHERE organisation_id = ?';
+/** organisation_id is the primary key (COLLATE "C" on Postgres): byte order on both dialects. */
+const FIRST = `SELECT ${COLUMNS} FROM webhook_endpoints ORDER BY organisation_id LIMIT ?`;
+const AFTER = `SELECT ${COLUMNS} FROM webhook_endpoints WHERE organisation_id > ? ORDER BY organisation_id LIMIT ?`;
+const REPLACE_SECRET = 'UPDATE webhook_endpoints SET secret = ? WHERE organisation_id = ? AND secret = ?';
 
-/** Each organisation's optional endpoint (C-59). The secret is kept as is: it signs every delivery. */
+/**
+ * Each organisation's optional endpoint (C-59). The secret is kept as given: `whsec_…`, or sealed
+ * by the core under WEBHOOK_SECRET_ENCRYPTION_KEY (the store never sees the key).
+ */
 export class SqlWebhookStore implements WebhookStore {
   constructor(private readonly ctx: StoreContext) {}
 
@@ -35,5 +42,15 @@ export class SqlWebhookStore implements WebhookStore {
 
   async remove(organisationId: string): Promise<boolean> {
     return (await execute(this.ctx, REMOVE, [organisationId])) > 0;
+  }
+
+  async listAfter(afterOrganisationId: string | null, limit: number): Promise<WebhookEndpoint[]> {
+    const n = Math.max(0, Math.floor(limit));
+    const rows = afterOrganisationId === null ? await query(this.ctx, FIRST, [n]) : await query(this.ctx, AFTER, [afterOrganisationId, n]);
+    return rows.map(endpointFromRow);
+  }
+
+  async replaceSecret(organisationId: string, expected: string, next: string): Promise<boolean> {
+    return (await execute(this.ctx, REPLACE_SECRET, [next, organisationId, expected])) > 0;
   }
 }

@@ -62,14 +62,14 @@ export async function applyWrite(store: SqlStore, command: WriteCommand): Promis
       const { organisationId, keyId } = command;
       const at = new Date(command.at);
       return command.unitOfWork
-        ? store.unitOfWork.run((tx) => tx.apiKeys.revoke(organisationId, keyId, at))
+        ? store.unitOfWork.run((tx) => tx.apiKeys.revoke(organisationId, keyId, at), { changesCredentialsOf: [organisationId] })
         : store.stores.apiKeys.revoke(organisationId, keyId, at);
     }
     case 'rename': {
       const { organisationId } = command;
       const changes = { name: command.name, updatedAt: new Date(command.at) };
       const updated = command.unitOfWork
-        ? await store.unitOfWork.run((tx) => tx.organisations.update(organisationId, changes))
+        ? await store.unitOfWork.run((tx) => tx.organisations.update(organisationId, changes), { changesCredentialsOf: [organisationId] })
         : await store.stores.organisations.update(organisationId, changes);
       return updated !== null;
     }

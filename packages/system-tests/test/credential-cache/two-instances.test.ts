@@ -7,6 +7,7 @@
  * arrived may be answered from the state before it, on either instance.
  */
 import { expect } from 'chai';
+import { FENCE_END_UNANNOUNCED_WARNING } from '@cos/core';
 import { FRESHNESS_SCRIPT_SHA1 } from '@cos/limiter-redis';
 import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
 import { databaseTargets } from '../../../cli/test/support/databases.js';

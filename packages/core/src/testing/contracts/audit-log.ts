@@ -24,6 +24,10 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   else expect(e.member).to.deep.equal(expected.member);
   if (expected.roll === undefined) expect(e, 'no roll property').to.not.have.property('roll');
   else expect(e.roll).to.deep.equal(expected.roll);
+  if (expected.webhook === undefined) expect(e, 'no webhook property').to.not.have.property('webhook');
+  else expect(e.webhook).to.deep.equal(expected.webhook);
+  if (expected.notification === undefined) expect(e, 'no notification property').to.not.have.property('notification');
+  else expect(e.notification).to.deep.equal(expected.notification);
   expect(Object.keys(e).sort()).to.deep.equal(
     [
       'actor',
@@ -36,6 +40,8 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
       ...(expected.exposure !== undefined ? ['exposure'] : []),
       ...(expected.member !== undefined ? ['member'] : []),
       ...(expected.roll !== undefined ? ['roll'] : []),
+      ...(expected.webhook !== undefined ? ['webhook'] : []),
+      ...(expected.notification !== undefined ? ['notification'] : []),
     ].sort(),
     'no other fields',
   );
@@ -165,6 +171,24 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expectAuditEntry(listed[1], immediate);
       expectAuditEntry(listed[2], revoked);
       expect((await audit().list({ kind: 'api_key_rolled' }, ALL)).map((e) => e.id)).to.deep.equal([rolled.id, immediate.id]);
+    });
+
+    it('C-58: round-trips the webhook kinds with their endpoint origin and notification_retried with its notification, each with a named operator', async () => {
+      const operator = { type: 'operator' as const, name: 'alice' };
+      const set = newAuditEntry(orgA, { kind: 'webhook_endpoint_set', occurredAt: at(1), actor: operator, webhook: { origin: 'https://hooks.acme.example' } });
+      const rotated = newAuditEntry(orgA, { kind: 'webhook_secret_rotated', occurredAt: at(2), actor: operator, webhook: { origin: 'https://hooks.acme.example:8443' } });
+      const removed = newAuditEntry(orgA, { kind: 'webhook_endpoint_removed', occurredAt: at(3), actor: { type: 'operator' }, webhook: { origin: 'http://[::1]:9000' } });
+      const retried = newAuditEntry(orgB, {
+        kind: 'notification_retried',
+        occurredAt: at(4),
+        actor: operator,
+        notification: { id: randomUUID(), type: 'api_key.exposed' },
+      });
+      for (const e of [set, rotated, removed, retried]) await audit().append(e);
+      const listed = await audit().list({}, ALL);
+      [set, rotated, removed, retried].forEach((e, i) => expectAuditEntry(listed[i], e));
+      expectAuditEntry((await audit().list({ kind: 'notification_retried' }, ALL))[0], retried);
+      expect((await audit().list({ organisationId: orgA, kind: 'webhook_secret_rotated' }, ALL)).map((e) => e.id)).to.deep.equal([rotated.id]);
     });
 
     it('C-58: an exposure without url and source keeps both as null', async () => {

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CredentialFreshness, FreshnessCount } from '../../ports/credential-freshness.js';
 import type { RateCounter } from '../../ports/rate-counter.js';
+import { counterKey, freshnessKeys } from '../../counter-keys.js';
 
 export interface FreshnessHarness {
   /** Two clients of one shared store (two instances). */
@@ -37,7 +38,7 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
     });
 
     const check = (c: CredentialFreshness, organisationId: string, tag: string | null, count: FreshnessCount = 'never') =>
-      c.check({ organisationId, tag, count, windowStartMs: window, ttlMs: TTL });
+      c.check({ keys: freshnessKeys(organisationId), tag, count, counterKey: counterKey(`org:${organisationId}`, window), ttlMs: TTL });
     /** Waits until the organisation is settled (after a flush or a fresh start, at most the bound). */
     async function settledToken(c: CredentialFreshness, organisationId: string): Promise<string> {
       const until = Date.now() + h.changeBoundMs * 3 + 1000;
@@ -66,14 +67,14 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       expect((await check(h.second, org, token, 'if-fresh')).count).to.equal(2);
       expect((await check(h.first, org, token, 'never')).count).to.equal(null);
       // The very counter RateCounter.hit counts for the scope org:<id>.
-      expect(await h.second.hit(`org:${org}`, window, TTL)).to.equal(3);
+      expect(await h.second.hit(counterKey(`org:${org}`, window), TTL)).to.equal(3);
       expect((await check(h.first, org, token, 'if-fresh')).count).to.equal(4);
     });
 
     it('a change replaces the token at its begin and again at its end, and the organisation is not settled in between', async () => {
       const org = randomUUID();
       const before = await settledToken(h.first, org);
-      await h.first.beginChange(org, 'change-1');
+      await h.first.beginChange(freshnessKeys(org), 'change-1');
       const during = await check(h.second, org, before, 'if-fresh');
       expect(during.token).to.not.equal(before);
       expect(during.settled).to.equal(false);
@@ -81,7 +82,7 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       expect(during.count).to.equal(null);
       // Not even the token current during the change is fresh.
       expect((await check(h.second, org, during.token)).fresh).to.equal(false);
-      await h.first.endChange(org, 'change-1');
+      await h.first.endChange(freshnessKeys(org), 'change-1');
       const after = await check(h.second, org, during.token);
       expect(after.token).to.not.equal(during.token);
       expect(after.token).to.not.equal(before);
@@ -92,18 +93,18 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
     it('two changes of one organisation at once: settled only when both ended', async () => {
       const org = randomUUID();
       await settledToken(h.first, org);
-      await h.first.beginChange(org, 'a');
-      await h.second.beginChange(org, 'b');
-      await h.first.endChange(org, 'a');
+      await h.first.beginChange(freshnessKeys(org), 'a');
+      await h.second.beginChange(freshnessKeys(org), 'b');
+      await h.first.endChange(freshnessKeys(org), 'a');
       expect((await check(h.first, org, null)).settled).to.equal(false);
-      await h.second.endChange(org, 'b');
+      await h.second.endChange(freshnessKeys(org), 'b');
       expect((await check(h.first, org, null)).settled).to.equal(true);
     });
 
     it('a change that never ends stops holding the organisation after the change bound', async () => {
       const org = randomUUID();
       await settledToken(h.first, org);
-      await h.first.beginChange(org, 'lost');
+      await h.first.beginChange(freshnessKeys(org), 'lost');
       expect((await check(h.second, org, null)).settled).to.equal(false);
       await sleep(h.changeBoundMs + 100);
       const r = await check(h.second, org, null);
@@ -116,10 +117,10 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       const b = randomUUID();
       await settledToken(h.first, a);
       const tokenB = await settledToken(h.first, b);
-      await h.first.beginChange(a, 'c');
+      await h.first.beginChange(freshnessKeys(a), 'c');
       const rb = await check(h.second, b, tokenB);
       expect(rb).to.include({ token: tokenB, settled: true, fresh: true });
-      await h.first.endChange(a, 'c');
+      await h.first.endChange(freshnessKeys(a), 'c');
     });
 
     it('after the store lost its data (FLUSHALL) no earlier token is current again, and nothing is settled for the change bound', async () => {
@@ -142,12 +143,12 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       const org = randomUUID();
       await settledToken(h.first, org);
       await h.flush();
-      await h.first.beginChange(org, 'x');
+      await h.first.beginChange(freshnessKeys(org), 'x');
       await sleep(h.changeBoundMs + 100);
       // the begin re-created the data with a marker: settled again once both the marker and the data-loss bound passed
       const r = await check(h.second, org, null);
       expect(r.settled).to.equal(true);
-      await h.first.endChange(org, 'x');
+      await h.first.endChange(freshnessKeys(org), 'x');
       expect((await check(h.second, org, r.token)).fresh).to.equal(false);
     });
   });

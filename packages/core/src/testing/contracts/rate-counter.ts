@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CounterHarness } from '../harness.js';
+import { counterKey } from '../../counter-keys.js';
 
 const MINUTE = 60_000;
 /** Long enough that nothing expires during a test. */
@@ -28,7 +29,7 @@ export function describeRateCounter(name: string, factory: () => Promise<Counter
     });
 
     // hit() answers a number (in-process) or a promise of one (Redis): `await` and Promise.all take both.
-    const hit = (s: string, w: number = window, ttl: number = TTL) => harness.counter.hit(s, w, ttl);
+    const hit = (s: string, w: number = window, ttl: number = TTL) => harness.counter.hit(counterKey(s, w), ttl);
 
     it('C-50: the first hit of a window returns 1', async () => {
       expect(await hit(scope('organisation'))).to.equal(1);

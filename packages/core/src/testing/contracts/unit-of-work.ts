@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { ApiKey } from '../../domain/api-key.js';
 import { ConflictError } from '../../domain/errors.js';
+import { UndeclaredCredentialChangeError } from '../../credential-change.js';
+import type { Stores } from '../../ports/unit-of-work.js';
 import type { Member } from '../../domain/member.js';
 import type { Organisation } from '../../domain/organisation.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
@@ -84,7 +86,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
           expect(await tx.apiKeys.revoke(org.id, key.id, at(15))).to.equal(true);
           await tx.audit.append(entry);
           return { answer: 42 };
-        });
+        }, { changesCredentialsOf: [org.id] });
         expect(result).to.deep.equal({ answer: 42 });
         expectOrganisation(await stores().organisations.findById(other.id), other);
         expectOrganisation(await stores().organisations.findById(org.id), { ...org, name: 'After', updatedAt: at(14) });
@@ -103,7 +105,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         await harness.unitOfWork.run(async (tx) => {
           expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
           await tx.outbox.enqueue(notification);
-        });
+        }, { changesCredentialsOf: [org.id] });
         expectNotification(await stores().outbox.findById(notification.id), notification);
         expect((await stores().apiKeys.findById(org.id, key.id))!.revokedAt?.getTime()).to.equal(at(20).getTime());
         expectNotification((await stores().outbox.claimDue(at(20), at(60_000), 10, 'claim-1'))[0], { ...notification, attempts: 1 });
@@ -127,7 +129,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             }),
           );
           await tx.outbox.enqueue(newOutboxNotification(org.id, { type: 'api_key.exposed' }));
-        });
+        }, { changesCredentialsOf: [org.id] });
         expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt?.getTime()).to.equal(at(40).getTime());
       });
 
@@ -144,7 +146,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
           await tx.apiKeys.revoke(org.id, key.id, at(50));
           expect(await tx.apiKeys.countActive(org.id, at(100))).to.equal(1);
           expect((await tx.apiKeys.list(org.id, ALL)).map((x) => x.id).sort()).to.deep.equal([key.id, k.id].sort());
-        });
+        }, { changesCredentialsOf: [org.id] });
       });
 
       it('a run that writes nothing resolves with its value and changes nothing', async () => {
@@ -170,7 +172,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             await tx.apiKeys.revoke(org.id, key.id, at(15));
             await tx.audit.append(newAuditEntry(org.id));
             throw failure;
-          }),
+          }, { changesCredentialsOf: [org.id] }),
         );
         expect(error).to.equal(failure);
         expect((error as InjectedFailure).marker).to.equal(failure.marker);
@@ -187,7 +189,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
           harness.unitOfWork.run(async (tx) => {
             expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
             throw failure;
-          }),
+          }, { changesCredentialsOf: [org.id] }),
         );
         expect(error).to.equal(failure);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
@@ -204,13 +206,13 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
               newAuditEntry(org.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(20) }),
             );
             throw failure;
-          }),
+          }, { changesCredentialsOf: [org.id] }),
         );
         expect(error).to.equal(failure);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
         expect(await stores().audit.list({}, ALL)).to.deep.equal([]);
         // The revocation can then happen for real, exactly once.
-        expect(await harness.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(30)))).to.equal(true);
+        expect(await harness.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(30)), { changesCredentialsOf: [org.id] })).to.equal(true);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), { ...key, revokedAt: at(30) });
       });
 
@@ -236,7 +238,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             await tx.webhooks.put(newWebhookEndpoint(org.id));
             expectNotification(await tx.outbox.findById(notification.id), notification);
             throw failure;
-          }),
+          }, { changesCredentialsOf: [org.id] }),
         );
         expect(error).to.equal(failure);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
@@ -295,6 +297,33 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
       });
     });
 
+    describe('credential changes are declared (the fence)', () => {
+      const writes: ReadonlyArray<readonly [string, (tx: Stores) => Promise<unknown>]> = [
+        ['apiKeys.revoke', (tx) => tx.apiKeys.revoke(org.id, key.id, at(20))],
+        ['apiKeys.shortenExpiry', (tx) => tx.apiKeys.shortenExpiry(org.id, key.id, at(90), at(20))],
+        ['organisations.update', (tx) => tx.organisations.update(org.id, { name: 'After', updatedAt: at(20) })],
+      ];
+      for (const [write, call] of writes) {
+        it(`C-36, C-57: ${write} of an organisation the unit of work did not declare throws UndeclaredCredentialChangeError and nothing of the run is written`, async () => {
+          const before = await snapshot();
+          for (const declaration of [undefined, {}, { changesCredentialsOf: [] }, { changesCredentialsOf: [randomUUID()] }]) {
+            const error = await rejectionOf(
+              harness.unitOfWork.run(async (tx) => {
+                await tx.audit.append(newAuditEntry(org.id));
+                return call(tx);
+              }, declaration),
+            );
+            expect(error, JSON.stringify(declaration)).to.be.instanceOf(UndeclaredCredentialChangeError);
+            expect((error as UndeclaredCredentialChangeError).write).to.equal(write);
+            expect((error as UndeclaredCredentialChangeError).organisationId).to.equal(org.id);
+          }
+          expect(await snapshot()).to.deep.equal(before);
+          expect(await harness.unitOfWork.run(call, { changesCredentialsOf: [randomUUID(), org.id] })).to.not.equal(false);
+          expect(await snapshot()).to.not.deep.equal(before);
+        });
+      }
+    });
+
     describe('concurrency', () => {
       it('C-25: 20 parallel count-then-insert runs with a cap of 10 insert exactly 10', async () => {
         const CAP = 10;
@@ -349,7 +378,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
                 );
               }
               return revoked;
-            }),
+            }, { changesCredentialsOf: [org.id] }),
           ),
         );
         expect(outcomes.filter((r) => r)).to.have.length(1);

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import type { WebhookEndpoint } from '../../domain/webhook.js';
 import type { StoreHarnessFactory } from '../harness.js';
-import { at, eachWithTwoOrganisations, expectSameInstant, newWebhookEndpoint } from './fixtures.js';
+import { at, eachWithTwoOrganisations, expectSameInstant, newOrganisation, newWebhookEndpoint } from './fixtures.js';
 
 export function expectWebhookEndpoint(actual: WebhookEndpoint | undefined | null, expected: WebhookEndpoint): void {
   expect(actual, `webhook of ${expected.organisationId}`).to.not.equal(undefined);
@@ -60,6 +60,40 @@ export function describeWebhookStore(name: string, factory: StoreHarnessFactory)
       expectWebhookEndpoint(await webhooks().get(orgB()), b);
       expect(await webhooks().remove(orgA())).to.equal(true);
       expectWebhookEndpoint(await webhooks().get(orgB()), b);
+    });
+
+    it('C-59: listAfter pages every endpoint by organisation id (byte order), strictly after the given id, at most limit', async () => {
+      const ids = [orgA(), orgB()].sort();
+      const third = newOrganisation();
+      await current().harness.stores.organisations.create(third);
+      const all = [...ids, third.id].sort();
+      expect(await webhooks().listAfter(null, 10), 'no endpoint yet').to.deep.equal([]);
+      const put = all.map((id, i) => newWebhookEndpoint(id, { createdAt: at(10 - i), updatedAt: at(20 - i) }));
+      for (const w of [...put].reverse()) await webhooks().put(w);
+      const first = await webhooks().listAfter(null, 2);
+      expect(first.map((w) => w.organisationId)).to.deep.equal(all.slice(0, 2));
+      first.forEach((w, i) => expectWebhookEndpoint(w, put[i]!));
+      const rest = await webhooks().listAfter(first[1]!.organisationId, 2);
+      expect(rest.map((w) => w.organisationId)).to.deep.equal(all.slice(2));
+      expectWebhookEndpoint(rest[0], put[2]!);
+      expect(await webhooks().listAfter(all[2]!, 2)).to.deep.equal([]);
+      expect(await webhooks().listAfter(null, 0)).to.deep.equal([]);
+    });
+
+    it('C-59: replaceSecret swaps the secret only while it is still the expected one, leaving every other field', async () => {
+      const w = newWebhookEndpoint(orgA(), { createdAt: at(1), updatedAt: at(2) });
+      const b = newWebhookEndpoint(orgB(), { createdAt: at(3), updatedAt: at(4) });
+      await webhooks().put(w);
+      await webhooks().put(b);
+      expect(await webhooks().replaceSecret(orgA(), 'whsec_not-the-stored-one', 'whenc:v1:x')).to.equal(false);
+      expectWebhookEndpoint(await webhooks().get(orgA()), w);
+      expect(await webhooks().replaceSecret(orgA(), w.secret, 'whenc:v1:sealed')).to.equal(true);
+      expectWebhookEndpoint(await webhooks().get(orgA()), { ...w, secret: 'whenc:v1:sealed' });
+      expect(await webhooks().replaceSecret(orgA(), w.secret, 'whenc:v1:again'), 'the old value is no longer there').to.equal(false);
+      expectWebhookEndpoint(await webhooks().get(orgB()), b);
+      expect(await webhooks().remove(orgB())).to.equal(true);
+      expect(await webhooks().replaceSecret(orgB(), b.secret, 'whenc:v1:gone'), 'no endpoint').to.equal(false);
+      expect(await webhooks().get(orgB())).to.equal(null);
     });
 
     it('returns copies: mutating a returned endpoint or the input changes nothing stored', async () => {

@@ -1,0 +1,82 @@
+/**
+ * The names of the shared counter store's keys (C-50, C-55; the credential freshness of C-36,
+ * C-57). The core names every key; an implementation of RateCounter or CredentialFreshness uses the
+ * names it is given and only puts its own namespace in front (limiter-redis: `<keyPrefix>:`), so
+ * every instance, whatever its version of an adapter, counts and fences under the same names.
+ *
+ * - a rate-limit counter: `{<scope>}:<windowStartMs>` with the scope `org:<id>`, `unauth`,
+ *   `src:<address>` or `scan` (RateLimiter's scopeKey);
+ * - an organisation's freshness token and changes in progress: `{org:<id>}:cc:token`,
+ *   `{org:<id>}:cc:changes` (next to its counters: one hash tag, one Redis Cluster slot);
+ * - the markers of whether the store lost its data, per Redis Cluster hash slot:
+ *   `{<slot tag>}:cc:alive` and `{<slot tag>}:cc:unsettled`, where the slot tag is a short tag that
+ *   hashes to the organisation's slot. Nothing is global: every key an organisation's calls touch
+ *   lives in its slot, so a cluster serves them from one node and a resharding moves them together.
+ */
+
+/** The counter of `scope` (a scope key, e.g. `org:<id>`) in the window starting at `windowStartMs`. */
+export function counterKey(scope: string, windowStartMs: number): string {
+  return `{${scope}}:${windowStartMs}`;
+}
+
+/** An organisation's credential freshness keys. */
+export interface FreshnessKeys {
+  /** The organisation's current token. */
+  readonly token: string;
+  /** The organisation's changes in progress. */
+  readonly changes: string;
+  /** Set while the store holds the data of the organisation's slot; absent: it was lost (or never there). */
+  readonly alive: string;
+  /** Set for the change bound after the slot's data was found lost: nothing in it counts as settled meanwhile. */
+  readonly unsettled: string;
+}
+
+/** Redis Cluster's hash slots. */
+const CLUSTER_SLOTS = 16_384;
+
+/** CRC16-CCITT (XMODEM), the hash Redis Cluster maps keys to slots with. */
+function crc16(bytes: Uint8Array): number {
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/** The Redis Cluster hash slot of a key name (of its `{tag}` when it has a non-empty one), whatever prefix goes in front without braces. */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{');
+  if (open !== -1) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) key = key.slice(open + 1, close);
+  }
+  return crc16(new TextEncoder().encode(key)) % CLUSTER_SLOTS;
+}
+
+/** For every slot, a short hash tag that maps to it (built on first use: about 170 000 CRCs of 3 to 5 bytes). */
+let slotTags: string[] | undefined;
+function slotTag(slot: number): string {
+  if (slotTags === undefined) {
+    const tags = new Array<string>(CLUSTER_SLOTS);
+    const encoder = new TextEncoder();
+    let found = 0;
+    for (let n = 0; found < CLUSTER_SLOTS; n++) {
+      const tag = `cc${n.toString(36)}`;
+      const s = crc16(encoder.encode(tag)) % CLUSTER_SLOTS;
+      if (tags[s] === undefined) {
+        tags[s] = tag;
+        found++;
+      }
+    }
+    slotTags = tags;
+  }
+  return slotTags[slot]!;
+}
+
+/** The freshness keys of `organisationId`. */
+export function freshnessKeys(organisationId: string): FreshnessKeys {
+  const token = `{org:${organisationId}}:cc:token`;
+  const slot = `{${slotTag(keySlot(token))}}`;
+  return { token, changes: `{org:${organisationId}}:cc:changes`, alive: `${slot}:cc:alive`, unsettled: `${slot}:cc:unsettled` };
+}

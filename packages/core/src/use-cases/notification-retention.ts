@@ -1,0 +1,72 @@
+/**
+ * The outbox's retention (NOTIFICATION_RETENTION): a long-running host purges delivered and failed
+ * notifications completed longer ago than the retention, at start and then periodically (every
+ * hour, or every retention period when that is shorter). Pending notifications are never purged.
+ * Several instances may purge at once: each deletes what is still there.
+ */
+import { OPERATOR } from '../domain/principal.js';
+import type { Logger } from '../ports/logger.js';
+import type { Notifications } from './notifications.js';
+
+export const DEFAULT_NOTIFICATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+const MAX_PURGE_INTERVAL_MS = 60 * 60 * 1000;
+
+export interface NotificationRetentionDeps {
+  readonly notifications: Notifications;
+  readonly logger: Logger;
+  /** Delivered and failed notifications are kept this long after they completed. */
+  readonly retentionMs: number;
+  /** Time between two purges (default: the retention, at most one hour). */
+  readonly intervalMs?: number;
+}
+
+export class NotificationRetention {
+  readonly intervalMs: number;
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private current: Promise<void> | null = null;
+
+  constructor(private readonly deps: NotificationRetentionDeps) {
+    this.intervalMs = deps.intervalMs ?? Math.min(MAX_PURGE_INTERVAL_MS, deps.retentionMs);
+  }
+
+  /** One purge; returns how many notifications it deleted. */
+  async purgeOnce(): Promise<number> {
+    const { before, purged } = await this.deps.notifications.purge(OPERATOR, this.deps.retentionMs);
+    if (purged > 0) {
+      this.deps.logger.info({ purged, completed_before: before.toISOString() }, 'purged delivered and failed webhook notifications past their retention');
+    }
+    return purged;
+  }
+
+  /** Purges now, then every intervalMs until stop(). */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Stops the timer and waits for a purge in progress. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    await this.current;
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.current = this.purgeOnce()
+        .then(
+          () => undefined,
+          (e: unknown) => {
+            this.deps.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'webhook outbox purge failed; trying again at the next interval');
+          },
+        )
+        .then(() => this.schedule(this.intervalMs));
+    }, delayMs);
+    this.timer.unref();
+  }
+}
