@@ -230,10 +230,11 @@ export function planCommandFence(live: readonly InstanceRecord[], redisUrl: stri
       message: `${name} names the Redis at ${configured.target} (${configured.location}), but the running instances cache credentials with the Redis at ${targets} (${locations.join(', ')}): set ${redisVariable(locations[0]!)} to that Redis; ${NOTHING_CHANGED}`,
     };
   }
-  if (locations.length > 1) {
+  // Instances given different seed lists of one cluster recorded one Redis.
+  if (locations.some((l) => !sameRedis(l, locations[0]!))) {
     return {
       kind: 'refuse',
-      message: `the running instances cache credentials with Redis at different addresses (${targets}): set REDIS_URL to their Redis and run the command again; ${NOTHING_CHANGED}`,
+      message: `the running instances cache credentials with Redis at different addresses (${targets}): set ${redisVariable(locations[0]!)} to their Redis and run the command again; ${NOTHING_CHANGED}`,
     };
   }
   const only = recorded[0]!;
@@ -298,7 +299,7 @@ export class CommandFence implements CredentialFreshness {
     if (plan.kind === 'none') return false;
     const redis = this.redis;
     // The Redis connected at the start must still be the one the plan names (an instance may have registered since).
-    if (redis === null || redis.location.location !== plan.location.location) {
+    if (redis === null || !sameRedis(redis.location.location, plan.location.location)) {
       throw new CommandFenceRefusal(
         `instances caching credentials with the Redis at ${plan.location.target} registered while the command ran: run it again${this.redisUrl === null ? '' : ' (REDIS_URL must name that Redis)'}; ${NOTHING_CHANGED}`,
       );

@@ -61,6 +61,10 @@ describe('instance registration (issue 27): caching instances and operator comma
       // another seed list of the same cluster (one node in common)
       expect(planCommandFence(recorded, 'cluster:redis://node-b:7101,redis://node-c:7102')).to.deep.include({ kind: 'redis', url: 'cluster:redis://node-b:7101,redis://node-c:7102', from: 'REDIS_URL' });
       expect(planCommandFence(recorded, null)).to.deep.include({ kind: 'redis', url: 'cluster:redis://node-a:7100/0,redis://node-b:7101/0', from: 'registry' });
+      // instances given different seed lists of the one cluster
+      expect(planCommandFence([...recorded, record('cluster:redis://node-b:7101/0,redis://node-c:7102/0', false, 'i-2')], null)).to.deep.include({ kind: 'redis', from: 'registry' });
+      const two = planCommandFence([...recorded, record('cluster:redis://node-x:7100/0', false, 'i-2')], null);
+      expect((two as { message: string }).message).to.match(/different addresses .*: set REDIS_CLUSTER_NODES to their Redis/);
       const plain = planCommandFence(recorded, 'redis://node-a:7100');
       expect(plain.kind).to.equal('refuse');
       expect((plain as { message: string }).message).to.match(/^REDIS_URL names the Redis at node-a:7100 .* set REDIS_CLUSTER_NODES to that Redis; nothing was changed$/);
