@@ -55,11 +55,12 @@ describe('docs/embedding.md: every code block is tested', () => {
     for (const b of blocks) expect(['ts', 'sh'], `a \`\`\`${b.lang} block`).to.include(b.lang);
   });
 
-  it('includes each of the three example files once, verbatim, after its <!-- example: --> marker', () => {
+  it('includes each of the four example files once, verbatim, after its <!-- example: --> marker', () => {
     expect(exampleFiles).to.deep.equal([
       'examples/01-core-with-sql-store.ts',
       'examples/02-mount-router-in-koa.ts',
       'examples/03-build-container-override.ts',
+      'examples/04-custom-scope.ts',
     ]);
     const ts = blocks.filter((b) => b.lang === 'ts');
     expect(ts.map((b) => b.marker)).to.deep.equal(exampleFiles);
@@ -84,15 +85,17 @@ describe('docs/embedding.md: every code block is tested', () => {
         return JSON.parse(stdout) as Record<string, unknown>;
       }),
     );
-    const [first, second, third] = outputs as [
+    const [first, second, third, fourth] = outputs as [
       { afterRevoke: string; audit: string[] },
       { created: { status: number; location: string } },
       { statuses: number[] },
+      { reportWithScope: { status: number }; reportWithoutScope: { status: number } },
     ];
     expect(first.afterRevoke).to.equal('UNAUTHORIZED');
     expect(first.audit).to.include('api_key_revoked');
     expect(second.created.status).to.equal(201);
     expect(second.created.location).to.match(/^\/compliance\/v1\/organisations\//);
     expect(third.statuses).to.deep.equal([200, 200, 429, 200, 401]);
+    expect([fourth.reportWithScope.status, fourth.reportWithoutScope.status]).to.deep.equal([200, 403]);
   });
 });

@@ -8,6 +8,7 @@ import knex from 'knex';
 import { main as coreWithSqlStore, createHostKnex } from '../01-core-with-sql-store.js';
 import { main as mountRouterInKoa } from '../02-mount-router-in-koa.js';
 import { main as buildContainerOverride } from '../03-build-container-override.js';
+import { main as customScope } from '../04-custom-scope.js';
 
 const RAW_KEY = /svc_(live|test)_[A-Za-z0-9]{48}/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -16,7 +17,7 @@ type CoreResult = Awaited<ReturnType<typeof coreWithSqlStore>>;
 
 function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): void {
   expect(r.dialect).to.equal(dialect);
-  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0007_webhook_at_rest']);
+  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
   expect(r.organisation).to.include({ name: 'Acme Ltd', slug: 'acme', industry_section: 'C', is_system: false });
   expect(r.organisation.id).to.match(UUID);
   expect(r.members.data.map((m) => m.email)).to.deep.equal(['ada@acme.example']);
@@ -24,7 +25,21 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
   expect(r.keys.data).to.have.length(1);
   const [key] = r.keys.data;
   expect(Object.keys(key!).sort()).to.deep.equal(
-    ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status'].sort(),
+    [
+      'created_at',
+      'created_by_key_id',
+      'expires_at',
+      'id',
+      'is_active',
+      'key_prefix',
+      'label',
+      'last_used_at',
+      'organisation_id',
+      'revoked_at',
+      'rolled_from',
+      'scopes',
+      'status',
+    ].sort(),
   );
   expect(key).to.include({ label: 'billing service', is_active: true, status: 'active', organisation_id: r.organisation.id });
   expect(key!.key_prefix).to.match(/^svc_test_[A-Za-z0-9]{3}$/);
@@ -106,5 +121,21 @@ describe('examples: embedding (docs/embedding.md)', () => {
     expect(r.retryAfter).to.equal(30);
     expect(r.resetOfFirstWindow).to.equal(Date.parse('2026-06-10T09:01:00.000Z') / 1000);
     expect(r.remainingInNextMinute).to.equal(1);
+  });
+  it('example 4 (C-60): a host route guarded by a scope the host declared; the set stays closed; v1 scopes and host scopes open only their own routes', async () => {
+    const r = await customScope();
+    expect(r.scopes).to.include('reports:read').and.to.include('organisations:read');
+    expect(r.scopes).to.have.length(9);
+    expect(r.undeclared).to.deep.equal([{ field: 'scopes', issue: 'must be a non-empty array of known scopes without duplicates' }]);
+    expect(r.reportWithScope.status).to.equal(200);
+    expect(r.reportWithScope.body).to.deep.include({ scopes: ['reports:read'], report: 'all green' });
+    expect(r.reportWithoutScope).to.deep.equal({
+      status: 403,
+      body: { error: 'FORBIDDEN', message: 'This API key does not hold the scope this operation requires', details: [{ field: 'scope', issue: 'requires reports:read' }] },
+    });
+    expect(r.reportWithoutKey.status).to.equal(401);
+    expect(r.organisationWithReportScope.status).to.equal(403);
+    expect(r.organisationWithReportScope.body['details']).to.deep.equal([{ field: 'scope', issue: 'requires organisations:read' }]);
+    expect(r.organisationWithReadScope.status).to.equal(200);
   });
 });

@@ -5,7 +5,8 @@
  * plus the HTTP-only codes) to its status, content type and whether `details` is passed through.
  * renderError turns any thrown value into a status, headers and a body:
  * - every code but RATE_LIMIT_EXCEEDED: the spec's standard error `{error, message, details}`
- *   (`details` is `[]` unless VALIDATION_ERROR or CONFLICT carry some, C-11, C-13);
+ *   (`details` is `[]` unless VALIDATION_ERROR, CONFLICT or a missing scope's FORBIDDEN carry some,
+ *   C-11, C-13, C-60);
  * - RATE_LIMIT_EXCEEDED: RFC 7807 `application/problem+json` (spec §7, C-51) and `Retry-After`;
  * - anything that is not a DomainError or an HttpError: 500 INTERNAL_ERROR whose message names only
  *   the request id (C-15); the caller logs the stack.
@@ -37,7 +38,8 @@ const standard = (status: number, withDetails = false): ErrorMapping =>
 export const ERROR_TABLE: Readonly<Record<HttpErrorCode, ErrorMapping>> = Object.freeze({
   VALIDATION_ERROR: standard(400, true),
   UNAUTHORIZED: standard(401),
-  FORBIDDEN: standard(403),
+  // A 403 for a missing scope names it (C-60); every other 403 carries no details.
+  FORBIDDEN: standard(403, true),
   NOT_FOUND: standard(404),
   METHOD_NOT_ALLOWED: standard(405),
   CONFLICT: standard(409, true),

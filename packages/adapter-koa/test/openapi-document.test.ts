@@ -72,16 +72,24 @@ describe('adapter-koa: docs/openapi.yaml', () => {
     }
   });
 
-  it('C-56: the always-on extensions (components/pathItems with x-path) are outside `paths`, authenticated, and document 400, 401, 403, 409, 429, 500, 503 with the standard headers', () => {
+  it('C-56: the always-on extensions (components/pathItems with x-path) are outside `paths`, authenticated, and document 400, 401, 403, 404, 429, 500, 503 (the roll 409 too) with the standard headers', () => {
     const ops = doc.extensionOperations();
-    expect(ops.map((o) => `${o.method} ${o.template}`)).to.deep.equal(['POST /organisations/{org_id}/api-keys/{key_id}/roll']);
+    expect(ops.map((o) => `${o.method} ${o.template}`)).to.deep.equal([
+      'POST /organisations/{org_id}/api-keys/{key_id}/roll',
+      'GET /organisations/{org_id}/key-policy',
+      'PUT /organisations/{org_id}/key-policy',
+    ]);
+    expect(doc.templateOf('/organisations/3f2504e0-4f89-41d3-9a0c-0305e82c3301/api-keys/3f2504e0-4f89-41d3-9a0c-0305e82c3302/roll')).to.equal(
+      '/organisations/{org_id}/api-keys/{key_id}/roll',
+    );
+    expect(doc.templateOf('/organisations/3f2504e0-4f89-41d3-9a0c-0305e82c3301/key-policy')).to.equal('/organisations/{org_id}/key-policy');
     for (const o of ops) {
       expect(doc.paths()[o.template], 'not in paths (spec §9)').to.equal(undefined);
-      expect(doc.templateOf('/organisations/3f2504e0-4f89-41d3-9a0c-0305e82c3301/api-keys/3f2504e0-4f89-41d3-9a0c-0305e82c3302/roll')).to.equal(o.template);
       const op = (doc.extensionPaths()[o.template]!.item as Record<string, Record<string, unknown>>)[o.method.toLowerCase()]!;
       expect(op['security'], o.operationId).to.equal(undefined);
       const responses = op['responses'] as Record<string, { $ref?: string }>;
-      expect(Object.keys(responses), o.operationId).to.include.members(['201', '400', '401', '403', '404', '409', '429', '500', '503']);
+      const success = o.method === 'POST' ? ['201', '409'] : ['200'];
+      expect(Object.keys(responses), o.operationId).to.include.members([...success, '400', '401', '403', '404', '429', '500', '503']);
       for (const [code, r] of Object.entries(responses)) {
         expect(r.$ref, `${o.operationId} ${code} is a $ref`).to.be.a('string');
         const headers = doc.deref<Record<string, unknown>>(r)['headers'] as Record<string, unknown>;

@@ -118,7 +118,10 @@ const feedback = (token: string, label: 'true_positive' | 'false_positive', type
 /** Everything an alert can change: keys, audit, exposures as audit entries, outbox. */
 async function snapshot(w: World): Promise<string> {
   const s = w.tc.store.stores;
-  const keys = await Promise.all([w.platform, w.own, w.other].map((t) => s.apiKeys.list(t.orgId, PAGE)));
+  // Keys without last_used_at: a request's own use is written in the background, whatever the alert did.
+  const keys = (await Promise.all([w.platform, w.own, w.other].map((t) => s.apiKeys.list(t.orgId, PAGE)))).map((list) =>
+    list.map(({ lastUsedAt: _, ...k }) => k),
+  );
   return JSON.stringify({ keys, audit: await s.audit.list({}, PAGE), outbox: await s.outbox.list({}, PAGE) });
 }
 
@@ -415,6 +418,87 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => 
       });
     });
 
+    describe('C-61, C-62: lineage and the exposure response', () => {
+      /** A key issued by `parent` over HTTP (so created_by_key_id names it); returns raw key and id. */
+      async function child(parent: string, label: string): Promise<{ key: string; id: string }> {
+        const res = await w.api.post(`/v1/organisations/${w.own.orgId}/api-keys`, { key: parent, json: { label } });
+        expect(res.status, res.text).to.equal(201);
+        return { key: res.body.key as string, id: res.body.id as string };
+      }
+
+      /** own key -> a -> a1 (revoked later) -> a1x; own key -> b, rolled by own key into b2; an unrelated operator key. */
+      async function family() {
+        const a = await child(w.own.key, 'a');
+        const a1 = await child(a.key, 'a1');
+        const a1x = await child(a1.key, 'a1x');
+        const b = await child(w.own.key, 'b');
+        const b2res = await w.api.post(`/v1/organisations/${w.own.orgId}/api-keys/${b.id}/roll`, { key: w.own.key });
+        const b2 = { key: b2res.body.key as string, id: b2res.body.id as string };
+        await w.tc.core.apiKeys.revoke(OPERATOR, w.own.orgId, a1.id);
+        const unrelated = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'unrelated' });
+        return { a, a1, a1x, b, b2, unrelated: unrelated.rawKey };
+      }
+
+      async function putPolicy(exposure_response: string): Promise<void> {
+        const res = await w.api.put(`/v1/organisations/${w.own.orgId}/key-policy`, {
+          key: w.platform.key,
+          json: { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response },
+        });
+        expect(res.status, res.text).to.equal(200);
+      }
+
+      it('C-61: the api_key_exposed entry and the api_key.exposed event list the active descendants (through a revoked key too); by default only the reported key is revoked', async () => {
+        await w.tc.core.webhooks.set(OPERATOR, w.own.orgId, HOOK);
+        const f = await family();
+        await sendAlert(w.scan, [match(w.own.key)]);
+        const expected = [f.a.id, f.a1x.id, f.b2.id].sort();
+        const exposed = (await auditBySecretScanning(w)).find((e) => e.kind === 'api_key_exposed')!;
+        expect(exposed.descendantKeyIds).to.deep.equal(expected);
+        const event = (await outbox(w)).find((n) => n.type === 'api_key.exposed')!;
+        expect((JSON.parse(event.payload) as { data: { descendant_key_ids: string[] } }).data.descendant_key_ids).to.deep.equal(expected);
+        expect(await kinds(w)).to.deep.equal(['api_key_exposed', 'api_key_revoked']);
+        for (const k of [f.a, f.a1x, f.b2]) expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: k.key })).status).to.equal(200);
+      });
+
+      it('C-61: the descendants of a key that issued nothing are an empty list', async () => {
+        const f = await family();
+        await sendAlert(w.scan, [match(f.a1x.key)]);
+        const exposed = (await auditBySecretScanning(w)).find((e) => e.kind === 'api_key_exposed')!;
+        expect(exposed.descendantKeyIds).to.deep.equal([]);
+      });
+
+      it('C-62: revoke_key_and_descendants revokes the key and every active descendant in the same unit of work, each with its own api_key_revoked entry and api_key.revoked event (actor secret scanning)', async () => {
+        await w.tc.core.webhooks.set(OPERATOR, w.own.orgId, HOOK);
+        const f = await family();
+        await putPolicy('revoke_key_and_descendants');
+        const earlier = new Set((await outbox(w)).map((n) => n.id));
+        const res = await sendAlert(w.scan, [match(w.own.key)]);
+        expect(res.status).to.equal(200);
+        for (const k of [w.own.key, f.a.key, f.a1x.key, f.b2.key]) {
+          expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: k })).status, 'revoked before the answer').to.equal(401);
+        }
+        expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: f.unrelated })).status, 'not a descendant').to.equal(200);
+        const revoked = (await auditBySecretScanning(w)).filter((e) => e.kind === 'api_key_revoked').map((e) => e.keyId);
+        expect(revoked.sort()).to.deep.equal([w.own.keyId, f.a.id, f.a1x.id, f.b2.id].sort());
+        const events = (await outbox(w)).filter((n) => n.type === 'api_key.revoked' && !earlier.has(n.id)).map((n) => (JSON.parse(n.payload) as { data: { key_id: string } }).data.key_id);
+        expect(events.sort()).to.deep.equal([w.own.keyId, f.a.id, f.a1x.id, f.b2.id].sort());
+        // A redelivered alert changes nothing more.
+        const before = await snapshot(w);
+        await sendAlert(w.scan, [match(w.own.key)]);
+        expect(await snapshot(w)).to.equal(before);
+      });
+
+      it('C-62: under revoke_key_and_descendants an already revoked reported key still takes its active descendants with it', async () => {
+        const f = await family();
+        await putPolicy('revoke_key_and_descendants');
+        await w.tc.core.apiKeys.revoke(OPERATOR, w.own.orgId, f.a.id);
+        await sendAlert(w.scan, [match(f.a.key)]);
+        expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: f.a1x.key })).status).to.equal(401);
+        expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: f.b2.key })).status, 'b2 descends from the own key, not from a').to.equal(200);
+        expect(await kinds(w)).to.deep.equal(['api_key_exposed', 'api_key_revoked']);
+      });
+    });
+
     describe('C-59: webhook events in the outbox', () => {
       it('C-59: an exposure enqueues exactly one api_key.exposed and one api_key.revoked, without the key or its digest', async () => {
         await w.tc.core.webhooks.set(OPERATOR, w.own.orgId, HOOK);
@@ -430,7 +514,7 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => 
         expect(exposed).to.deep.equal({
           type: 'api_key.exposed',
           timestamp: w.tc.clock.now().toISOString(),
-          data: { ...data, url: LEAK_URL, source: 'content' },
+          data: { ...data, url: LEAK_URL, source: 'content', descendant_key_ids: [] },
         });
         expect(revoked).to.deep.equal({ type: 'api_key.revoked', timestamp: w.tc.clock.now().toISOString(), data });
         for (const n of notes) {

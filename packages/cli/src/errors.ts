@@ -86,6 +86,10 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   url: '--url',
   status: '--status',
   id: '<id>',
+  scopes: '--scopes',
+  max_lifetime_seconds: '--max-lifetime',
+  allowed_environments: '--environments',
+  exposure_response: '--exposure-response',
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);

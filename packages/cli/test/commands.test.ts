@@ -15,7 +15,7 @@ import { databaseTargets, type TestDatabase } from './support/databases.js';
 const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
 const ORGANISATION_FIELDS = ['created_at', 'id', 'industry_section', 'is_system', 'name', 'slug', 'updated_at'];
 const MEMBER_FIELDS = ['created_at', 'email', 'id', 'organisation_id'];
-const KEY_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status'];
+const KEY_FIELDS = ['created_at', 'created_by_key_id', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'scopes', 'status'];
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**
@@ -322,7 +322,7 @@ for (const target of databaseTargets()) {
       expect(list.data.map((k: any) => k.label)).to.deep.equal(['ci pipeline', 'people', 'test', 'quarter', 'half day', 'short', 'fixed']);
       for (const k of list.data) expect(Object.keys(k).sort()).to.deep.equal(KEY_FIELDS);
       const table = await cli('key', 'list', acme.id);
-      expect(table.stdout).to.match(/^ID\s+PREFIX\s+LABEL\s+STATUS\s+EXPIRES\s+CREATED\s+LAST USED\n/);
+      expect(table.stdout).to.match(/^ID\s+PREFIX\s+LABEL\s+STATUS\s+EXPIRES\s+CREATED\s+LAST USED\s+SCOPES\n/);
       expect(table.stdout).to.include(issued.key_prefix);
       expect(printedKeys(table.stdout)).to.deep.equal([]);
     });

@@ -133,6 +133,7 @@ for (const target of databaseTargets()) {
         label: 'ci',
         url: 'https://github.com/octo/leak/blob/abc/config.env',
         source: 'content',
+        descendant_key_ids: [],
       });
       for (const d of receiver.delivered) expect(d.raw).not.to.include(s.key).and.not.to.include(sha256(s.key));
 

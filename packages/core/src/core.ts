@@ -25,6 +25,8 @@ import { RateLimiter } from './use-cases/rate-limit.js';
 import { SecretScanning } from './use-cases/secret-scanning.js';
 import { Webhooks } from './use-cases/webhooks.js';
 import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
+import { KeyPolicies } from './use-cases/key-policies.js';
+import { knownScopes } from './domain/scopes.js';
 
 /** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
 export interface Core {
@@ -59,6 +61,13 @@ export interface Core {
   /** Where the HTTP adapter reports its requests (the port the use cases report to). */
   readonly metrics: Metrics;
   readonly config: CoreConfig;
+  /**
+   * Every scope a key of this process can hold (C-60), sorted: the built-in ones and those declared
+   * in CreateCoreOptions.scopes. A key is never issued with any other.
+   */
+  readonly scopes: readonly string[];
+  /** Organisations' key policies (C-62). */
+  readonly keyPolicies: KeyPolicies;
 }
 
 export interface CreateCoreOptions {
@@ -95,6 +104,12 @@ export interface CreateCoreOptions {
    * WebhookDelivery of the same host needs the same cipher. Default: secrets stored in clear.
    */
   readonly webhookSecrets?: WebhookSecretCipher;
+  /**
+   * Scope names of the embedding service's own operations (`resource:action`, e.g. `reports:read`),
+   * added to the built-in ones (C-60). The set stays closed per process: a key can be issued only
+   * with scopes that are built in or declared here. Its routes check them with `requireScope`.
+   */
+  readonly scopes?: readonly string[];
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
@@ -105,6 +120,7 @@ export function createCore(options: CreateCoreOptions): Core {
   const config = { ...DEFAULT_CORE_CONFIG, ...options.config };
   const random = options.random ?? cryptoRandom;
   const logger = options.logger ?? silentLogger;
+  const scopes = knownScopes(options.scopes);
   const freshness = options.freshness;
   const caching = freshness !== undefined && options.credentialCache !== false;
   const fence =
@@ -123,6 +139,7 @@ export function createCore(options: CreateCoreOptions): Core {
     config,
     webhookHosts: options.webhookHosts ?? null,
     ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
+    scopes,
   };
   const rateLimiter = new RateLimiter(deps);
   const cache =
@@ -157,5 +174,7 @@ export function createCore(options: CreateCoreOptions): Core {
     clock: deps.clock,
     metrics: deps.metrics,
     config: deps.config,
+    scopes,
+    keyPolicies: new KeyPolicies(deps),
   };
 }

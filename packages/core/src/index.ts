@@ -10,6 +10,8 @@ export * from './domain/audit.js';
 export * from './domain/webhook.js';
 export * from './domain/webhook-destination.js';
 export * from './domain/principal.js';
+export * from './domain/scopes.js';
+export * from './domain/key-policy.js';
 export type * from './ports/index.js';
 export * from './config.js';
 export * from './tokens.js';
@@ -31,7 +33,11 @@ export {
   KEY_NOT_FOUND_MESSAGE,
   KEY_REVOKED_ROLL_MESSAGE,
   KEY_EXPIRED_ROLL_MESSAGE,
+  ISSUE_ENVIRONMENT_NOT_ALLOWED,
+  expiresAtCapIssue,
 } from './use-cases/api-keys.js';
+export { KeyPolicies, exceedsPolicy } from './use-cases/key-policies.js';
+export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './use-cases/key-usage.js';
 export {
   Admission,
@@ -58,7 +64,7 @@ export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
 export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
-export { SecretScanning, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
+export { SecretScanning, activeDescendants, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
 export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
 export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './use-cases/notifications.js';
 export {
@@ -104,6 +110,7 @@ export {
   ISSUE_EXPIRES_AT,
   ISSUE_ENVIRONMENT,
   ISSUE_GRACE_PERIOD,
+  ISSUE_SCOPES,
   ISSUE_EMAIL,
   ISSUE_LIMIT,
   ISSUE_CURSOR,
@@ -134,7 +141,11 @@ export {
 export {
   OPERATOR_REQUIRED_MESSAGE,
   OPERATIONS,
+  OPERATION_SCOPES,
   authorise,
+  authoriseRevocation,
+  requireScope,
+  hasScope,
   type Operation,
   type OrganisationOperation,
   type PlatformOperation,

@@ -2,8 +2,9 @@
  * The contract's JSON shapes (C-20..C-22, C-40): snake_case, ISO 8601 UTC timestamps with
  * milliseconds and a trailing Z. Shared by the HTTP adapter and the CLI's --json output.
  */
-import type { ApiKey, KeyStatus } from './domain/api-key.js';
-import { keyStatus } from './domain/api-key.js';
+import type { ApiKey, KeyEnvironment, KeyStatus } from './domain/api-key.js';
+import { keyStatus, scopesOf } from './domain/api-key.js';
+import type { ExposureResponse, KeyPolicy } from './domain/key-policy.js';
 import type { AuditActor, AuditEntry } from './domain/audit.js';
 import type { Member } from './domain/member.js';
 import type { Notification, WebhookEndpoint } from './domain/webhook.js';
@@ -42,6 +43,17 @@ export interface ApiKeyView {
   last_used_at: string | null;
   /** The key this one replaced through a roll, or null (issue 16). */
   rolled_from: string | null;
+  /** What the key may do (C-60): sorted, without duplicates; fixed at issue. */
+  scopes: string[];
+  /** The key that issued or rolled this one, or null when an operator did (C-61). */
+  created_by_key_id: string | null;
+}
+
+/** An organisation's key policy (C-62), as GET/PUT .../key-policy answer it. */
+export interface KeyPolicyView {
+  max_lifetime_seconds: number | null;
+  allowed_environments: KeyEnvironment[];
+  exposure_response: ExposureResponse;
 }
 
 export interface IssuedKeyView extends ApiKeyView {
@@ -83,6 +95,10 @@ export interface AuditEntryView {
   webhook?: { origin: string };
   /** Present on `notification_retried` entries only. */
   notification?: { id: string; type: string };
+  /** Present on `api_key_exposed` entries written since key lineage (C-61): the exposed key's active descendants. */
+  descendant_key_ids?: string[];
+  /** Present on `organisation_policy_updated` entries only (C-62). */
+  key_policy?: { old: KeyPolicyView; new: KeyPolicyView };
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -169,6 +185,16 @@ export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
     revoked_at: isoOrNull(k.revokedAt),
     last_used_at: isoOrNull(k.lastUsedAt ?? null),
     rolled_from: k.rolledFromKeyId ?? null,
+    scopes: [...scopesOf(k)],
+    created_by_key_id: k.createdByKeyId ?? null,
+  };
+}
+
+export function keyPolicyView(p: KeyPolicy): KeyPolicyView {
+  return {
+    max_lifetime_seconds: p.maxLifetimeSeconds,
+    allowed_environments: [...p.allowedEnvironments],
+    exposure_response: p.exposureResponse,
   };
 }
 
@@ -190,6 +216,8 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     ...(e.roll !== undefined ? { roll: { to_key_id: e.roll.toKeyId, grace_period_seconds: e.roll.gracePeriodSeconds } } : {}),
     ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
+    ...(e.descendantKeyIds !== undefined ? { descendant_key_ids: [...e.descendantKeyIds] } : {}),
+    ...(e.keyPolicy !== undefined ? { key_policy: { old: keyPolicyView(e.keyPolicy.old), new: keyPolicyView(e.keyPolicy.new) } } : {}),
   };
 }
 

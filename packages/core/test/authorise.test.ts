@@ -5,6 +5,13 @@
  */
 import { expect } from 'chai';
 import {
+  ALL_BUILTIN_SCOPES,
+  OPERATION_SCOPES,
+  authoriseRevocation,
+  hasScope,
+  knownScopes,
+  requireScope,
+  type KeyPrincipal,
   FOREIGN_ORGANISATION_MESSAGE,
   ForbiddenError,
   OPERATIONS,
@@ -28,8 +35,9 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.issue',
   'api_keys.get',
   'api_keys.revoke',
+  'organisations.key_policy.get',
 ];
-const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create'];
+const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
   'organisations.create_system',
   'organisations.classify',
@@ -59,8 +67,8 @@ function refusal(principal: Principal, operation: Operation, orgId: string): str
 describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
   const ownOrg = '0b9e5a1c-2f4d-4e6a-8b7c-9d0e1f2a3b4c';
   const foreignOrg = '7c6d5e4f-3a2b-4c1d-9e8f-0a1b2c3d4e5f';
-  const standard: Principal = { kind: 'api_key', keyId: 'k1', keyPrefix: 'svc_live_abc', organisationId: ownOrg, isPlatform: false };
-  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true };
+  const standard: Principal = { kind: 'api_key', keyId: 'k1', keyPrefix: 'svc_live_abc', organisationId: ownOrg, isPlatform: false, scopes: ALL_BUILTIN_SCOPES };
+  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true, scopes: ALL_BUILTIN_SCOPES };
 
   it('C-33: the operation names are a closed set, each given exactly one access rule', () => {
     expect([...OPERATIONS].sort()).to.deep.equal(
@@ -106,6 +114,49 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
     }
   });
 
+  it('C-60: every operation a key reaches needs exactly its scope: held, allowed; missing, 403 with {field: "scope", issue: "requires <scope>"}', () => {
+    const keyOps = [...ORGANISATION_OPERATIONS, ...PLATFORM_OPERATIONS] as (keyof typeof OPERATION_SCOPES)[];
+    expect(Object.keys(OPERATION_SCOPES).sort()).to.deep.equal([...keyOps].sort());
+    for (const op of keyOps) {
+      const needed = OPERATION_SCOPES[op];
+      for (const held of ALL_BUILTIN_SCOPES) {
+        const principal: Principal = { ...(platform as KeyPrincipal), scopes: [held] };
+        let error: unknown = null;
+        try {
+          (authorise as (p: Principal, o: Operation, ...rest: string[]) => void)(principal, op, ownOrg);
+        } catch (e) {
+          error = e;
+        }
+        if (held === needed) expect(error, `${op} with ${held}`).to.equal(null);
+        else {
+          expect(error, `${op} with ${held}`).to.be.instanceOf(ForbiddenError);
+          expect((error as ForbiddenError).details).to.deep.equal([{ field: 'scope', issue: `requires ${needed}` }]);
+        }
+      }
+    }
+    // The operator holds every scope; a key with none reaches nothing but its own revocation.
+    for (const op of keyOps) expect(refusal(OPERATOR, op, ownOrg)).to.equal(null);
+    const none: KeyPrincipal = { ...(standard as KeyPrincipal), scopes: [] };
+    expect(() => authoriseRevocation(none, ownOrg, none.keyId)).to.not.throw();
+    expect(() => authoriseRevocation(none, ownOrg, 'another-key')).to.throw(ForbiddenError);
+    expect(() => authoriseRevocation(none, foreignOrg, none.keyId), 'its own id in another organisation').to.throw(ForbiddenError, FOREIGN_ORGANISATION_MESSAGE);
+  });
+
+  it('C-60: requireScope and hasScope serve an embedder\'s own scope names', () => {
+    const reporter: KeyPrincipal = { ...(standard as KeyPrincipal), scopes: ['reports:read'] };
+    expect(hasScope(reporter, 'reports:read')).to.equal(true);
+    expect(() => requireScope(reporter, 'reports:read')).to.not.throw();
+    expect(() => requireScope(reporter, 'reports:write')).to.throw(ForbiddenError).with.property('details').that.deep.equals([{ field: 'scope', issue: 'requires reports:write' }]);
+    expect(() => requireScope(OPERATOR, 'reports:write')).to.not.throw();
+  });
+
+  it('C-60: declared scope names join the closed set once, checked at start-up', () => {
+    expect(knownScopes(['reports:read'])).to.deep.equal([...ALL_BUILTIN_SCOPES, 'reports:read'].sort());
+    for (const bad of [['organisations:read'], ['reports:read', 'reports:read'], ['Reports:read'], ['reports'], ['reports:read write'], [''], [7 as unknown as string]]) {
+      expect(() => knownScopes(bad), JSON.stringify(bad)).to.throw(TypeError);
+    }
+  });
+
   it('C-33: the use cases refuse exactly when authorise does, with the same message (one rule)', async () => {
     const f = fixture();
     const own = await f.tenant('acme');
@@ -129,6 +180,8 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'api_keys.get': (c, p, id) => c.apiKeys.get(p, id, UNKNOWN_UUID),
       'api_keys.revoke': (c, p, id) => c.apiKeys.revoke(p, id, UNKNOWN_UUID),
       'audit.list': (c, p) => c.audit.list(p, {}),
+      'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
+      'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
       'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };

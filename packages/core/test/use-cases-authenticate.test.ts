@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import {
   Admission,
+  ALL_BUILTIN_SCOPES,
   Authenticator,
   DEFAULT_CORE_CONFIG,
   OPERATOR,
@@ -39,6 +40,7 @@ describe('use case: admission and authenticate', () => {
       keyPrefix: raw.slice(0, 12),
       organisationId: org.id,
       isPlatform: false,
+      scopes: ALL_BUILTIN_SCOPES,
     });
     expect(counting.calls).to.equal(1);
   });

@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import {
   counterKey,
+  FENCE_UNAVAILABLE_MESSAGE,
   createCore,
   freshnessKeys,
   FENCE_END_UNANNOUNCED_WARNING,
@@ -468,5 +469,26 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
       expect(error).to.be.instanceOf(UndeclaredCredentialChangeError);
       expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
     });
+  });
+
+  it('C-57, C-62: a key policy change is a fenced credential change of its organisation: begun before the write, ended after, refused (503, nothing written) when the shared store is unreachable', async () => {
+    await warm(two);
+    const begun: string[] = [];
+    const begin = shared.beginChange.bind(shared);
+    shared.beginChange = (keys, c) => {
+      begun.push(keys.token);
+      return begin(keys, c);
+    };
+    const policy = { max_lifetime_seconds: 3_600, allowed_environments: ['live'], exposure_response: 'revoke_key' };
+    await one.core.keyPolicies.replace(OPERATOR, org.id, policy);
+    expect(begun).to.deep.equal([freshnessKeys(org.id).token]);
+    expect(await admit(two), 'the change ended: the organisation is settled again, the key still valid').to.equal('ok');
+    shared.beginChange = () => Promise.reject(new Error('redis down'));
+    const refused = await one.core.keyPolicies.replace(OPERATOR, org.id, { ...policy, max_lifetime_seconds: 7_200 }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(refused?.message).to.equal(FENCE_UNAVAILABLE_MESSAGE);
+    expect((await one.core.keyPolicies.get(OPERATOR, org.id)).maxLifetimeSeconds).to.equal(3_600);
   });
 });

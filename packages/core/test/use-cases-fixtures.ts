@@ -137,6 +137,10 @@ export class CountingApiKeyStore implements ApiKeyStore {
     this.calls++;
     return this.inner.recordExposure(...a);
   }
+  listCreatedBy(...a: Parameters<ApiKeyStore['listCreatedBy']>) {
+    this.calls++;
+    return this.inner.listCreatedBy(...a);
+  }
 }
 
 /** The stores with one of them replaced. */

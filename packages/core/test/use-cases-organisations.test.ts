@@ -284,6 +284,8 @@ describe('use case: organisations', () => {
         create: (o) => inner.create(o),
         findById: (id) => inner.findById(id),
         findFirstSystem: () => inner.findFirstSystem(),
+        findKeyPolicy: (id) => inner.findKeyPolicy(id),
+        putKeyPolicy: (id, p, at) => inner.putKeyPolicy(id, p, at),
         update: (id, c) => inner.update(id, c),
         list: (page) => {
           requests.push(page);
@@ -329,6 +331,8 @@ describe('use case: organisations', () => {
           return inner.findById(id);
         },
         findFirstSystem: () => inner.findFirstSystem(),
+        findKeyPolicy: (id) => inner.findKeyPolicy(id),
+        putKeyPolicy: (id, p, at) => inner.putKeyPolicy(id, p, at),
         update: (id, c) => inner.update(id, c),
         list: (page) => inner.list(page),
       }));

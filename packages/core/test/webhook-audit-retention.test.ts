@@ -28,7 +28,7 @@ async function entries(f: Pick<Fixture, 'core'>, kind?: string): Promise<readonl
 
 describe('use case: webhook changes and notification retries are audited (C-40, C-41)', () => {
   it('C-40: set, set again, rotate-secret and remove each write their entry with the named operator and the endpoint origin only', async () => {
-    const f = fixture();
+    const f = fixture({ config: { webhookAllowHttp: true } });
     const org = await f.org('acme');
     const set = await f.core.webhooks.set(ALICE, org.id, HOOK_URL);
     f.clock.advance(1_000);
@@ -123,11 +123,15 @@ describe('use case: the outbox retention purge (NOTIFICATION_RETENTION)', () => 
   const DAY = 24 * 60 * 60 * 1000;
 
   async function completedNotifications(f: Fixture, orgId: string, count: number, status: 'delivered' | 'failed'): Promise<Notification[]> {
-    for (let i = 0; i < count; i += 1) await f.key(orgId, { label: `k${i}` });
+    // One at a time: an organisation (endpoint) has at most one notification out for delivery.
     const outbox = f.store.stores.outbox;
-    const claimed = await outbox.claimDue(f.clock.now(), new Date(f.clock.now().getTime() + 1_000), count, 'c');
-    for (const n of claimed) {
+    const claimed: Notification[] = [];
+    for (let i = 0; i < count; i += 1) {
+      await f.key(orgId, { label: `k${i}` });
+      const [n] = await outbox.claimDue(f.clock.now(), new Date(f.clock.now().getTime() + 1_000), 1, 'c');
+      if (n === undefined) throw new Error('nothing due to claim');
       await outbox.complete(n.id, 'c', status === 'delivered' ? { status, at: f.clock.now() } : { status, at: f.clock.now(), error: 'answered 500' });
+      claimed.push(n);
     }
     return claimed;
   }

@@ -1,5 +1,6 @@
 /** Migrations as code: forward-only, idempotent, the same schema on both dialects. */
 import { MIGRATIONS, MIGRATIONS_TABLE, sqlMigrationSource, type SqlStore } from '@cos/store-sql';
+import { ALL_BUILTIN_SCOPES } from '@cos/core';
 import { expect } from 'chai';
 import { forEachTarget, TABLES } from './support/targets.js';
 
@@ -43,7 +44,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -73,7 +74,7 @@ forEachTarget('migrations', (target) => {
       'organisations_system_created_at_id',
     ]);
     expect(await indexNames(store, 'members')).to.deep.equal(['members_organisation_created_at_id', 'members_organisation_email_unique']);
-    expect(await indexNames(store, 'api_keys')).to.deep.equal(['api_keys_digest_unique', 'api_keys_organisation_created_at_id', 'api_keys_rolled_from_unique']);
+    expect(await indexNames(store, 'api_keys')).to.deep.equal(['api_keys_created_by_created_at_id', 'api_keys_digest_unique', 'api_keys_organisation_created_at_id', 'api_keys_rolled_from_unique']);
     expect(await indexNames(store, 'audit_entries')).to.deep.equal([
       'audit_entries_kind_occurred_at_id',
       'audit_entries_occurred_at_id',
@@ -104,11 +105,11 @@ forEachTarget('migrations', (target) => {
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const before = { id: 'c0000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 6, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null };
     await store.knex('audit_entries').insert(before);
-    expect(await store.migrate()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.migrate()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     const entry = { id: 'c0000000-0000-4000-8000-000000000002', kind: 'member_added' as const, occurredAt: new Date(7), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' as const, name: 'ada' }, member: { id: 'e0000000-0000-4000-8000-000000000000', email: 'm@example.com' } };
     await store.stores.audit.append(entry);
     expect(await store.stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([
@@ -138,7 +139,7 @@ forEachTarget('migrations', (target) => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const old = [
       { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
@@ -149,7 +150,7 @@ forEachTarget('migrations', (target) => {
       store.knex('audit_entries').insert({ ...old[1], id: `c0000000-0000-4000-8000-00000000000${n}`, actor_type });
     expect(await rejection(insertActor(3, 'secret_scanning')), 'under 0001 the CHECK refuses the new actor').to.be.instanceOf(Error);
 
-    expect(await store.migrate()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.migrate()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     const listed = await store.stores.audit.list({}, { limit: 10, after: null });
     expect(listed).to.deep.equal([
       { id: old[0]!.id, kind: 'api_key_revoked', occurredAt: new Date(5), organisationId: orgId, keyId: old[0]!.key_id, keyPrefix: 'svc_live_abc', actor: { type: 'api_key', keyId: old[0]!.actor_key_id } },
@@ -169,13 +170,13 @@ forEachTarget('migrations', (target) => {
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     const orgId = 'b1000000-0000-4000-8000-000000000000';
     const keyId = 'd1000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -235,6 +236,28 @@ forEachTarget('migrations', (target) => {
       await store.stores.outbox.complete(n!.id, `c${i}`, { status: 'delivered', at: new Date(100) });
     }
     expect(claimedInOrder, 'write order: the rows numbered by the migration, then the one enqueued after it').to.deep.equal(['1', '2', '3', '0']);
+  });
+
+  it('C-56, C-60, C-61: 0008_least_privilege gives keys made before it every built-in scope and no creator, and keeps old audit entries as they were', async () => {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    const before = MIGRATIONS.findIndex((m) => m.name === '0008_least_privilege');
+    for (let i = 0; i < before; i++) await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(before).map((m) => m.name));
+    const orgId = 'b8000000-0000-4000-8000-000000000000';
+    const keyId = 'd8000000-0000-4000-8000-000000000000';
+    await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0008', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
+    await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'b'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
+    await store.knex('audit_entries').insert({ id: 'c8000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
+    await store.migrate();
+    const key = await store.stores.apiKeys.findById(orgId, keyId);
+    expect(key?.scopes).to.deep.equal([...ALL_BUILTIN_SCOPES]);
+    expect(key?.createdByKeyId).to.equal(null);
+    expect((await store.stores.apiKeys.findCredential('b'.repeat(64)))?.key.scopes).to.deep.equal([...ALL_BUILTIN_SCOPES]);
+    const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
+    expect(entry).to.not.have.property('descendantKeyIds');
+    expect(entry).to.not.have.property('keyPolicy');
+    expect(await store.stores.organisations.findKeyPolicy(orgId)).to.equal(null);
   });
 
   it('migrations are forward-only: rolling back is refused and changes nothing', async () => {

@@ -57,10 +57,17 @@ export function registerAudit(program: Command): void {
   );
 }
 
-/** What some kinds add: where an exposed key was found, what a roll replaced the key with, which endpoint or notification. */
+/**
+ * What some kinds add: where an exposed key was found (and how many active keys descend from it),
+ * what a roll replaced the key with, how a key policy changed, which endpoint or notification.
+ */
 function detailOf(e: AuditEntryView): string {
   if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
-  if (e.exposure !== undefined) return `exposed at ${e.exposure.url ?? '(no url)'}`;
+  if (e.exposure !== undefined) {
+    const descendants = e.descendant_key_ids !== undefined && e.descendant_key_ids.length > 0 ? `; active descendants ${e.descendant_key_ids.join(', ')}` : '';
+    return `exposed at ${e.exposure.url ?? '(no url)'}${descendants}`;
+  }
+  if (e.key_policy !== undefined) return `key policy ${JSON.stringify(e.key_policy.old)} -> ${JSON.stringify(e.key_policy.new)}`;
   if (e.member !== undefined) return `member ${e.member.email} (${e.member.id})`;
   if (e.webhook !== undefined) return `endpoint ${e.webhook.origin}`;
   if (e.notification !== undefined) return `notification ${e.notification.id} (${e.notification.type})`;

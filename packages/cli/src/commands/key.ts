@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import ms from 'ms';
-import { apiKeyView, issuedKeyView, keyStatus, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
+import { apiKeyView, exceedsPolicy, issuedKeyView, keyStatus, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
@@ -38,6 +38,37 @@ function isStale(k: ApiKey, now: Date, cutoff: number): boolean {
   return keyStatus(k, now) === 'active' && (k.lastUsedAt ?? k.createdAt).getTime() < cutoff;
 }
 
+/**
+ * `--scopes a,b`: the names as given (trimmed; empty entries dropped), for the core to check (known,
+ * no duplicates, non-empty: 400 `scopes`). An empty list is kept so the core reports it.
+ */
+export function parseScopes(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/**
+ * The keys `root` issued or rolled (C-61): its children, or with `transitive` every descendant,
+ * found among `keys` (every key of the organisation), in list order.
+ */
+export function createdBy(keys: readonly ApiKey[], root: string, transitive: boolean): ApiKey[] {
+  const wanted = new Set([root.toLowerCase()]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const k of keys) {
+      const parent = k.createdByKeyId?.toLowerCase();
+      if (parent !== undefined && wanted.has(parent) && !wanted.has(k.id) && (transitive || parent === root.toLowerCase())) {
+        wanted.add(k.id);
+        grew = transitive;
+      }
+    }
+  }
+  return keys.filter((k) => k.id !== root.toLowerCase() && wanted.has(k.id));
+}
+
 function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
   const v = apiKeyView(k, core.clock.now());
   return [
@@ -51,16 +82,22 @@ function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
     ...(v.revoked_at !== null ? [['revoked at', v.revoked_at] as const] : []),
     ['last used at', orNone(v.last_used_at, 'never')],
     ...(v.rolled_from !== null ? [['rolled from', v.rolled_from] as const] : []),
+    ['scopes', v.scopes.join(', ')],
+    ['created by', orNone(v.created_by_key_id, 'operator')],
   ];
 }
 
 interface ListOptions extends PagingOptions {
   unusedFor?: string;
+  createdBy?: string;
+  transitive?: boolean;
+  exceedingPolicy?: boolean;
 }
 
 interface RollOptions {
   grace?: string;
   label?: string;
+  scopes?: string;
 }
 
 interface IssueOptions {
@@ -68,6 +105,7 @@ interface IssueOptions {
   test?: boolean;
   expiresAt?: string;
   expiresIn?: string;
+  scopes?: string;
 }
 
 export function registerKey(program: Command): void {
@@ -82,6 +120,10 @@ export function registerKey(program: Command): void {
       .option('--test', 'a test key (prefix svc_test_) instead of a live one (svc_live_)')
       .addOption(new Option('--expires-at <iso>', 'expiry as an ISO 8601 timestamp in the future').conflicts('expiresIn'))
       .addOption(new Option('--expires-in <duration>', 'expiry from now: 90d, 12h or 30m').conflicts('expiresAt'))
+      .option(
+        '--scopes <scopes>',
+        'comma-separated scopes the key holds, e.g. organisations:read,api_keys:read (default: all of them); fixed for the life of the key',
+      )
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
         const expiresInMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn) : undefined;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
@@ -91,6 +133,7 @@ export function registerKey(program: Command): void {
             label: opts.label,
             environment: opts.test === true ? 'test' : 'live',
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
+            ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),
           });
           emit(json, issuedKeyView(issued, core.clock.now()), () =>
             [`Issued API key:`, fields(keyRows(issued.key, core)), '', `  ${issued.rawKey}`, '', STORE_KEY_NOW].join('\n'),
@@ -112,21 +155,37 @@ export function registerKey(program: Command): void {
         '--unused-for <duration>',
         'only active keys not used for that long (never used: created that long ago), e.g. 90d; looks through every key of the organisation (as --all); last use is accurate to 60 s',
       )
+      .option('--created-by <key_id>', 'only keys that key issued or rolled (any status); looks through every key of the organisation (as --all)')
+      .option('--transitive', 'with --created-by: also the keys those keys issued or rolled, and so on')
+      .option(
+        '--exceeding-policy',
+        "only active keys that would not be issued today under the organisation's key policy (environment not allowed, or expiry further off than its maximum lifetime); looks through every key (as --all)",
+      )
       .action(async (orgId: string, opts: ListOptions, cmd: Command) => {
         const unusedForMs = opts.unusedFor !== undefined ? parseDuration(opts.unusedFor, '--unused-for') : undefined;
+        if (opts.transitive === true && opts.createdBy === undefined) throw new CliError('--transitive needs --created-by', { usage: true });
+        const filtered = unusedForMs !== undefined || opts.createdBy !== undefined || opts.exceedingPolicy === true;
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const fetched = await fetchPaged(unusedForMs === undefined ? opts : { limit: opts.limit, all: true }, (query) =>
-            core.apiKeys.list(OPERATOR, orgId, query),
-          );
+          const fetched = await fetchPaged(filtered ? { limit: opts.limit, all: true } : opts, (query) => core.apiKeys.list(OPERATOR, orgId, query));
           const now = core.clock.now();
-          const page =
-            unusedForMs === undefined ? fetched : { items: fetched.items.filter((k) => isStale(k, now, now.getTime() - unusedForMs)), nextCursor: null };
+          let items = fetched.items;
+          if (unusedForMs !== undefined) items = items.filter((k) => isStale(k, now, now.getTime() - unusedForMs));
+          if (opts.createdBy !== undefined) {
+            // The walk goes through every key (a key filtered out above may still link its descendants).
+            const lineage = new Set(createdBy(fetched.items, opts.createdBy, opts.transitive === true).map((k) => k.id));
+            items = items.filter((k) => lineage.has(k.id));
+          }
+          if (opts.exceedingPolicy === true) {
+            const policy = await core.keyPolicies.get(OPERATOR, orgId);
+            items = items.filter((k) => exceedsPolicy(k, policy, now));
+          }
+          const page = filtered ? { items, nextCursor: null } : fetched;
           const all = page.items;
           const views = all.map((k) => apiKeyView(k, now));
           emit(json, listView(page, (k) => apiKeyView(k, now)), () =>
             [
               table(
-                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED', 'LAST USED'],
+                ['ID', 'PREFIX', 'LABEL', 'STATUS', 'EXPIRES', 'CREATED', 'LAST USED', 'SCOPES'],
                 views.map((v) => [
                   v.id,
                   v.key_prefix,
@@ -135,8 +194,9 @@ export function registerKey(program: Command): void {
                   orNone(v.expires_at, 'never'),
                   v.created_at,
                   orNone(v.last_used_at, 'never'),
+                  v.scopes.join(','),
                 ]),
-                unusedForMs === undefined ? 'No API keys.' : `No active API key unused for ${opts.unusedFor}.`,
+                filtered ? 'No API key matches.' : 'No API keys.',
               ),
               ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
               ...(page.nextCursor !== null ? [`More keys: ${nextPageCommand(`key list ${orgId}`, { limit: opts.limit }, page.nextCursor)}`] : []),
@@ -154,12 +214,14 @@ export function registerKey(program: Command): void {
       .argument('<key_id>', 'id of the key to replace (UUID)')
       .option('--grace <duration>', 'how long the old key keeps working: 0 (default: it is revoked now) up to 7d, e.g. 24h')
       .option('--label <label>', "the new key's label (default: the old key's)")
+      .option('--scopes <scopes>', "comma-separated scopes of the new key (default: the old key's), e.g. organisations:read")
       .action(async (orgId: string, keyId: string, opts: RollOptions, cmd: Command) => {
         const grace = opts.grace !== undefined ? parseGrace(opts.grace) : 0;
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
           const rolled = await core.apiKeys.roll(OPERATOR, orgId, keyId, {
             grace_period_seconds: grace,
             ...(opts.label !== undefined ? { label: opts.label } : {}),
+            ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),
           });
           const old = await core.apiKeys.get(OPERATOR, orgId, keyId);
           const oldView = apiKeyView(old, core.clock.now());

@@ -1,5 +1,7 @@
-import type { Command } from 'commander';
-import { listView, NACE_SECTIONS, OPERATOR, organisationView, type Organisation } from '@cos/core';
+import { Option, type Command } from 'commander';
+import { keyPolicyView, listView, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
+import { CliError } from '../errors.js';
+import { parseDuration } from './key.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
@@ -24,7 +26,7 @@ export function naceHelp(): string {
 }
 
 export function registerOrg(program: Command): void {
-  const org = program.command('org').description('organisations: create, list, classify, webhook');
+  const org = program.command('org').description('organisations: create, list, classify, webhook, key policy');
 
   withJson(
     org
@@ -82,4 +84,78 @@ export function registerOrg(program: Command): void {
   );
 
   registerWebhook(org);
+  registerPolicy(org);
+}
+
+function policyText(orgId: string, p: KeyPolicy): string {
+  return fields([
+    ['organisation', orgId],
+    ['max lifetime', p.maxLifetimeSeconds === null ? 'none' : `${p.maxLifetimeSeconds} s (${lifetimeText(p.maxLifetimeSeconds)})`],
+    ['environments', p.allowedEnvironments.join(', ')],
+    ['exposure response', p.exposureResponse],
+  ]);
+}
+
+/** 7776000 -> "90d"; 5400 -> "90m"; the largest unit that divides exactly. */
+function lifetimeText(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`;
+  if (seconds % 3_600 === 0) return `${seconds / 3_600}h`;
+  return seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
+}
+
+interface PolicySetOptions {
+  maxLifetime?: string;
+  environments?: string;
+  exposureResponse?: string;
+}
+
+/** `--max-lifetime`: `none`, or a duration as --expires-in takes it (90d, 12h, 30m) -> seconds (the core checks 1h..730d). */
+export function parseMaxLifetime(text: string): number | null {
+  if (text.trim() === 'none') return null;
+  return parseDuration(text, '--max-lifetime') / 1000;
+}
+
+function registerPolicy(org: Command): void {
+  const policy = org.command('policy').description("an organisation's key policy: maximum key lifetime, allowed environments, exposure response");
+
+  withJson(
+    policy
+      .command('show')
+      .description("show an organisation's key policy (the default when it never set one)")
+      .argument('<org_id>', 'organisation id (UUID)')
+      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const current = await core.keyPolicies.get(operator, orgId);
+          emit(json, keyPolicyView(current), () => `Key policy:\n${policyText(orgId, current)}`);
+        });
+      }),
+  );
+
+  withJson(
+    policy
+      .command('set')
+      .description('change an organisation\'s key policy; options not given keep their value. Applies to keys issued or rolled from now on (and to exposures); existing keys are not changed')
+      .argument('<org_id>', 'organisation id (UUID)')
+      .option('--max-lifetime <duration>', 'longest life of a new key: 90d, 12h, 30m (1h to 730d), or none')
+      .option('--environments <list>', 'comma-separated environments keys may be issued in: live, test or live,test')
+      .addOption(
+        new Option('--exposure-response <response>', 'what a secret-scanning exposure revokes').choices(['revoke_key', 'revoke_key_and_descendants']),
+      )
+      .action(async (orgId: string, opts: PolicySetOptions, cmd: Command) => {
+        if (opts.maxLifetime === undefined && opts.environments === undefined && opts.exposureResponse === undefined) {
+          throw new CliError('nothing to change: give --max-lifetime, --environments or --exposure-response', { usage: true });
+        }
+        const maxLifetime = opts.maxLifetime !== undefined ? parseMaxLifetime(opts.maxLifetime) : undefined;
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const current = keyPolicyView(await core.keyPolicies.get(operator, orgId));
+          const changed = await core.keyPolicies.replace(operator, orgId, {
+            max_lifetime_seconds: maxLifetime !== undefined ? maxLifetime : current.max_lifetime_seconds,
+            allowed_environments:
+              opts.environments !== undefined ? opts.environments.split(',').map((e) => e.trim()).filter((e) => e !== '') : current.allowed_environments,
+            exposure_response: opts.exposureResponse ?? current.exposure_response,
+          });
+          emit(json, keyPolicyView(changed), () => `Changed key policy:\n${policyText(orgId, changed)}`);
+        });
+      }),
+  );
 }

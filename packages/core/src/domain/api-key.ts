@@ -1,6 +1,7 @@
 /** API key format, generation, digest and lifecycle (spec §2-§3, C-22, C-23, C-30, C-31, C-36). */
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { Random } from '../ports/random.js';
+import { ALL_BUILTIN_SCOPES } from './scopes.js';
 
 export type KeyEnvironment = 'live' | 'test';
 export type KeyStatus = 'active' | 'revoked' | 'expired';
@@ -32,6 +33,18 @@ export interface ApiKey {
   readonly lastUsedAt?: Date | null;
   /** The key this one replaced through a roll, or null. At most one key is rolled from any key. */
   readonly rolledFromKeyId?: string | null;
+  /**
+   * Scopes (C-60): sorted, without duplicates, fixed at issue. Stores always return them; a record
+   * being inserted without them holds every built-in scope (as keys issued before scopes existed).
+   */
+  readonly scopes?: readonly string[];
+  /** The key that issued or rolled this one (C-61), or null when an operator did. Stores always return it. */
+  readonly createdByKeyId?: string | null;
+}
+
+/** The scopes a key holds (every built-in scope for a record that names none). */
+export function scopesOf(key: Pick<ApiKey, 'scopes'>): readonly string[] {
+  return key.scopes ?? ALL_BUILTIN_SCOPES;
 }
 
 /** Longest grace period of a roll: 7 days (the old key keeps working at most that long). */

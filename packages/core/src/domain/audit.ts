@@ -1,5 +1,6 @@
 /** Audit entries (C-40, C-41): append-only governance events. */
 import type { WebhookEventType } from './webhook.js';
+import type { KeyPolicy } from './key-policy.js';
 
 export type AuditKind =
   | 'api_key_revoked'
@@ -13,7 +14,8 @@ export type AuditKind =
   | 'webhook_endpoint_set'
   | 'webhook_endpoint_removed'
   | 'webhook_secret_rotated'
-  | 'notification_retried';
+  | 'notification_retried'
+  | 'organisation_policy_updated';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
@@ -27,6 +29,7 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'webhook_endpoint_removed',
   'webhook_secret_rotated',
   'notification_retried',
+  'organisation_policy_updated',
 ];
 
 /**
@@ -106,4 +109,17 @@ export interface AuditEntry {
   readonly webhook?: AuditWebhook;
   /** `notification_retried` entries only. */
   readonly notification?: AuditNotification;
+  /**
+   * `api_key_exposed` entries only (C-61): the active keys the exposed key issued or rolled,
+   * directly or transitively, when it was reported (ids only, sorted).
+   */
+  readonly descendantKeyIds?: readonly string[];
+  /** `organisation_policy_updated` entries only (C-62): the policy before and after. */
+  readonly keyPolicy?: KeyPolicyChange;
+}
+
+/** What an `organisation_policy_updated` entry records. */
+export interface KeyPolicyChange {
+  readonly old: KeyPolicy;
+  readonly new: KeyPolicy;
 }

@@ -84,8 +84,9 @@ export const FOREIGN_ORGANISATION_MESSAGE = "This API key cannot access another 
 
 export class ForbiddenError extends DomainError {
   readonly code = 'FORBIDDEN' as const;
-  constructor(message = PLATFORM_REQUIRED_MESSAGE) {
-    super(message);
+  /** `details` name a missing scope (C-60); every other 403 has none. */
+  constructor(message = PLATFORM_REQUIRED_MESSAGE, details: readonly ErrorDetail[] = []) {
+    super(message, details);
   }
 }
 

@@ -6,6 +6,8 @@ export interface KeyPrincipal {
   readonly organisationId: string;
   /** True when the key's organisation has isSystem (a platform key). */
   readonly isPlatform: boolean;
+  /** The key's scopes (C-60), sorted: what it may do, read from the key record (they never change). */
+  readonly scopes: readonly string[];
 }
 
 export interface OperatorPrincipal {

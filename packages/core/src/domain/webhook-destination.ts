@@ -14,7 +14,7 @@
  * link-local and unique-local addresses and internal names through; multicast, broadcast,
  * unspecified and reserved addresses are never a destination.
  *
- * Range matching is node:net's BlockList; see docs/decisions/0027-webhook-destination-ranges.md.
+ * Range matching is node:net's BlockList; see docs/decisions/0003-webhook-destination-ranges.md.
  */
 import { BlockList, isIP } from 'node:net';
 

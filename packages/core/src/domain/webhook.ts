@@ -56,6 +56,8 @@ export interface KeyEventData {
   readonly new_key_id?: string;
   readonly new_key_prefix?: string;
   readonly grace_period_seconds?: number;
+  /** `api_key.exposed` only (C-61): the exposed key's active descendants (ids only). */
+  readonly descendant_key_ids?: readonly string[];
 }
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';

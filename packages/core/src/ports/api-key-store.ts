@@ -16,7 +16,8 @@ export interface KeyUse {
 
 export interface ApiKeyStore {
   /**
-   * Inserts (lastUsedAt is stored null). A duplicate digest throws ConflictError; so does a second
+   * Inserts (lastUsedAt is stored null; scopes omitted: every built-in scope; createdByKeyId
+   * omitted: null). A duplicate digest throws ConflictError; so does a second
    * key rolled from the same key (rolledFromKeyId is unique: KEY_ALREADY_ROLLED_MESSAGE), which is
    * what lets exactly one of concurrent rolls of a key commit.
    */
@@ -54,4 +55,10 @@ export interface ApiKeyStore {
    * for that (key, url) pair, false for a repeat (a redelivered secret-scanning alert).
    */
   recordExposure(keyId: string, url: string | null, at: Date): Promise<boolean>;
+  /**
+   * The keys of one organisation whose createdByKeyId is `createdByKeyId` (C-61: issued or rolled by
+   * that key), in any state, ordered by (createdAt, id). At most config.maxActiveKeysPerOrg active
+   * keys exist per organisation, and the lineage walk reads one level per call.
+   */
+  listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]>;
 }

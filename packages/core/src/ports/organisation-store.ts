@@ -1,3 +1,4 @@
+import type { KeyPolicy } from '../domain/key-policy.js';
 import type { NaceSection, Organisation } from '../domain/organisation.js';
 import type { PageRequest } from './pagination.js';
 
@@ -17,4 +18,8 @@ export interface OrganisationStore {
   update(id: string, changes: OrganisationChanges): Promise<Organisation | null>;
   /** Records ordered by (createdAt, id) ascending, strictly after `page.after`, at most `page.limit`. */
   list(page: PageRequest): Promise<Organisation[]>;
+  /** The organisation's key policy (C-62), or null when it never set one (the default applies). */
+  findKeyPolicy(organisationId: string): Promise<KeyPolicy | null>;
+  /** Sets (replaces) the organisation's key policy. */
+  putKeyPolicy(organisationId: string, policy: KeyPolicy, at: Date): Promise<void>;
 }

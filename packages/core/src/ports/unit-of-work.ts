@@ -46,5 +46,5 @@ export interface UnitOfWork {
  */
 export type OuterStores = Omit<Stores, 'apiKeys' | 'organisations'> & {
   readonly apiKeys: Omit<ApiKeyStore, 'revoke' | 'shortenExpiry'>;
-  readonly organisations: Omit<OrganisationStore, 'update'>;
+  readonly organisations: Omit<OrganisationStore, 'update' | 'putKeyPolicy'>;
 };

@@ -4,7 +4,9 @@
  * the transaction's writes are replayed, atomically, onto the then-current tables, so a failing
  * `run` leaves no trace and writes made outside the run meanwhile are kept. Runs are serialised.
  */
-import { digestsEqual, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from '../domain/api-key.js';
+import { digestsEqual, scopesOf, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from '../domain/api-key.js';
+import type { KeyPolicy } from '../domain/key-policy.js';
+import { sortedScopes } from '../domain/scopes.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
 import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError } from '../domain/errors.js';
@@ -31,6 +33,8 @@ interface Tables {
   readonly outbox: Map<string, OutboxRow>;
   /** `${keyId} ${url ?? ''}` of every recorded exposure. */
   readonly exposures: Set<string>;
+  /** Organisation id -> its key policy (none: the default applies). */
+  readonly keyPolicies: Map<string, KeyPolicy>;
 }
 
 /** An outbox record with its claim (lease id and end), which the port never hands out. */
@@ -52,6 +56,7 @@ function emptyTables(): Tables {
     webhooks: new Map(),
     outbox: new Map(),
     exposures: new Set(),
+    keyPolicies: new Map(),
   };
 }
 
@@ -65,6 +70,7 @@ function cloneTables(t: Tables): Tables {
     webhooks: new Map(t.webhooks),
     outbox: new Map(t.outbox),
     exposures: new Set(t.exposures),
+    keyPolicies: new Map(t.keyPolicies),
   };
 }
 
@@ -99,7 +105,13 @@ function copyApiKey(k: ApiKey): ApiKey {
     revokedAt: copyDateOrNull(k.revokedAt),
     lastUsedAt: copyDateOrNull(k.lastUsedAt ?? null),
     rolledFromKeyId: k.rolledFromKeyId ?? null,
+    scopes: sortedScopes(scopesOf(k)),
+    createdByKeyId: k.createdByKeyId ?? null,
   };
+}
+
+function copyKeyPolicy(p: KeyPolicy): KeyPolicy {
+  return { maxLifetimeSeconds: p.maxLifetimeSeconds, allowedEnvironments: [...p.allowedEnvironments], exposureResponse: p.exposureResponse };
 }
 
 function copyActor(a: AuditActor): AuditActor {
@@ -147,6 +159,8 @@ function copyAudit(e: AuditEntry): AuditEntry {
     ...(e.roll !== undefined ? { roll: { toKeyId: e.roll.toKeyId, gracePeriodSeconds: e.roll.gracePeriodSeconds } } : {}),
     ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
+    ...(e.descendantKeyIds !== undefined ? { descendantKeyIds: [...e.descendantKeyIds] } : {}),
+    ...(e.keyPolicy !== undefined ? { keyPolicy: { old: copyKeyPolicy(e.keyPolicy.old), new: copyKeyPolicy(e.keyPolicy.new) } } : {}),
   };
 }
 
@@ -328,6 +342,22 @@ class InMemoryOrganisationStore implements OrganisationStore {
   async list(request: PageRequest): Promise<Organisation[]> {
     return this.session.read((t) => page(t.organisations.values(), (o) => o, request, copyOrganisation));
   }
+
+  async findKeyPolicy(organisationId: string): Promise<KeyPolicy | null> {
+    return this.session.read((t) => {
+      const p = t.keyPolicies.get(organisationId);
+      return p === undefined ? null : copyKeyPolicy(p);
+    });
+  }
+
+  async putKeyPolicy(organisationId: string, policy: KeyPolicy, _at: Date): Promise<void> {
+    this.session.credentialWrite(organisationId, 'organisations.putKeyPolicy');
+    const record = copyKeyPolicy(policy);
+    this.session.write((t) => {
+      if (!t.organisations.has(organisationId)) throw new Error('key policy for an organisation that does not exist');
+      t.keyPolicies.set(organisationId, record);
+    });
+  }
 }
 
 class InMemoryMemberStore implements MemberStore {
@@ -475,6 +505,17 @@ class InMemoryApiKeyStore implements ApiKeyStore {
         t.apiKeys.set(keyId, { ...k, lastUsedAt: new Date(ms) });
       }
     });
+  }
+
+  async listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]> {
+    return this.session.read((t) =>
+      page(
+        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId && k.createdByKeyId === createdByKeyId),
+        (k) => k,
+        { limit: Number.MAX_SAFE_INTEGER, after: null },
+        copyApiKey,
+      ),
+    );
   }
 
   async recordExposure(keyId: string, url: string | null, _at: Date): Promise<boolean> {

@@ -36,6 +36,8 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   webhookHosts?: WebhookHostResolver;
   /** Default: webhook secrets stored in clear. */
   webhookSecrets?: WebhookSecretCipher;
+  /** Scope names of the embedding service's own, as CreateCoreOptions.scopes (default: none). */
+  scopes?: readonly string[];
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -55,6 +57,7 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     ...(options.config !== undefined ? { config: options.config } : {}),
     ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
     ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
+    ...(options.scopes !== undefined ? { scopes: options.scopes } : {}),
   });
   return { core, clock, store, counter, logger };
 }

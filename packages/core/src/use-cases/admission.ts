@@ -23,7 +23,7 @@
  * `authenticate()` is the embedders' step (authenticate, then `rateLimiter.enforce`): steps 1-4
  * against the store, nothing counted.
  */
-import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, type KeyStatus } from '../domain/api-key.js';
+import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, scopesOf, type KeyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { KeyPrincipal } from '../domain/principal.js';
@@ -95,6 +95,7 @@ export function principalOf(credential: Credential): KeyPrincipal {
     keyPrefix: key.keyPrefix,
     organisationId: key.organisationId,
     isPlatform: organisation.isSystem,
+    scopes: scopesOf(key),
   };
 }
 

@@ -5,13 +5,16 @@ import {
   keyEnvironmentOf,
   keyPrefixOf,
   keyStatus,
+  scopesOf,
   KEY_ALREADY_ROLLED_MESSAGE,
   type ApiKey,
   type KeyEnvironment,
 } from '../domain/api-key.js';
 import type { AuditActor } from '../domain/audit.js';
-import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../domain/errors.js';
+import { DEFAULT_KEY_POLICY, type KeyPolicy } from '../domain/key-policy.js';
 import type { Principal } from '../domain/principal.js';
+import { ALL_BUILTIN_SCOPES, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
 import { checkIssueKey, checkRollKey } from '../validation/api-key.js';
@@ -20,7 +23,7 @@ import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
 import { notifyKeyEvents } from './key-events.js';
-import { actorOf, authorise } from './authorise.js';
+import { actorOf, authorise, authoriseRevocation } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
@@ -52,6 +55,48 @@ interface NewKeySpec {
   readonly environment: KeyEnvironment;
   readonly expiresAt: Date | null;
   readonly rolledFromKeyId: string | null;
+  readonly scopes: readonly string[];
+  readonly createdByKeyId: string | null;
+}
+
+export const ISSUE_ENVIRONMENT_NOT_ALLOWED = "is not allowed by the organisation's key policy";
+
+/** The detail of an expires_at later than the issuer's expiry or the policy's maximum lifetime allow. */
+export function expiresAtCapIssue(cap: Date): string {
+  return `must not be later than ${cap.toISOString()} (the issuing key's expiry or the organisation's maximum key lifetime)`;
+}
+
+/** 403 (C-60) unless every one of `scopes` is held by the calling key (the operator holds all). */
+function refuseEscalation(principal: Principal, scopes: readonly string[]): void {
+  if (principal.kind !== 'api_key') return;
+  const held = new Set(principal.scopes);
+  if (!scopes.every((s) => held.has(s))) throw new ForbiddenError(SCOPE_ESCALATION_MESSAGE);
+}
+
+/**
+ * The latest expiry a key issued or rolled now may have (C-60, C-62): the calling key's own expiry
+ * (read in this unit of work, so a shortened one counts) and now + the policy's maximum lifetime,
+ * whichever is earlier; null when neither applies.
+ */
+async function expiryCap(stores: Stores, principal: Principal, policy: KeyPolicy, now: Date): Promise<Date | null> {
+  let cap: number = Number.POSITIVE_INFINITY;
+  if (policy.maxLifetimeSeconds !== null) cap = now.getTime() + policy.maxLifetimeSeconds * 1000;
+  if (principal.kind === 'api_key') {
+    const issuer = await stores.apiKeys.findById(principal.organisationId, principal.keyId);
+    if (issuer?.expiresAt != null) cap = Math.min(cap, issuer.expiresAt.getTime());
+  }
+  return cap === Number.POSITIVE_INFINITY ? null : new Date(cap);
+}
+
+/** The organisation's key policy as of this unit of work (the default when it never set one). */
+export async function keyPolicyIn(stores: { readonly organisations: Pick<Stores['organisations'], 'findKeyPolicy'> }, organisationId: string): Promise<KeyPolicy> {
+  return (await stores.organisations.findKeyPolicy(organisationId)) ?? DEFAULT_KEY_POLICY;
+}
+
+function refuseEnvironment(policy: KeyPolicy, environment: KeyEnvironment): void {
+  if (!policy.allowedEnvironments.includes(environment)) {
+    throw new ValidationError([{ field: 'environment', issue: ISSUE_ENVIRONMENT_NOT_ALLOWED }]);
+  }
 }
 
 /** A new key record and its raw key; only the digest is ever stored (C-30, C-31). */
@@ -68,6 +113,8 @@ function newKey(deps: Pick<CoreDeps, 'random'>, organisationId: string, spec: Ne
     revokedAt: null,
     lastUsedAt: null,
     rolledFromKeyId: spec.rolledFromKeyId,
+    scopes: spec.scopes,
+    createdByKeyId: spec.createdByKeyId,
   };
   return { key, rawKey };
 }
@@ -76,24 +123,43 @@ export function maxActiveKeysMessage(max: number): string {
   return `The organisation already has the maximum number of active API keys (${max}); revoke one before issuing another`;
 }
 
+/** What issueKeyIn needs besides the checked body: who issues (an operator when omitted). */
+export type IssueKeyRequest = Omit<IssueKeyInput, 'scopes' | 'expiresAtGiven'> & Partial<Pick<IssueKeyInput, 'scopes' | 'expiresAtGiven'>>;
+
 /**
  * Issues a key through `stores` (call it inside a unit of work): the organisation must exist (404),
- * hold fewer than config.maxActiveKeysPerOrg active keys (C-25, 409); the key and its
- * api_key_issued entry are written together (C-41). Only the digest is stored (C-31).
+ * its key policy must allow the environment (400 `environment`) and the expiry (at most now + its
+ * maximum lifetime, and never later than the issuing key's own expiry: 400 `expires_at`; omitted,
+ * the earlier of the two), it must hold fewer than config.maxActiveKeysPerOrg active keys (C-25,
+ * 409); the key and its api_key_issued entry are written together (C-41). Only the digest is stored
+ * (C-31). Scopes omitted: the issuing key's own (the operator's: every built-in scope).
  */
 export async function issueKeyIn(
   stores: Stores,
   deps: Pick<CoreDeps, 'random' | 'config'>,
   organisationId: string,
-  input: IssueKeyInput,
+  input: IssueKeyRequest,
   actor: AuditActor,
   now: Date,
+  principal: Principal = { kind: 'operator' },
 ): Promise<IssuedKey> {
   const organisation = await stores.organisations.findById(organisationId);
   if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+  const policy = await keyPolicyIn(stores, organisationId);
+  refuseEnvironment(policy, input.environment);
+  const cap = await expiryCap(stores, principal, policy, now);
+  let expiresAt = input.expiresAt;
+  if (cap !== null) {
+    if (input.expiresAtGiven === true && (expiresAt === null || expiresAt.getTime() > cap.getTime())) {
+      throw new ValidationError([{ field: 'expires_at', issue: expiresAtCapIssue(cap) }]);
+    }
+    if (expiresAt === null) expiresAt = cap;
+  }
   const max = deps.config.maxActiveKeysPerOrg;
   if ((await stores.apiKeys.countActive(organisationId, now)) >= max) throw new ConflictError(maxActiveKeysMessage(max));
-  const issued = newKey(deps, organisationId, { ...input, rolledFromKeyId: null }, now);
+  const scopes = input.scopes ?? (principal.kind === 'api_key' ? principal.scopes : ALL_BUILTIN_SCOPES);
+  const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
+  const issued = newKey(deps, organisationId, { ...input, expiresAt, rolledFromKeyId: null, scopes, createdByKeyId }, now);
   const { key } = issued;
   await stores.apiKeys.insert(key);
   await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
@@ -116,20 +182,23 @@ export class ApiKeys {
   }
 
   /**
-   * POST .../api-keys: body {label, expires_at?, environment?} (C-23); at most
+   * POST .../api-keys: body {label, expires_at?, environment?, scopes?} (C-23, C-60, C-62): scopes
+   * the calling key does not hold are 403 before anything is read; at most
    * config.maxActiveKeysPerOrg active keys (C-25, 409); audit api_key_issued in the same unit of work.
    */
   async issue(principal: Principal, orgId: string, body: unknown): Promise<IssuedKey> {
     authorise(principal, 'api_keys.issue', orgId);
     const now = this.deps.clock.now();
-    const [id, input] = all(checkUuid(orgId, 'org_id'), checkIssueKey(body, now));
-    return this.deps.unitOfWork.run((stores) => issueKeyIn(stores, this.deps, id, input, actorOf(principal), now));
+    const [id, input] = all(checkUuid(orgId, 'org_id'), checkIssueKey(body, now, this.deps.scopes));
+    if (input.scopes !== null) refuseEscalation(principal, input.scopes);
+    return this.deps.unitOfWork.run((stores) => issueKeyIn(stores, this.deps, id, input, actorOf(principal), now, principal));
   }
 
   /**
-   * POST .../api-keys/{key_id}/roll (issue 16), body {grace_period_seconds?: 0..604800, label?}:
-   * the same authorisation as issuing a key. A new key of the same environment, label (unless one
-   * is given) and expires_at replaces the old one, which stops at the earlier of its expiry and now
+   * POST .../api-keys/{key_id}/roll, body {grace_period_seconds?: 0..604800, label?, scopes?}:
+   * the same authorisation as issuing a key. A new key of the same environment, label and scopes
+   * (unless given; never scopes the calling key lacks: 403) and expires_at (capped by the key policy
+   * and the calling key's expiry) replaces the old one, which stops at the earlier of its expiry and now
    * + grace (never later); grace 0 revokes it in the same unit of work (api_key_revoked). A revoked
    * or expired key, or one already rolled, is 409. C-25 counts only the new key: the old one, still
    * active until its grace ends, is not held against the cap. Audit api_key_rolled (old id, new id,
@@ -138,16 +207,26 @@ export class ApiKeys {
    */
   async roll(principal: Principal, orgId: string, keyId: string, body: unknown): Promise<RolledKey> {
     authorise(principal, 'api_keys.issue', orgId);
-    const [org, kid, input] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'), checkRollKey(body));
+    const [org, kid, input] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'), checkRollKey(body, this.deps.scopes));
+    if (input.scopes !== null) refuseEscalation(principal, input.scopes);
     const now = this.deps.clock.now();
     return this.deps.unitOfWork.run(async (stores) => {
       const old = await stores.apiKeys.findById(org, kid);
       if (old === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+      const scopes = input.scopes ?? scopesOf(old);
+      refuseEscalation(principal, scopes);
+      const policy = await keyPolicyIn(stores, org);
+      const environment = keyEnvironmentOf(old);
+      refuseEnvironment(policy, environment);
       if (keyStatus(old, now) !== 'active') throw rollRefusal(old, now);
       const max = this.deps.config.maxActiveKeysPerOrg;
       if ((await stores.apiKeys.countActive(org, now)) - 1 >= max) throw new ConflictError(maxActiveKeysMessage(max));
       const label = input.label ?? old.label;
-      const rolled = newKey(this.deps, org, { label, environment: keyEnvironmentOf(old), expiresAt: old.expiresAt, rolledFromKeyId: old.id }, now);
+      // The old key's expiry, capped by the policy's maximum lifetime and the rolling key's own expiry.
+      const cap = await expiryCap(stores, principal, policy, now);
+      const expiresAt = cap !== null && (old.expiresAt === null || old.expiresAt.getTime() > cap.getTime()) ? cap : old.expiresAt;
+      const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
+      const rolled = newKey(this.deps, org, { label, environment, expiresAt, rolledFromKeyId: old.id, scopes, createdByKeyId }, now);
       // A second key rolled from `old` (a concurrent or earlier roll) fails here with 409.
       await stores.apiKeys.insert(rolled.key);
       const grace = input.gracePeriodSeconds;
@@ -182,7 +261,7 @@ export class ApiKeys {
    * DELETE writes no second entry and no second event.
    */
   async revoke(principal: Principal, orgId: string, keyId: string): Promise<void> {
-    authorise(principal, 'api_keys.revoke', orgId);
+    authoriseRevocation(principal, orgId, keyId);
     const [org, kid] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'));
     await this.deps.unitOfWork.run(async (stores) => {
       const key = await stores.apiKeys.findById(org, kid);

@@ -8,10 +8,15 @@
  * C-33 puts after authorisation (the HTTP adapter reads and checks a request body only once the
  * caller may perform the operation). The use case still authorises itself: calling both is the
  * same rule twice, never two rules.
+ *
+ * After the access rule, a key must hold the operation's scope (C-60, OPERATION_SCOPES): a 403 with
+ * the detail `{field: "scope", issue: "requires <scope>"}`, so the order is 403 platform / other
+ * organisation, then 403 scope, then whatever validation finds. The operator holds every scope.
  */
 import type { AuditActor } from '../domain/audit.js';
 import { FOREIGN_ORGANISATION_MESSAGE, ForbiddenError, PLATFORM_REQUIRED_MESSAGE } from '../domain/errors.js';
-import type { Principal } from '../domain/principal.js';
+import type { KeyPrincipal, Principal } from '../domain/principal.js';
+import { MISSING_SCOPE_MESSAGE, missingScopeIssue, type BuiltinScope } from '../domain/scopes.js';
 
 export const OPERATOR_REQUIRED_MESSAGE = 'This operation is reserved to the service operator';
 
@@ -24,10 +29,11 @@ export type OrganisationOperation =
   | 'api_keys.list'
   | 'api_keys.issue'
   | 'api_keys.get'
-  | 'api_keys.revoke';
+  | 'api_keys.revoke'
+  | 'organisations.key_policy.get';
 
 /** List and create organisations (spec §5.5): a platform key or the operator. */
-export type PlatformOperation = 'organisations.list' | 'organisations.create';
+export type PlatformOperation = 'organisations.list' | 'organisations.create' | 'organisations.key_policy.replace';
 
 /** Members add/remove, classify, audit list, system organisations: the operator (CLI) only. */
 export type OperatorOperation =
@@ -56,8 +62,10 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'api_keys.issue': 'organisation',
   'api_keys.get': 'organisation',
   'api_keys.revoke': 'organisation',
+  'organisations.key_policy.get': 'organisation',
   'organisations.list': 'platform',
   'organisations.create': 'platform',
+  'organisations.key_policy.replace': 'platform',
   'organisations.create_system': 'operator',
   'organisations.classify': 'operator',
   'members.add': 'operator',
@@ -69,6 +77,27 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
 // A Map, so that a name from plain JavaScript such as "toString" is unknown, not inherited.
 const ACCESS: ReadonlyMap<string, Access> = new Map(Object.entries(ACCESS_TABLE));
 
+/**
+ * The scope a key needs for each operation it may reach (C-60); operator-only operations need none
+ * (no key reaches them). Revoking a key needs api_keys:write, except the calling key itself
+ * (authoriseRevocation).
+ */
+export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformOperation, BuiltinScope>> = Object.freeze({
+  'organisations.get': 'organisations:read',
+  'organisations.list': 'organisations:read',
+  'organisations.key_policy.get': 'organisations:read',
+  'organisations.replace': 'organisations:write',
+  'organisations.patch': 'organisations:write',
+  'organisations.create': 'organisations:write',
+  'organisations.key_policy.replace': 'organisations:write',
+  'members.list': 'members:read',
+  'api_keys.list': 'api_keys:read',
+  'api_keys.get': 'api_keys:read',
+  'api_keys.issue': 'api_keys:write',
+  'api_keys.revoke': 'api_keys:write',
+});
+const SCOPE_OF: ReadonlyMap<string, string> = new Map(Object.entries(OPERATION_SCOPES));
+
 /** The operation names, for adapters and tests that enumerate them. */
 export const OPERATIONS: readonly Operation[] = Object.freeze(Object.keys(ACCESS_TABLE) as Operation[]);
 
@@ -79,6 +108,39 @@ export const OPERATIONS: readonly Operation[] = Object.freeze(Object.keys(ACCESS
  * is refused). It reads nothing but its arguments: no store, no clock.
  */
 export function authorise<O extends Operation>(principal: Principal, operation: O, ...organisation: OrganisationArgument<O>): void {
+  authoriseAccess(principal, operation, (organisation as readonly unknown[])[0]);
+  if (principal.kind === 'api_key') requireScope(principal, SCOPE_OF.get(operation)!);
+}
+
+/**
+ * DELETE of a key (C-60): the access rule of `api_keys.revoke`, and its scope unless the calling
+ * key names itself: a key may always revoke itself, whatever its scopes (how a holder reacts to a
+ * leak). Ids are compared lower-cased, as path ids are normalised.
+ */
+export function authoriseRevocation(principal: Principal, orgId: string, keyId: string): void {
+  if (principal.kind === 'api_key' && typeof keyId === 'string' && keyId.toLowerCase() === principal.keyId.toLowerCase()) {
+    authoriseAccess(principal, 'api_keys.revoke', orgId);
+    return;
+  }
+  authorise(principal, 'api_keys.revoke', orgId);
+}
+
+/**
+ * Throws ForbiddenError (403, detail `{field: "scope", issue: "requires <scope>"}`) unless the
+ * principal holds `scope`; the operator holds every scope. For an embedding service's own routes
+ * too: it passes one of the scope names it declared at createCore.
+ */
+export function requireScope(principal: Principal, scope: string): void {
+  if (principal.kind !== 'api_key' || hasScope(principal, scope)) return;
+  throw new ForbiddenError(MISSING_SCOPE_MESSAGE, [{ field: 'scope', issue: missingScopeIssue(scope) }]);
+}
+
+/** True when the key holds `scope` (a key's scopes are a short sorted list). */
+export function hasScope(principal: KeyPrincipal, scope: string): boolean {
+  return principal.scopes.includes(scope);
+}
+
+function authoriseAccess(principal: Principal, operation: Operation, orgId: unknown): void {
   const access = ACCESS.get(operation);
   // A caller outside TypeScript naming no known operation is a programming error, never a grant.
   if (access === undefined) throw new TypeError(`unknown operation ${String(operation)}`);
@@ -91,7 +153,6 @@ export function authorise<O extends Operation>(principal: Principal, operation: 
       return;
     case 'organisation': {
       if (principal.kind !== 'api_key' || principal.isPlatform) return;
-      const orgId: unknown = organisation[0];
       if (typeof orgId !== 'string' || orgId.toLowerCase() !== principal.organisationId.toLowerCase()) {
         throw new ForbiddenError(FOREIGN_ORGANISATION_MESSAGE);
       }

@@ -26,4 +26,9 @@ export interface CoreDeps {
   readonly webhookHosts: WebhookHostResolver | null;
   /** Seals webhook signing secrets before they are stored and opens them to sign (default: stored in clear). */
   readonly webhookSecrets?: WebhookSecretCipher;
+  /**
+   * The closed set of scopes of this process (C-60): the built-in ones plus those the embedding
+   * service declared (CreateCoreOptions.scopes), sorted. Omitted: the built-in scopes.
+   */
+  readonly scopes?: readonly string[];
 }

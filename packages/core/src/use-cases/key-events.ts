@@ -14,9 +14,20 @@ export interface RollEventDetail extends KeyRoll {
   readonly toKeyPrefix: string;
 }
 
-/** The fields only one event type carries: `url`/`source` (exposed), the new key and grace (rolled). */
-function eventDetail(type: WebhookEventType, exposure: KeyExposure | undefined, roll: RollEventDetail | undefined): Partial<KeyEventData> {
-  if (type === 'api_key.exposed' && exposure !== undefined) return { url: exposure.url, source: exposure.source };
+/** What the `api_key.exposed` event adds: where the key was found and its active descendants (C-61). */
+export interface ExposureEventDetail extends KeyExposure {
+  readonly descendantKeyIds?: readonly string[];
+}
+
+/** The fields only one event type carries: `url`/`source`/descendants (exposed), the new key and grace (rolled). */
+function eventDetail(type: WebhookEventType, exposure: ExposureEventDetail | undefined, roll: RollEventDetail | undefined): Partial<KeyEventData> {
+  if (type === 'api_key.exposed' && exposure !== undefined) {
+    return {
+      url: exposure.url,
+      source: exposure.source,
+      ...(exposure.descendantKeyIds !== undefined ? { descendant_key_ids: [...exposure.descendantKeyIds] } : {}),
+    };
+  }
   if (type === 'api_key.rolled' && roll !== undefined) {
     return { new_key_id: roll.toKeyId, new_key_prefix: roll.toKeyPrefix, grace_period_seconds: roll.gracePeriodSeconds };
   }
@@ -34,7 +45,7 @@ export async function notifyKeyEvents(
   types: readonly WebhookEventType[],
   at: Date,
   key: Pick<ApiKey, 'id' | 'organisationId' | 'keyPrefix' | 'label'>,
-  exposure?: KeyExposure,
+  exposure?: ExposureEventDetail,
   roll?: RollEventDetail,
 ): Promise<void> {
   if (types.length === 0 || (await stores.webhooks.get(key.organisationId)) === null) return;

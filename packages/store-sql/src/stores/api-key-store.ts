@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { ApiKey, ApiKeyStore, Credential, KeyUse, PageRequest } from '@cos/core';
+import { decodeScopes, encodeScopes, scopesOf, type ApiKey, type ApiKeyStore, type Credential, type KeyUse, type PageRequest } from '@cos/core';
 import { credentialWrite, execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
-const COLUMNS = 'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id';
+const COLUMNS =
+  'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id, scopes, created_by_key_id';
 
 function keyFromRow(row: Record<string, unknown>): ApiKey {
   return {
@@ -16,6 +17,8 @@ function keyFromRow(row: Record<string, unknown>): ApiKey {
     revokedAt: toDateOrNull(row.revoked_at),
     lastUsedAt: toDateOrNull(row.last_used_at),
     rolledFromKeyId: stringOrNull(row.rolled_from_key_id),
+    scopes: decodeScopes(String(row.scopes)),
+    createdByKeyId: stringOrNull(row.created_by_key_id),
   };
 }
 
@@ -35,16 +38,18 @@ export function credentialFromRow(row: Record<string, unknown> | undefined): Cre
   };
 }
 
-const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)`;
+const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`;
 const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
 /** The authentication hot path: one query on the unique digest index, joined to the organisation. */
 export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
-  k.last_used_at, k.rolled_from_key_id,
+  k.last_used_at, k.rolled_from_key_id, k.scopes, k.created_by_key_id,
   o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
   o.created_at AS o_created_at, o.updated_at AS o_updated_at
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
 const LIST_FIRST = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
+/** The lineage walk (C-61): one level, through api_keys_created_by_created_at_id. */
+const CREATED_BY = `SELECT ${COLUMNS} FROM api_keys WHERE created_by_key_id = ? AND organisation_id = ? ORDER BY created_at, id`;
 const COUNT_ACTIVE = `SELECT count(*) AS n FROM api_keys
   WHERE organisation_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`;
 /**
@@ -96,7 +101,13 @@ export class SqlApiKeyStore implements ApiKeyStore {
       k.createdAt.getTime(),
       msOrNull(k.revokedAt),
       k.rolledFromKeyId ?? null,
+      encodeScopes([...new Set(scopesOf(k))].sort()),
+      k.createdByKeyId ?? null,
     ]);
+  }
+
+  async listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]> {
+    return (await query(this.ctx, CREATED_BY, [createdByKeyId, organisationId])).map(keyFromRow);
   }
 
   async findById(organisationId: string, keyId: string): Promise<ApiKey | null> {

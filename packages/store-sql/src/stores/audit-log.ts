@@ -1,9 +1,14 @@
-import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, PageRequest, WebhookEventType } from '@cos/core';
+import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, KeyPolicyChange, PageRequest, WebhookEventType } from '@cos/core';
 import { execute, query, stringOrNull, toDate, type StoreContext } from '../context.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy';
+
+/** Space-joined ids ('' for none). */
+function idsFromText(text: string): string[] {
+  return text === '' ? [] : text.split(' ');
+}
 
 function actorFromRow(row: Record<string, unknown>): AuditActor {
   if (row.actor_type === 'api_key') return { type: 'api_key', keyId: String(row.actor_key_id) };
@@ -28,7 +33,9 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
   const hasWebhook = row.webhook_origin !== null && row.webhook_origin !== undefined;
   const hasNotification = row.notification_id !== null && row.notification_id !== undefined;
-  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification) return entry;
+  const hasDescendants = row.descendant_key_ids !== null && row.descendant_key_ids !== undefined;
+  const hasPolicy = row.key_policy !== null && row.key_policy !== undefined;
+  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy) return entry;
   return {
     ...entry,
     ...(hasExposure
@@ -38,10 +45,12 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
     ...(hasWebhook ? { webhook: { origin: String(row.webhook_origin) } } : {}),
     ...(hasNotification ? { notification: { id: String(row.notification_id), type: String(row.notification_type) as WebhookEventType } } : {}),
+    ...(hasDescendants ? { descendantKeyIds: idsFromText(String(row.descendant_key_ids)) } : {}),
+    ...(hasPolicy ? { keyPolicy: JSON.parse(String(row.key_policy)) as KeyPolicyChange } : {}),
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
 
 /** Append-only (C-41): this class has no update and no delete. */
@@ -69,6 +78,8 @@ export class SqlAuditLog implements AuditLog {
       e.webhook?.origin ?? null,
       e.notification?.id ?? null,
       e.notification?.type ?? null,
+      e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
+      e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
     ]);
   }
 

@@ -1,4 +1,4 @@
-import type { NaceSection, Organisation, OrganisationChanges, OrganisationStore, PageRequest } from '@cos/core';
+import type { KeyEnvironment, KeyPolicy, NaceSection, Organisation, OrganisationChanges, OrganisationStore, PageRequest } from '@cos/core';
 import { credentialWrite, execute, query, toBool, toDate, type StoreContext } from '../context.js';
 
 export const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, created_at, updated_at';
@@ -20,6 +20,13 @@ export const ORGANISATION_BY_ID = `SELECT ${ORGANISATION_COLUMNS} FROM organisat
 const FIRST_SYSTEM = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE is_system = ? ORDER BY created_at, id LIMIT 1`;
 const LIST_FIRST = `SELECT ${ORGANISATION_COLUMNS} FROM organisations ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
+
+const KEY_POLICY = 'SELECT max_lifetime_seconds, allowed_environments, exposure_response FROM organisation_key_policies WHERE organisation_id = ?';
+/** One statement: insert the organisation's policy or replace the one it has. */
+const PUT_KEY_POLICY = `INSERT INTO organisation_key_policies (organisation_id, max_lifetime_seconds, allowed_environments, exposure_response, updated_at)
+  VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (organisation_id) DO UPDATE SET max_lifetime_seconds = excluded.max_lifetime_seconds,
+    allowed_environments = excluded.allowed_environments, exposure_response = excluded.exposure_response, updated_at = excluded.updated_at`;
 
 export class SqlOrganisationStore implements OrganisationStore {
   constructor(private readonly ctx: StoreContext) {}
@@ -63,5 +70,27 @@ export class SqlOrganisationStore implements OrganisationStore {
         ? await query(this.ctx, LIST_FIRST, [page.limit])
         : await query(this.ctx, LIST_AFTER, [page.after.createdAt.getTime(), page.after.id, page.limit]);
     return rows.map(organisationFromRow);
+  }
+
+  async findKeyPolicy(organisationId: string): Promise<KeyPolicy | null> {
+    const row = (await query(this.ctx, KEY_POLICY, [organisationId]))[0];
+    if (row === undefined) return null;
+    return {
+      maxLifetimeSeconds: row.max_lifetime_seconds === null || row.max_lifetime_seconds === undefined ? null : Number(row.max_lifetime_seconds),
+      // Environments are stored space-joined, in the order the core gives them (live before test).
+      allowedEnvironments: String(row.allowed_environments).split(' ') as KeyEnvironment[],
+      exposureResponse: String(row.exposure_response) as KeyPolicy['exposureResponse'],
+    };
+  }
+
+  async putKeyPolicy(organisationId: string, policy: KeyPolicy, at: Date): Promise<void> {
+    credentialWrite(this.ctx, organisationId, 'organisations.putKeyPolicy');
+    await execute(this.ctx, PUT_KEY_POLICY, [
+      organisationId,
+      policy.maxLifetimeSeconds,
+      policy.allowedEnvironments.join(' '),
+      policy.exposureResponse,
+      at.getTime(),
+    ]);
   }
 }

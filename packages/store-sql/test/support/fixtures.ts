@@ -1,6 +1,7 @@
 /** Record builders for store tests: real keys (generateRawKey + digestKey), distinct ids. */
 import { randomUUID } from 'node:crypto';
 import {
+  ALL_BUILTIN_SCOPES,
   cryptoRandom,
   digestKey,
   generateRawKey,
@@ -55,6 +56,8 @@ export function issuedKey(organisationId: string, overrides: Partial<ApiKey> = {
       revokedAt: null,
       lastUsedAt: null,
       rolledFromKeyId: null,
+      scopes: ALL_BUILTIN_SCOPES,
+      createdByKeyId: null,
       ...overrides,
     },
   };

@@ -160,6 +160,48 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     expect(await fewestBytesToPostgres(50), 'bytes sent to Postgres for 50 cached requests').to.equal(0);
   });
 
+  it('C-60, C-62, C-57: scopes and the key policy are never served stale: a key rolled narrower on A is 401 on B at once and its replacement holds only its scopes there; a policy set on A applies to the next issue on B', async () => {
+    const wide = await issueKey('wide');
+    for (const i of ['A', 'B'] as const) for (let n = 0; n < 3; n++) expect((await getOrg(i, wide.key)).status).to.equal(200);
+    const rolled = await a.call('POST', `/v1/organisations/${orgId}/api-keys/${wide.id}/roll`, { key: wide.key, body: { scopes: ['members:read'] }, timeoutMs: 5_000 });
+    expect(rolled.status, rolled.text).to.equal(201);
+    const narrow = rolled.json<{ key: string; scopes: string[] }>();
+    expect(narrow.scopes).to.deep.equal(['members:read']);
+    expect((await getOrg('B', wide.key)).status, 'the old, wide key was cached on B').to.equal(401);
+    const refused = await getOrg('B', narrow.key);
+    expect(refused.status, refused.text).to.equal(403);
+    expect(refused.json<{ details: unknown }>().details).to.deep.equal([{ field: 'scope', issue: 'requires organisations:read' }]);
+    expect((await b.call('GET', `/v1/organisations/${orgId}/members`, { key: narrow.key, timeoutMs: 5_000 })).status).to.equal(200);
+
+    const system = await cliJson<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform-cc', '--system'], env, work.dir);
+    const platformKey = (await cliJson<{ key: string }>(['key', 'issue', system.id, '--label', 'platform'], env, work.dir)).key;
+    const issueOnB = (body: Record<string, unknown>) => b.call('POST', `/v1/organisations/${orgId}/api-keys`, { key: ownerKey, body, timeoutMs: 5_000 });
+    const policyPath = `/v1/organisations/${orgId}/key-policy`;
+    try {
+      const unbounded = await issueOnB({ label: 'before the policy' });
+      expect(unbounded.json<{ expires_at: string | null }>().expires_at).to.equal(null);
+      const put = await a.call('PUT', policyPath, {
+        key: platformKey,
+        body: { max_lifetime_seconds: 3_600, allowed_environments: ['live'], exposure_response: 'revoke_key' },
+        timeoutMs: 5_000,
+      });
+      expect(put.status, put.text).to.equal(200);
+      const sentAt = Date.now();
+      const capped = await issueOnB({ label: 'after the policy' });
+      expect(capped.status, capped.text).to.equal(201);
+      expect(Date.parse(capped.json<{ expires_at: string }>().expires_at)).to.be.within(sentAt + 3_600_000 - 5_000, Date.now() + 3_600_000);
+      expect((await issueOnB({ label: 'test', environment: 'test' })).status).to.equal(400);
+      expect((await b.call('GET', policyPath, { key: ownerKey, timeoutMs: 5_000 })).json<{ max_lifetime_seconds: number }>().max_lifetime_seconds).to.equal(3_600);
+    } finally {
+      const reset = await a.call('PUT', policyPath, {
+        key: platformKey,
+        body: { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key' },
+        timeoutMs: 5_000,
+      });
+      expect(reset.status).to.equal(200);
+    }
+  });
+
   it(`C-36: a key revoked on one instance is 401 on both for every request sent after the 204, under load of that key on both or with it idle in both caches (${REPETITIONS} times)`, async () => {
     const problems: string[] = [];
     let checked = 0;

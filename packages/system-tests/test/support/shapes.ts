@@ -85,8 +85,23 @@ const schemas = {
   apiKey: {
     type: 'object',
     additionalProperties: false,
-    // C-22's fields, plus last_used_at and rolled_from added by issue 16 (C-56: fields may be added).
-    required: ['id', 'organisation_id', 'label', 'key_prefix', 'is_active', 'status', 'expires_at', 'created_at', 'revoked_at', 'last_used_at', 'rolled_from'],
+    // C-22's fields, plus last_used_at and rolled_from (issue 16) and scopes and created_by_key_id
+    // (C-60, C-61), added beyond v1 (C-56: fields may be added).
+    required: [
+      'id',
+      'organisation_id',
+      'label',
+      'key_prefix',
+      'is_active',
+      'status',
+      'expires_at',
+      'created_at',
+      'revoked_at',
+      'last_used_at',
+      'rolled_from',
+      'scopes',
+      'created_by_key_id',
+    ],
     properties: {
       id: uuid,
       organisation_id: uuid,
@@ -99,6 +114,8 @@ const schemas = {
       revoked_at: nullableTimestamp,
       last_used_at: nullableTimestamp,
       rolled_from: { anyOf: [uuid, { type: 'null' }] },
+      scopes: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', pattern: '^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$' } },
+      created_by_key_id: { anyOf: [uuid, { type: 'null' }] },
     },
   },
   health: {

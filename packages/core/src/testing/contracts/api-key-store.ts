@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import type { ApiKey } from '../../domain/api-key.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { KEY_ALREADY_ROLLED_MESSAGE } from '../../domain/api-key.js';
+import { ALL_BUILTIN_SCOPES } from '../../domain/scopes.js';
 import { at, expectConflictError, expectSameInstant, newApiKey, newDigest, newOrganisation } from './fixtures.js';
 import { expectOrganisation } from './organisation-store.js';
 import { describeKeysetPaging } from './paging.js';
@@ -26,8 +27,24 @@ export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey
   if (lastUsedAt === null) expect(k.lastUsedAt, 'lastUsedAt').to.equal(null);
   else expectSameInstant(k.lastUsedAt ?? null, lastUsedAt, 'lastUsedAt');
   expect(k.rolledFromKeyId, 'rolledFromKeyId').to.equal(expected.rolledFromKeyId ?? null);
+  // C-60: a record inserted without scopes holds every built-in scope; stored scopes come back sorted.
+  expect(k.scopes, 'scopes').to.deep.equal([...new Set(expected.scopes ?? ALL_BUILTIN_SCOPES)].sort());
+  expect(k.createdByKeyId, 'createdByKeyId').to.equal(expected.createdByKeyId ?? null);
   expect(Object.keys(k).sort()).to.deep.equal(
-    ['createdAt', 'digest', 'expiresAt', 'id', 'keyPrefix', 'label', 'lastUsedAt', 'organisationId', 'revokedAt', 'rolledFromKeyId'],
+    [
+      'createdAt',
+      'createdByKeyId',
+      'digest',
+      'expiresAt',
+      'id',
+      'keyPrefix',
+      'label',
+      'lastUsedAt',
+      'organisationId',
+      'revokedAt',
+      'rolledFromKeyId',
+      'scopes',
+    ],
     'no other fields',
   );
 }
@@ -442,6 +459,43 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         await keys().insert(k);
         await keys().recordExposure(k.id, URL_1, at(5));
         expectApiKey(await keys().findById(orgA.id, k.id), k);
+      });
+    });
+
+    describe('scopes and lineage (C-60, C-61)', () => {
+      it('C-60: round-trips a subset of scopes, sorted, through findById, findCredential and list', async () => {
+        const k = newApiKey(orgA.id, { scopes: ['organisations:read', 'api_keys:read'] });
+        await keys().insert(k);
+        const expected = { ...k, scopes: ['api_keys:read', 'organisations:read'] };
+        expectApiKey(await keys().findById(orgA.id, k.id), expected);
+        expectApiKey((await keys().findCredential(k.digest))?.key, expected);
+        expectApiKey((await keys().list(orgA.id, ALL))[0], expected);
+      });
+
+      it('C-60: a single scope and scope names an embedding service declared round-trip', async () => {
+        const one = newApiKey(orgA.id, { scopes: ['members:read'] });
+        const custom = newApiKey(orgA.id, { scopes: ['reports:read', 'api_keys:read', 'reports:write'] });
+        await keys().insert(one);
+        await keys().insert(custom);
+        expect((await keys().findById(orgA.id, one.id))?.scopes).to.deep.equal(['members:read']);
+        expect((await keys().findById(orgA.id, custom.id))?.scopes).to.deep.equal(['api_keys:read', 'reports:read', 'reports:write']);
+      });
+
+      it('C-61: round-trips createdByKeyId; listCreatedBy lists the keys a key made, oldest first, in its organisation only', async () => {
+        const parent = newApiKey(orgA.id, { createdAt: at(1) });
+        const second = newApiKey(orgA.id, { createdAt: at(3), createdByKeyId: parent.id, revokedAt: at(4) });
+        const first = newApiKey(orgA.id, { createdAt: at(2), createdByKeyId: parent.id });
+        const grandchild = newApiKey(orgA.id, { createdAt: at(5), createdByKeyId: first.id });
+        const elsewhere = newApiKey(orgB.id, { createdAt: at(6), createdByKeyId: parent.id });
+        for (const k of [parent, second, first, grandchild, elsewhere]) await keys().insert(k);
+        expectApiKey(await keys().findById(orgA.id, first.id), first);
+        const children = await keys().listCreatedBy(orgA.id, parent.id);
+        expect(children.map((k) => k.id)).to.deep.equal([first.id, second.id]);
+        expectApiKey(children[1], second);
+        expect((await keys().listCreatedBy(orgA.id, first.id)).map((k) => k.id)).to.deep.equal([grandchild.id]);
+        expect(await keys().listCreatedBy(orgA.id, grandchild.id)).to.deep.equal([]);
+        expect(await keys().listCreatedBy(orgA.id, UNKNOWN_ID)).to.deep.equal([]);
+        expect((await keys().listCreatedBy(orgB.id, parent.id)).map((k) => k.id)).to.deep.equal([elsewhere.id]);
       });
     });
   });

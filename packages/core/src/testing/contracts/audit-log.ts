@@ -28,6 +28,10 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   else expect(e.webhook).to.deep.equal(expected.webhook);
   if (expected.notification === undefined) expect(e, 'no notification property').to.not.have.property('notification');
   else expect(e.notification).to.deep.equal(expected.notification);
+  if (expected.descendantKeyIds === undefined) expect(e, 'no descendantKeyIds property').to.not.have.property('descendantKeyIds');
+  else expect(e.descendantKeyIds).to.deep.equal(expected.descendantKeyIds);
+  if (expected.keyPolicy === undefined) expect(e, 'no keyPolicy property').to.not.have.property('keyPolicy');
+  else expect(e.keyPolicy).to.deep.equal(expected.keyPolicy);
   expect(Object.keys(e).sort()).to.deep.equal(
     [
       'actor',
@@ -42,6 +46,8 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
       ...(expected.roll !== undefined ? ['roll'] : []),
       ...(expected.webhook !== undefined ? ['webhook'] : []),
       ...(expected.notification !== undefined ? ['notification'] : []),
+      ...(expected.descendantKeyIds !== undefined ? ['descendantKeyIds'] : []),
+      ...(expected.keyPolicy !== undefined ? ['keyPolicy'] : []),
     ].sort(),
     'no other fields',
   );
@@ -123,6 +129,35 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expectAuditEntry(listed[0], added);
       expectAuditEntry(listed[1], removed);
       expectAuditEntry((await audit().list({ kind: 'member_removed' }, ALL))[0], removed);
+    });
+
+    it('C-61: an api_key_exposed entry round-trips its descendant key ids, an empty list included', async () => {
+      const exposure = { type: 'cos_api_key', url: 'https://example.com/leak', source: 'content' };
+      const withTwo = newAuditEntry(orgA, {
+        kind: 'api_key_exposed',
+        occurredAt: at(1),
+        keyId: keyA.id,
+        keyPrefix: keyA.keyPrefix,
+        actor: { type: 'secret_scanning' },
+        exposure,
+        descendantKeyIds: [randomUUID(), randomUUID()].sort(),
+      });
+      const withNone = newAuditEntry(orgA, { kind: 'api_key_exposed', occurredAt: at(2), keyId: keyA.id, keyPrefix: keyA.keyPrefix, actor: { type: 'secret_scanning' }, exposure, descendantKeyIds: [] });
+      await audit().append(withTwo);
+      await audit().append(withNone);
+      const listed = await audit().list({ organisationId: orgA }, ALL);
+      expectAuditEntry(listed[0], withTwo);
+      expectAuditEntry(listed[1], withNone);
+    });
+
+    it('C-62: an organisation_policy_updated entry round-trips the old and the new policy', async () => {
+      const keyPolicy = {
+        old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'] as const, exposureResponse: 'revoke_key' as const },
+        new: { maxLifetimeSeconds: 7_776_000, allowedEnvironments: ['live'] as const, exposureResponse: 'revoke_key_and_descendants' as const },
+      };
+      const e = newAuditEntry(orgA, { kind: 'organisation_policy_updated', occurredAt: at(3), actor: { type: 'api_key', keyId: keyB.id }, keyPolicy });
+      await audit().append(e);
+      expectAuditEntry((await audit().list({ kind: 'organisation_policy_updated' }, ALL))[0], e);
     });
 
     it('issue 15: an operator without a name round-trips without a name property; a name never appears on another actor', async () => {

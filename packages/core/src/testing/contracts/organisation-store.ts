@@ -170,6 +170,40 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
       });
     });
 
+    describe('key policy (C-62)', () => {
+      const strict = { maxLifetimeSeconds: 7_776_000, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants' } as const;
+
+      it('C-62: null for an organisation that never set one, and for an unknown id', async () => {
+        const o = newOrganisation();
+        await organisations().create(o);
+        expect(await organisations().findKeyPolicy(o.id)).to.equal(null);
+        expect(await organisations().findKeyPolicy('3f2504e0-4f89-41d3-9a0c-0305e82c3301')).to.equal(null);
+      });
+
+      it('C-62: put then find round-trips every field; a second put replaces the policy; other organisations keep theirs', async () => {
+        const a = newOrganisation();
+        const b = newOrganisation();
+        await organisations().create(a);
+        await organisations().create(b);
+        await organisations().putKeyPolicy(a.id, strict, at(1));
+        expect(await organisations().findKeyPolicy(a.id)).to.deep.equal(strict);
+        expect(await organisations().findKeyPolicy(b.id)).to.equal(null);
+        const relaxed = { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key' } as const;
+        await organisations().putKeyPolicy(a.id, relaxed, at(2));
+        expect(await organisations().findKeyPolicy(a.id)).to.deep.equal(relaxed);
+        await organisations().putKeyPolicy(b.id, { ...strict, allowedEnvironments: ['test'] }, at(3));
+        expect(await organisations().findKeyPolicy(b.id)).to.deep.equal({ ...strict, allowedEnvironments: ['test'] });
+        expect(await organisations().findKeyPolicy(a.id)).to.deep.equal(relaxed);
+      });
+
+      it('C-62: a policy leaves the organisation record unchanged', async () => {
+        const o = newOrganisation({ createdAt: at(1), updatedAt: at(2) });
+        await organisations().create(o);
+        await organisations().putKeyPolicy(o.id, strict, at(5));
+        expectOrganisation(await organisations().findById(o.id), o);
+      });
+    });
+
     describe('findFirstSystem', () => {
       it('is null on an empty store and when no organisation is a system one', async () => {
         expect(await organisations().findFirstSystem()).to.equal(null);

@@ -1,0 +1,145 @@
+/**
+ * Scoped keys, lineage and key policies (C-60..C-62) through the real `cos-admin` binary on SQLite
+ * and Postgres: `key issue --scopes`, `key roll --scopes`, the SCOPES column and `scopes` in every
+ * --json key record, `key list --created-by [--transitive]`, `org policy show|set` and
+ * `key list --exceeding-policy`. Keys issued by keys (which only HTTP callers make) are issued
+ * through a core over the same database.
+ */
+import { expect } from 'chai';
+import { ALL_BUILTIN_SCOPES, createCore, InProcessRateCounter, type Core, type KeyPrincipal } from '@cos/core';
+import { createSqlStore, type SqlStore } from '@cos/store-sql';
+import { cliJson, ensureBuilt, runCli, type Env } from './support/cli.js';
+import { databaseTargets, type TestDatabase } from './support/databases.js';
+
+before(async function () {
+  this.timeout(180_000);
+  await ensureBuilt();
+});
+
+interface KeyView {
+  id: string;
+  key?: string;
+  label: string;
+  status: string;
+  expires_at: string | null;
+  scopes: string[];
+  created_by_key_id: string | null;
+  rolled_from: string | null;
+}
+
+for (const target of databaseTargets()) {
+  describe(`cos-admin least privilege on ${target.name} (C-60, C-61, C-62)`, function () {
+    this.timeout(90_000);
+    let db: TestDatabase;
+    let env: Env;
+    let orgId: string;
+    let store: SqlStore;
+    let core: Core;
+
+    before(async () => {
+      db = await target.create();
+      env = { DATABASE_URL: db.databaseUrl };
+      await cliJson(['migrate'], env, db.cwd);
+      orgId = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Acme', '--slug', 'acme'], env, db.cwd)).id;
+      store = createSqlStore({ databaseUrl: db.databaseUrl });
+      core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InProcessRateCounter() });
+    });
+    after(async () => {
+      await store?.close();
+      await db?.drop();
+    });
+
+    const keyList = async (...args: string[]): Promise<KeyView[]> => (await cliJson<{ data: KeyView[] }>(['key', 'list', orgId, ...args], env, db.cwd)).data;
+    const principalOf = (raw: string): Promise<KeyPrincipal> => core.authenticator.authenticate(`Bearer ${raw}`);
+
+    it('C-60: key issue --scopes and key roll --scopes; scopes in every --json record; a SCOPES column in key list; bad scopes are refused', async () => {
+      const issued = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'ci', '--scopes', 'organisations:read, api_keys:read'], env, db.cwd);
+      expect(issued.scopes).to.deep.equal(['api_keys:read', 'organisations:read']);
+      expect(issued.created_by_key_id).to.equal(null);
+      const all = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'all'], env, db.cwd);
+      expect(all.scopes, 'the operator default: all eight').to.deep.equal([...ALL_BUILTIN_SCOPES]);
+      const rolled = await cliJson<KeyView>(['key', 'roll', orgId, issued.id, '--scopes', 'organisations:read'], env, db.cwd);
+      expect(rolled).to.deep.include({ scopes: ['organisations:read'], rolled_from: issued.id });
+      const kept = await cliJson<KeyView>(['key', 'roll', orgId, rolled.id], env, db.cwd);
+      expect(kept.scopes).to.deep.equal(['organisations:read']);
+      const listed = await keyList('--all');
+      expect(listed.find((k) => k.id === kept.id)?.scopes).to.deep.equal(['organisations:read']);
+      const table = await runCli(['key', 'list', orgId], env, db.cwd);
+      expect(table.stdout).to.match(/SCOPES/);
+      expect(table.stdout).to.include('api_keys:read,api_keys:write,audit:read');
+      const shown = await runCli(['key', 'revoke', orgId, all.id], env, db.cwd);
+      expect(shown.stdout).to.match(/scopes:\s+api_keys:read, api_keys:write/);
+      for (const bad of ['organisations:delete', 'members:read,members:read', ',']) {
+        const refused = await runCli(['key', 'issue', orgId, '--label', 'bad', '--scopes', bad], env, db.cwd);
+        expect(refused.code, bad).to.not.equal(0);
+        expect(refused.stderr, bad).to.include('--scopes: must be a non-empty array of known scopes without duplicates');
+      }
+    });
+
+    it('C-61: key list --created-by lists the keys a key issued or rolled; --transitive their descendants too', async () => {
+      const root = await core.apiKeys.issue({ kind: 'operator' }, orgId, { label: 'root' });
+      const rootPrincipal = await principalOf(root.rawKey);
+      const child = await core.apiKeys.issue(rootPrincipal, orgId, { label: 'child' });
+      const grandchild = await core.apiKeys.issue(await principalOf(child.rawKey), orgId, { label: 'grandchild' });
+      const rolled = await core.apiKeys.roll(rootPrincipal, orgId, grandchild.key.id, {});
+      const direct = await keyList('--created-by', root.key.id);
+      expect(direct.map((k) => k.id).sort()).to.deep.equal([child.key.id, rolled.key.id].sort());
+      expect(direct.every((k) => k.created_by_key_id === root.key.id)).to.equal(true);
+      const transitive = await keyList('--created-by', root.key.id, '--transitive');
+      expect(transitive.map((k) => k.id).sort()).to.deep.equal([child.key.id, grandchild.key.id, rolled.key.id].sort());
+      expect(await keyList('--created-by', grandchild.key.id)).to.deep.equal([]);
+      const usage = await runCli(['key', 'list', orgId, '--transitive'], env, db.cwd);
+      expect(usage.code).to.not.equal(0);
+      expect(usage.stderr).to.include('--transitive needs --created-by');
+    });
+
+    it('C-62: org policy show answers the default; org policy set changes only what it is given, audited; key list --exceeding-policy lists the keys that would not be issued today', async () => {
+      const policyOrg = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Policy', '--slug', 'policy'], env, db.cwd)).id;
+      const forever = await cliJson<KeyView>(['key', 'issue', policyOrg, '--label', 'forever'], env, db.cwd);
+      const testKey = await cliJson<KeyView>(['key', 'issue', policyOrg, '--label', 'test', '--test', '--expires-in', '1d'], env, db.cwd);
+      const soon = await cliJson<KeyView>(['key', 'issue', policyOrg, '--label', 'soon', '--expires-in', '12h'], env, db.cwd);
+      expect(await cliJson(['org', 'policy', 'show', policyOrg], env, db.cwd)).to.deep.equal({
+        max_lifetime_seconds: null,
+        allowed_environments: ['live', 'test'],
+        exposure_response: 'revoke_key',
+      });
+      expect(await cliJson(['org', 'policy', 'set', policyOrg, '--max-lifetime', '1d', '--environments', 'live'], env, db.cwd)).to.deep.equal({
+        max_lifetime_seconds: 86_400,
+        allowed_environments: ['live'],
+        exposure_response: 'revoke_key',
+      });
+      expect(await cliJson(['org', 'policy', 'set', policyOrg, '--exposure-response', 'revoke_key_and_descendants'], env, db.cwd)).to.deep.equal({
+        max_lifetime_seconds: 86_400,
+        allowed_environments: ['live'],
+        exposure_response: 'revoke_key_and_descendants',
+      });
+      const human = await runCli(['org', 'policy', 'show', policyOrg], env, db.cwd);
+      expect(human.stdout).to.match(/max lifetime:\s+86400 s \(1d\)/);
+      const exceeding = await cliJson<{ data: KeyView[] }>(['key', 'list', policyOrg, '--exceeding-policy'], env, db.cwd);
+      expect(exceeding.data.map((k) => k.id).sort()).to.deep.equal([forever.id, testKey.id].sort());
+      expect(exceeding.data.map((k) => k.id)).to.not.include(soon.id);
+      const entries = await cliJson<{ data: Array<{ kind: string; key_policy?: { old: unknown; new: unknown } }> }>(
+        ['audit', 'list', '--org', policyOrg, '--kind', 'organisation_policy_updated'],
+        env,
+        db.cwd,
+      );
+      expect(entries.data).to.have.length(2);
+      expect(entries.data.map((e) => e.key_policy?.new)).to.deep.include({
+        max_lifetime_seconds: 86_400,
+        allowed_environments: ['live'],
+        exposure_response: 'revoke_key',
+      });
+      const refused = await runCli(['key', 'issue', policyOrg, '--label', 'too long', '--expires-in', '2d'], env, db.cwd);
+      expect(refused.code).to.not.equal(0);
+      expect(refused.stderr).to.include('--expires-at').and.to.include('must not be later than');
+      const none = await cliJson(['org', 'policy', 'set', policyOrg, '--max-lifetime', 'none'], env, db.cwd);
+      expect(none).to.include({ max_lifetime_seconds: null });
+      const nothing = await runCli(['org', 'policy', 'set', policyOrg], env, db.cwd);
+      expect(nothing.code).to.not.equal(0);
+      expect(nothing.stderr).to.include('nothing to change');
+      const tooShort = await runCli(['org', 'policy', 'set', policyOrg, '--max-lifetime', '30m'], env, db.cwd);
+      expect(tooShort.code).to.not.equal(0);
+      expect(tooShort.stderr).to.include('--max-lifetime: must be null or an integer from 3600 to 63072000');
+    });
+  });
+}

@@ -1,0 +1,202 @@
+/**
+ * Scoped keys, lineage and key policies (C-60..C-62) through the real core on every store
+ * (in-memory, SQLite file and :memory:, Postgres), with a FakeClock: scopes held and refused,
+ * escalation, self-revocation, lineage through issue and roll, the exposure response revoking
+ * descendants in one unit of work, the key policy applied and audited, and a failure inside the
+ * exposure's unit of work leaving nothing behind. Store semantics alone are in the contract suites.
+ */
+import { expect } from 'chai';
+import {
+  ALL_BUILTIN_SCOPES,
+  ForbiddenError,
+  OPERATOR,
+  SCOPE_ESCALATION_MESSAGE,
+  UnauthorizedError,
+  ValidationError,
+  type Core,
+  type KeyPrincipal,
+  type Stores,
+} from '@cos/core';
+import { createInMemoryStore, createTestCore, type StoreHarness, type TestCore } from '@cos/core/testing';
+import { forEachTarget } from './support/targets.js';
+
+const PAGE = { limit: 1000, after: null } as const;
+const STRICT = { max_lifetime_seconds: 86_400, allowed_environments: ['live'], exposure_response: 'revoke_key_and_descendants' };
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected a rejection');
+}
+
+interface Fixture {
+  tc: TestCore;
+  core: Core;
+  orgId: string;
+  platform: KeyPrincipal;
+  /** A key of the organisation with every scope, as a principal. */
+  owner: KeyPrincipal;
+  ownerRaw: string;
+}
+
+async function fixture(store: StoreHarness): Promise<Fixture> {
+  const tc = createTestCore({ store });
+  const { core } = tc;
+  const suffix = Math.random().toString(36).slice(2, 10);
+  const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: `acme-${suffix}` });
+  const system = await core.organisations.create(OPERATOR, { name: 'Platform', slug: `platform-${suffix}` }, { isSystem: true });
+  const own = await core.apiKeys.issue(OPERATOR, org.id, { label: 'owner' });
+  const platformKey = await core.apiKeys.issue(OPERATOR, system.id, { label: 'platform' });
+  return {
+    tc,
+    core,
+    orgId: org.id,
+    owner: await core.authenticator.authenticate(`Bearer ${own.rawKey}`),
+    ownerRaw: own.rawKey,
+    platform: await core.authenticator.authenticate(`Bearer ${platformKey.rawKey}`),
+  };
+}
+
+function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>): void {
+  describe(`least privilege (C-60..C-62) on ${name}`, () => {
+    let store: StoreHarness;
+    let f: Fixture;
+    beforeEach(async () => {
+      store = await open();
+      f = await fixture(store);
+    });
+    afterEach(async () => {
+      await f.core.keyUsage.stop();
+      await store.close();
+    });
+
+    /** A key of the organisation issued by `by`, authenticated: its principal and raw key. */
+    async function issueAs(by: KeyPrincipal | typeof OPERATOR, body: Record<string, unknown>): Promise<{ principal: KeyPrincipal; raw: string; id: string }> {
+      const issued = await f.core.apiKeys.issue(by, f.orgId, { label: 'k', ...body });
+      return { principal: await f.core.authenticator.authenticate(`Bearer ${issued.rawKey}`), raw: issued.rawKey, id: issued.key.id };
+    }
+
+    it('C-60: the principal carries the stored scopes; an operation outside them is 403 with the scope detail, inside them allowed', async () => {
+      const reader = await issueAs(OPERATOR, { scopes: ['organisations:read', 'members:read'] });
+      expect(reader.principal.scopes).to.deep.equal(['members:read', 'organisations:read']);
+      expect((await f.core.organisations.get(reader.principal, f.orgId)).id).to.equal(f.orgId);
+      await f.core.members.list(reader.principal, f.orgId, {});
+      const refused = await rejection(f.core.apiKeys.list(reader.principal, f.orgId, {}));
+      expect(refused).to.be.instanceOf(ForbiddenError);
+      expect((refused as ForbiddenError).details).to.deep.equal([{ field: 'scope', issue: 'requires api_keys:read' }]);
+      expect(f.owner.scopes).to.deep.equal([...ALL_BUILTIN_SCOPES]);
+    });
+
+    it('C-60: escalation is refused and writes nothing; self-revocation needs no scope', async () => {
+      const writer = await issueAs(OPERATOR, { scopes: ['api_keys:write'] });
+      const before = await store.stores.apiKeys.list(f.orgId, PAGE);
+      const escalation = await rejection(f.core.apiKeys.issue(writer.principal, f.orgId, { label: 'x', scopes: ['api_keys:write', 'audit:read'] }));
+      expect(escalation).to.be.instanceOf(ForbiddenError);
+      expect(escalation.message).to.equal(SCOPE_ESCALATION_MESSAGE);
+      expect(await store.stores.apiKeys.list(f.orgId, PAGE)).to.deep.equal(before);
+      const reader = await issueAs(OPERATOR, { scopes: ['members:read'] });
+      await f.core.apiKeys.revoke(reader.principal, f.orgId, reader.id);
+      expect(await rejection(f.core.authenticator.authenticate(`Bearer ${reader.raw}`))).to.be.instanceOf(UnauthorizedError);
+    });
+
+    it('C-61: lineage through issue and roll: created_by_key_id names the issuing or rolling key, null for the operator', async () => {
+      const child = await issueAs(f.owner, { scopes: ['api_keys:write', 'api_keys:read'] });
+      expect((await f.core.apiKeys.get(OPERATOR, f.orgId, child.id)).createdByKeyId).to.equal(f.owner.keyId);
+      const grandchild = await issueAs(child.principal, {});
+      const stored = await f.core.apiKeys.get(OPERATOR, f.orgId, grandchild.id);
+      expect(stored).to.deep.include({ createdByKeyId: child.id, scopes: ['api_keys:read', 'api_keys:write'] });
+      const rolled = await f.core.apiKeys.roll(child.principal, f.orgId, grandchild.id, { scopes: ['api_keys:read'] });
+      expect((await f.core.apiKeys.get(OPERATOR, f.orgId, rolled.key.id))).to.deep.include({
+        createdByKeyId: child.id,
+        rolledFromKeyId: grandchild.id,
+        scopes: ['api_keys:read'],
+      });
+      const byOperator = await f.core.apiKeys.roll(OPERATOR, f.orgId, rolled.key.id, {});
+      expect((await f.core.apiKeys.get(OPERATOR, f.orgId, byOperator.key.id)).createdByKeyId).to.equal(null);
+      expect((await store.stores.apiKeys.listCreatedBy(f.orgId, child.id)).map((k) => k.id)).to.have.members([grandchild.id, rolled.key.id]);
+    });
+
+    it('C-62: the policy is replaced and audited (old and new) in one unit of work, and applied at issue and roll', async () => {
+      const testKey = await f.core.apiKeys.issue(OPERATOR, f.orgId, { label: 'test', environment: 'test' });
+      const policy = await f.core.keyPolicies.replace(f.platform, f.orgId, STRICT);
+      expect(policy).to.deep.equal({ maxLifetimeSeconds: 86_400, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants' });
+      expect(await f.core.keyPolicies.get(f.owner, f.orgId)).to.deep.equal(policy);
+      const [entry] = await store.stores.audit.list({ kind: 'organisation_policy_updated' }, PAGE);
+      expect(entry?.keyPolicy).to.deep.equal({
+        old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key' },
+        new: policy,
+      });
+      const now = f.tc.clock.now().getTime();
+      const capped = await f.core.apiKeys.issue(f.owner, f.orgId, { label: 'capped' });
+      expect(capped.key.expiresAt?.getTime()).to.equal(now + 86_400_000);
+      const later = await rejection(f.core.apiKeys.issue(f.owner, f.orgId, { label: 'later', expires_at: new Date(now + 86_400_001).toISOString() }));
+      expect((later as ValidationError).details.map((d) => d.field)).to.deep.equal(['expires_at']);
+      const env = await rejection(f.core.apiKeys.issue(f.owner, f.orgId, { label: 'test', environment: 'test' }));
+      expect((env as ValidationError).details.map((d) => d.field)).to.deep.equal(['environment']);
+      const roll = await rejection(f.core.apiKeys.roll(f.owner, f.orgId, testKey.key.id, {}));
+      expect((roll as ValidationError).details.map((d) => d.field)).to.deep.equal(['environment']);
+      const rolled = await f.core.apiKeys.roll(f.owner, f.orgId, capped.key.id, {});
+      expect(rolled.key.expiresAt?.getTime()).to.equal(now + 86_400_000);
+      expect(await rejection(f.core.keyPolicies.replace(f.owner, f.orgId, STRICT))).to.be.instanceOf(ForbiddenError);
+    });
+
+    it('C-61, C-62: an exposure lists the active descendants and, under revoke_key_and_descendants, revokes them in the same unit of work', async () => {
+      await f.core.webhooks.set(OPERATOR, f.orgId, 'https://receiver.example/hook');
+      const child = await issueAs(f.owner, {});
+      const grandchild = await issueAs(child.principal, {});
+      const sibling = await issueAs(f.owner, {});
+      await f.core.apiKeys.revoke(OPERATOR, f.orgId, sibling.id);
+      await f.core.keyPolicies.replace(f.platform, f.orgId, STRICT);
+      const report = await f.core.secretScanning.report([{ token: f.ownerRaw, type: 'cos_api_key', url: 'https://example.com/leak', source: 'content' }]);
+      expect(report.outcomes.revoked).to.equal(1);
+      const exposed = (await store.stores.audit.list({ kind: 'api_key_exposed' }, PAGE))[0];
+      expect(exposed?.descendantKeyIds).to.deep.equal([child.id, grandchild.id].sort());
+      const revoked = (await store.stores.audit.list({ kind: 'api_key_revoked' }, PAGE)).filter((e) => e.actor.type === 'secret_scanning');
+      expect(revoked.map((e) => e.keyId)).to.have.members([f.owner.keyId, child.id, grandchild.id]);
+      for (const raw of [f.ownerRaw, child.raw, grandchild.raw]) {
+        expect(await rejection(f.core.authenticator.authenticate(`Bearer ${raw}`))).to.be.instanceOf(UnauthorizedError);
+      }
+      const events = await store.stores.outbox.list({ organisationId: f.orgId, status: 'pending' }, PAGE);
+      const revokedEvents = events.filter((n) => n.type === 'api_key.revoked').map((n) => (JSON.parse(n.payload) as { data: { key_id: string } }).data.key_id);
+      expect(revokedEvents).to.include.members([f.owner.keyId, child.id, grandchild.id]);
+    });
+
+    it('C-62: a failure while revoking a descendant rolls the whole exposure back: no revocation, no entry, no event', async () => {
+      const child = await issueAs(f.owner, {});
+      await issueAs(child.principal, {});
+      await f.core.keyPolicies.replace(f.platform, f.orgId, STRICT);
+      const auditBefore = await store.stores.audit.list({}, PAGE);
+      const failing = createTestCore({
+        store: {
+          ...store,
+          unitOfWork: {
+            run: (work, declaration) =>
+              store.unitOfWork.run((stores: Stores) => {
+                let revokes = 0;
+                const apiKeys = Object.create(stores.apiKeys) as Stores['apiKeys'];
+                apiKeys.revoke = async (...args) => {
+                  if (++revokes === 3) throw new Error('disk full');
+                  return stores.apiKeys.revoke(...args);
+                };
+                return work({ ...stores, apiKeys });
+              }, declaration),
+          },
+        },
+        clock: f.tc.clock,
+      });
+      expect((await rejection(failing.core.secretScanning.report([{ token: f.ownerRaw, type: 'cos_api_key' }]))).message).to.equal('disk full');
+      expect(await store.stores.audit.list({}, PAGE)).to.deep.equal(auditBefore);
+      expect((await f.core.authenticator.authenticate(`Bearer ${f.ownerRaw}`)).keyId).to.equal(f.owner.keyId);
+      expect((await f.core.authenticator.authenticate(`Bearer ${child.raw}`)).keyId).to.equal(child.id);
+    });
+  });
+}
+
+describeLeastPrivilege('the in-memory store', async () => createInMemoryStore());
+
+forEachTarget('least privilege', (target) => {
+  describeLeastPrivilege(target.name, () => target.open());
+});
