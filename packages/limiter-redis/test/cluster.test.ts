@@ -152,45 +152,49 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     expect(changes, 'changes completed during the load').to.be.greaterThan(5);
   });
 
-  it('C-64 in the cluster: the replica of the organisation\'s primary stopped, revoke, primary killed, replica taken over (CLUSTER FAILOVER TAKEOVER): 503 and nothing revoked, or 204 and the key never 200 again', async () => {
-    const keyPrefix = uniquePrefix();
-    const shardOf = (org: string) => cluster.shardOf(keySlot(`${keyPrefix}:{org:${org}}:cc:token`));
-    let frozen: Awaited<ReturnType<typeof shardOf>> | undefined;
-    try {
-      const outcome = await revokeAcrossFailover({
-        counter: () => {
-          const c = createRedisCounter({ clusterNodes: cluster.urls, keyPrefix, timeoutMs: 1_000, changeBoundMs: FAILOVER_CHANGE_BOUND_MS });
-          open.push(c);
-          return c;
-        },
-        stopReplica: async (org) => {
-          frozen = await shardOf(org);
-          await frozen.replica.freeze();
-        },
-        failover: async () => {
-          const { primary, replica } = frozen!;
-          await primary.kill();
-          replica.thaw();
-          await waitFor(
-            async () => {
-              const reply = await replica.cli('CLUSTER', 'FAILOVER', 'TAKEOVER').catch((e: Error) => e.message);
-              return reply === 'OK' || /master/i.test(await replica.cli('ROLE'));
-            },
-            10_000,
-            'the replica to take over',
-          );
-          await waitFor(async () => (await replica.cli('ROLE')).startsWith('master'), 10_000, 'the replica to be a primary');
-          await cluster.waitHealthy();
-          // The instances' cluster clients find the new primary by themselves (topology refresh).
-          await sleep(1_500);
-        },
-      });
-      expect(outcome.answered, 'the stopped replica could not acknowledge the bump: refused').to.equal(503);
-      expect(outcome.revokedInStore).to.equal(false);
-      expect(outcome.stale).to.deep.equal([]);
-    } finally {
-      frozen?.replica.thaw();
-    }
+  // Mocha runs a suite's own tests before its nested suites: the failover, which kills a primary,
+  // goes in a nested suite declared last so that it runs after everything else on this cluster.
+  describe('failover (last: it kills a primary)', () => {
+    it('C-64 in the cluster: the replica of the organisation\'s primary stopped, revoke, primary killed, replica taken over (CLUSTER FAILOVER TAKEOVER): 503 and nothing revoked, or 204 and the key never 200 again', async () => {
+      const keyPrefix = uniquePrefix();
+      const shardOf = (org: string) => cluster.shardOf(keySlot(`${keyPrefix}:{org:${org}}:cc:token`));
+      let frozen: Awaited<ReturnType<typeof shardOf>> | undefined;
+      try {
+        const outcome = await revokeAcrossFailover({
+          counter: () => {
+            const c = createRedisCounter({ clusterNodes: cluster.urls, keyPrefix, timeoutMs: 1_000, changeBoundMs: FAILOVER_CHANGE_BOUND_MS });
+            open.push(c);
+            return c;
+          },
+          stopReplica: async (org) => {
+            frozen = await shardOf(org);
+            await frozen.replica.freeze();
+          },
+          failover: async () => {
+            const { primary, replica } = frozen!;
+            await primary.kill();
+            replica.thaw();
+            await waitFor(
+              async () => {
+                const reply = await replica.cli('CLUSTER', 'FAILOVER', 'TAKEOVER').catch((e: Error) => e.message);
+                return reply === 'OK' || /master/i.test(await replica.cli('ROLE'));
+              },
+              10_000,
+              'the replica to take over',
+            );
+            await waitFor(async () => (await replica.cli('ROLE')).startsWith('master'), 10_000, 'the replica to be a primary');
+            await cluster.waitHealthy();
+            // The instances' cluster clients find the new primary by themselves (topology refresh).
+            await sleep(1_500);
+          },
+        });
+        expect(outcome.answered, 'the stopped replica could not acknowledge the bump: refused').to.equal(503);
+        expect(outcome.revokedInStore).to.equal(false);
+        expect(outcome.stale).to.deep.equal([]);
+      } finally {
+        frozen?.replica.thaw();
+      }
+    });
   });
 });
 

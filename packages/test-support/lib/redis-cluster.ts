@@ -168,12 +168,18 @@ export class ReplicatedRedis {
     const dir = mkdtempSync(join(tmpdir(), 'cos-redis-repl-'));
     const [p, r] = await freePorts(2, false);
     const primary = new RedisNode(p!, [], dir);
-    await primary.start();
     const link = await new TcpProxy('127.0.0.1', p!).listen();
     const replica = new RedisNode(r!, ['--replicaof', '127.0.0.1', String(link.port)], dir);
-    await replica.start();
-    await until('the replica to be in sync', 10_000, async () => /master_link_status:up/.test(await replica.cli('INFO', 'replication')));
-    return new ReplicatedRedis(primary, replica, link, dir);
+    const pair = new ReplicatedRedis(primary, replica, link, dir);
+    try {
+      await primary.start();
+      await replica.start();
+      await until('the replica to be in sync', 10_000, async () => /master_link_status:up/.test(await replica.cli('INFO', 'replication')));
+    } catch (err) {
+      await pair.stop();
+      throw err;
+    }
+    return pair;
   }
 
   /** The replica stops (SIGSTOP) and what the primary sends it from now on is lost. */
@@ -210,7 +216,18 @@ export class RedisCluster {
     private readonly dir: string,
   ) {}
 
+  /** Starts one; a port taken meanwhile by another test run (a parallel CI run) gets new ports, twice at most. */
   static async start(): Promise<RedisCluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RedisCluster.#startOnce();
+      } catch (err) {
+        if (attempt >= 3) throw err;
+      }
+    }
+  }
+
+  static async #startOnce(): Promise<RedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'cos-redis-cluster-'));
     const ports = await freePorts(6, true);
     const nodes = ports.map(
@@ -221,9 +238,9 @@ export class RedisCluster {
           dir,
         ),
     );
-    await Promise.all(nodes.map((n) => n.start()));
     const cluster = new RedisCluster(nodes, dir);
     try {
+      await Promise.all(nodes.map((n) => n.start()));
       await new Promise<void>((resolve, reject) => {
         execFile(
           CLI_BIN,
