@@ -8,7 +8,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { describeCredentialFreshness, describeRateCounter, type FreshnessHarness } from '@cos/core/testing/contracts';
-import { counterKey, freshnessKeys, keySlot } from '@cos/core';
+import { OPERATOR, UnavailableError, counterKey, createCore, freshnessKeys, keySlot, type Core } from '@cos/core';
+import { createInMemoryStore } from '@cos/core/testing';
 import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
 import { RedisCluster } from '@cos/test-support/redis-cluster';
 import { FAILOVER_CHANGE_BOUND_MS, describeWithTopology, revokeAcrossFailover } from './support/failover.js';
@@ -150,6 +151,78 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     expect(total - 1).to.be.within(counts.length, counts.length + rejected);
     expect(stale).to.deep.equal([]);
     expect(changes, 'changes completed during the load').to.be.greaterThan(5);
+  });
+
+  it('C-36 during a resharding (redis-cli --cluster reshard) of the organisation\'s slot: two instances under load, every revocation answered 204 is 401 on both from then on', async () => {
+    const keyPrefix = uniquePrefix();
+    const store = createInMemoryStore();
+    const counters = [await connected({ keyPrefix, changeBoundMs: FAILOVER_CHANGE_BOUND_MS }), await connected({ keyPrefix, changeBoundMs: FAILOVER_CHANGE_BOUND_MS })];
+    const cores = counters.map((counter) =>
+      createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter, freshness: counter, config: { rateCounterTimeoutMs: 1_000, rateLimitPerMinute: 1_000_000 } }),
+    );
+    const [from, to] = await cluster.primaries();
+    const moving = from!.lowest(400);
+    // The organisation's id is the core's: create organisations until one lives in a slot that moves.
+    let orgId = '';
+    for (let n = 0; orgId === ''; n++) {
+      const org = await cores[0]!.organisations.create(OPERATOR, { name: `Reshard ${n}`, slug: `reshard-${n}` });
+      if (moving.has(keySlot(`${keyPrefix}:${freshnessKeys(org.id).token}`))) orgId = org.id;
+    }
+    const admit = async (core: Core, raw: string): Promise<number> => {
+      try {
+        return (await core.authenticator.admit(`Bearer ${raw}`, '127.0.0.1')).admitted ? 200 : 401;
+      } catch {
+        return 0;
+      }
+    };
+    const owner = await cores[0]!.apiKeys.issue(OPERATOR, orgId, { label: 'owner' });
+    for (const core of cores) await admit(core, owner.rawKey);
+    await sleep(FAILOVER_CHANGE_BOUND_MS + 200); // the slot is new: settled after the change bound
+
+    // Load: both instances keep admitting the organisation's owner key meanwhile.
+    let loaded = true;
+    const background = cores.map(async (core) => {
+      while (loaded) await admit(core, owner.rawKey);
+    });
+    let resharding = true;
+    const reshard = cluster.reshard(from!.id, to!.id, moving.size).finally(() => {
+      resharding = false;
+    });
+    const stale: string[] = [];
+    let revocations = 0;
+    let duringReshard = 0;
+    let refused = 0;
+    for (let i = 0; resharding || revocations < 20; i++) {
+      const issued = await cores[i % 2]!.apiKeys.issue(OPERATOR, orgId, { label: `k${i}` });
+      for (let w = 0; w < 3; w++) for (const core of cores) await admit(core, issued.rawKey);
+      let revoked = false;
+      for (let attempt = 0; attempt < 100 && !revoked; attempt++) {
+        try {
+          await cores[(i + 1) % 2]!.apiKeys.revoke(OPERATOR, orgId, issued.key.id);
+          revoked = true;
+        } catch (e) {
+          if (!(e instanceof UnavailableError)) throw e;
+          refused++;
+          await sleep(10);
+        }
+      }
+      if (!revoked) throw new Error(`revocation ${i} never answered 204`);
+      revocations++;
+      if (resharding) duringReshard++;
+      for (let w = 0; w < 3; w++) {
+        for (const [n, core] of cores.entries()) {
+          const status = await admit(core, issued.rawKey);
+          if (status === 200) stale.push(`revocation ${i}: instance ${n + 1} answered 200`);
+        }
+      }
+    }
+    await reshard;
+    loaded = false;
+    await Promise.all(background);
+    expect((await cluster.shardOf(keySlot(`${keyPrefix}:${freshnessKeys(orgId).token}`))).primaryId, 'the slot moved').to.equal(to!.id);
+    expect(stale).to.deep.equal([]);
+    expect(duringReshard, 'revocations while the slots were moving').to.be.greaterThan(2);
+    console.log(`      ${revocations} revocations, ${duringReshard} while the slots moved, ${refused} refusals (503) retried`);
   });
 
   // Mocha runs a suite's own tests before its nested suites: the failover, which kills a primary,

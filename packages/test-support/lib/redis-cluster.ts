@@ -320,8 +320,23 @@ export class RedisCluster {
   }
 
   /** The primaries' ids and their lowest slots. */
-  async primaries(): Promise<{ id: string; port: number; firstSlot: number }[]> {
-    return (await this.topology()).filter((n) => n.primary && n.slots.length > 0).map((n) => ({ id: n.id, port: n.port, firstSlot: Math.min(...n.slots.map(([a]) => a)) }));
+  async primaries(): Promise<{ id: string; port: number; firstSlot: number; lowest(n: number): Set<number> }[]> {
+    return (await this.topology())
+      .filter((n) => n.primary && n.slots.length > 0)
+      .map((n) => {
+        const ranges = [...n.slots].sort(([a], [b]) => a - b);
+        return {
+          id: n.id,
+          port: n.port,
+          firstSlot: ranges[0]![0],
+          /** The `count` lowest slots it serves: those `reshard` moves first. */
+          lowest(count: number): Set<number> {
+            const out = new Set<number>();
+            for (const [a, b] of ranges) for (let s = a; s <= b && out.size < count; s++) out.add(s);
+            return out;
+          },
+        };
+      });
   }
 
   /**
