@@ -26,6 +26,7 @@ import { koaSourceAddress } from './middleware/source-address.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { createRouteKit } from './routes/kit.js';
 import { memberRoutes } from './routes/members.js';
+import { auditEventRoutes } from './routes/audit-events.js';
 import { metaRoutes } from './routes/meta.js';
 import { organisationRoutes } from './routes/organisations.js';
 import { compileRoutes } from './routes/route.js';
@@ -81,6 +82,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...metaRoutes(kit, options.serviceVersion),
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
+    ...auditEventRoutes(kit),
     ...apiKeyRoutes(kit),
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
   ]);

@@ -246,12 +246,13 @@ for (const target of databaseTargets()) {
       const log = await json('audit', 'list', '--all');
       const mine = log.data.filter((e: any) => e.member?.id === added.id);
       expect(mine.map((e: any) => ({ kind: e.kind, actor: e.actor, member: e.member, key_id: e.key_id }))).to.deep.equal([
-        { kind: 'member_added', actor: { type: 'operator', name: 'alice' }, member: { id: added.id, email: 'audited@example.com' }, key_id: null },
-        { kind: 'member_removed', actor: { type: 'operator', name: 'bob' }, member: { id: added.id, email: 'audited@example.com' }, key_id: null },
+        { kind: 'member_added', actor: { type: 'operator', name: 'alice' }, member: { id: added.id }, key_id: null },
+        { kind: 'member_removed', actor: { type: 'operator', name: 'bob' }, member: { id: added.id }, key_id: null },
       ]);
       expect(log.data.find((e: any) => e.organisation_id === created.id).actor).to.deep.equal({ type: 'operator', name: userInfo().username });
       const human = await cli('audit', 'list', '--org', acme.id, '--kind', 'member_removed', '--all');
-      expect(human.stdout).to.match(new RegExp(`member_removed .* operator bob +member audited@example.com \\(${added.id}\\)`));
+      expect(human.stdout).to.match(new RegExp(`member_removed .* operator bob +member ${added.id}$`, 'm'));
+      expect(human.stdout, 'no e-mail address in the audit log').to.not.include('audited@example.com');
       expectFailure(await cli('member', 'add', acme.id, '--email', 'x@example.com', '--actor', ' '), /--actor must be 1 to 100 characters/, 2);
     });
 

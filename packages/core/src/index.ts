@@ -7,6 +7,8 @@ export * from './domain/organisation.js';
 export * from './domain/member.js';
 export * from './domain/api-key.js';
 export * from './domain/audit.js';
+export * from './domain/audit-chain.js';
+export * from './domain/audit-verify.js';
 export * from './domain/webhook.js';
 export * from './domain/webhook-destination.js';
 export * from './domain/principal.js';

@@ -6,6 +6,7 @@ import type { ApiKey, KeyEnvironment, KeyStatus } from './domain/api-key.js';
 import { keyStatus, scopesOf } from './domain/api-key.js';
 import type { ExposureResponse, KeyPolicy } from './domain/key-policy.js';
 import type { AuditActor, AuditEntry } from './domain/audit.js';
+import type { ChainedAuditEntry } from './domain/audit-chain.js';
 import type { Member } from './domain/member.js';
 import type { Notification, WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
@@ -87,8 +88,8 @@ export interface AuditEntryView {
   actor: AuditActorView;
   /** Present on `api_key_exposed` entries only. */
   exposure?: KeyExposureView;
-  /** Present on `member_added` / `member_removed` entries only. */
-  member?: { id: string; email: string };
+  /** Present on `member_added` / `member_removed` entries only: the member by id (never an e-mail address, C-63). */
+  member?: { id: string };
   /** Present on `api_key_rolled` entries only. */
   roll?: KeyRollView;
   /** Present on `webhook_endpoint_set` / `webhook_endpoint_removed` / `webhook_secret_rotated` entries only: the URL's origin. */
@@ -99,6 +100,10 @@ export interface AuditEntryView {
   descendant_key_ids?: string[];
   /** Present on `organisation_policy_updated` entries only (C-62). */
   key_policy?: { old: KeyPolicyView; new: KeyPolicyView };
+  /** The entry's place in its organisation's hash chain (C-63). */
+  seq: number;
+  prev_hash: string;
+  hash: string;
 }
 
 /** An organisation's webhook endpoint: never its secret, except `secret` once after it was made. */
@@ -202,7 +207,7 @@ export function issuedKeyView(issued: IssuedKey, now: Date): IssuedKeyView {
   return { ...apiKeyView(issued.key, now), key: issued.rawKey };
 }
 
-export function auditEntryView(e: AuditEntry): AuditEntryView {
+export function auditEntryView(e: ChainedAuditEntry): AuditEntryView {
   return {
     id: e.id,
     kind: e.kind,
@@ -212,12 +217,15 @@ export function auditEntryView(e: AuditEntry): AuditEntryView {
     key_prefix: e.keyPrefix,
     actor: auditActorView(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
-    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id } } : {}),
     ...(e.roll !== undefined ? { roll: { to_key_id: e.roll.toKeyId, grace_period_seconds: e.roll.gracePeriodSeconds } } : {}),
     ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
     ...(e.descendantKeyIds !== undefined ? { descendant_key_ids: [...e.descendantKeyIds] } : {}),
     ...(e.keyPolicy !== undefined ? { key_policy: { old: keyPolicyView(e.keyPolicy.old), new: keyPolicyView(e.keyPolicy.new) } } : {}),
+    seq: e.seq,
+    prev_hash: e.prevHash,
+    hash: e.hash,
   };
 }
 

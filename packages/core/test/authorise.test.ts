@@ -36,6 +36,7 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.get',
   'api_keys.revoke',
   'organisations.key_policy.get',
+  'audit_events.list',
 ];
 const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
@@ -182,6 +183,7 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'audit.list': (c, p) => c.audit.list(p, {}),
       'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
       'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
+      'audit_events.list': (c, p, id) => c.audit.events(p, id, {}),
       'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };

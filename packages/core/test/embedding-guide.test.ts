@@ -85,8 +85,12 @@ describe('embedding guide: the core without HTTP', () => {
         key_id: issued.key.id,
         key_prefix: rawKey.slice(0, 12),
         actor: { type: 'api_key', key_id: issued.key.id },
+        seq: audit.items[0]!.seq,
+        prev_hash: audit.items[0]!.prevHash,
+        hash: audit.items[0]!.hash,
       },
     ]);
+    expect(audit.items[0]!.seq).to.be.above(1);
     expect(JSON.stringify(audit)).not.to.include(rawKey);
   });
 });

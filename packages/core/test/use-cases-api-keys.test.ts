@@ -71,7 +71,7 @@ describe('use case: api keys', () => {
       const issued = await f.core.apiKeys.issue(principal, org.id, { label: 'second' });
       const entries = await f.store.stores.audit.list({ organisationId: org.id, kind: 'api_key_issued' }, page);
       expect(entries).to.have.length(2);
-      const { id: _id, ...entry } = entries[1]!;
+      const { id: _id, seq: _seq, prevHash: _prev, hash: _hash, ...entry } = entries[1]!;
       expect(entry).to.deep.equal({
         kind: 'api_key_issued',
         occurredAt: f.clock.now(),
@@ -195,7 +195,7 @@ describe('use case: api keys', () => {
       const stored = await f.store.stores.apiKeys.findById(org.id, victim.key.id);
       expect(stored?.revokedAt).to.deep.equal(f.clock.now());
       const entries = await f.store.stores.audit.list({ kind: 'api_key_revoked' }, page);
-      expect(entries.map(({ id: _id, ...e }) => e)).to.deep.equal([
+      expect(entries.map(({ id: _id, seq: _seq, prevHash: _prev, hash: _hash, ...e }) => e)).to.deep.equal([
         {
           kind: 'api_key_revoked',
           occurredAt: f.clock.now(),
@@ -247,6 +247,8 @@ describe('use case: api keys', () => {
             const audit: AuditLog = {
               append: (entry) => (failAudit ? Promise.reject(new Error('audit disk full')) : stores.audit.append(entry)),
               list: (filter, p) => stores.audit.list(filter, p),
+              chain: (org, q) => stores.audit.chain(org, q),
+              heads: () => stores.audit.heads(),
             };
             return work(withStore(stores, 'audit', audit));
           }, declaration),

@@ -68,6 +68,8 @@ describe('use case: webhook changes and notification retries are audited (C-40, 
     const failingAudit: AuditLog = {
       append: () => Promise.reject(new Error('audit log unavailable')),
       list: (filter, page) => store.stores.audit.list(filter, page),
+      chain: (organisationId, query) => store.stores.audit.chain(organisationId, query),
+      heads: () => store.stores.audit.heads(),
     };
     let failAudit = false;
     const core = createCore({

@@ -33,8 +33,9 @@ export interface StoreContext {
   readonly credentialChanges?: ReadonlySet<string>;
   readonly errors: ErrorTranslator;
   /**
-   * Outside a unit of work: runs `work` in a transaction of its own on one connection (for a store
-   * method that needs two statements to be atomic). Absent inside a unit of work.
+   * Outside a unit of work: runs `work` in a transaction of its own on one connection, for a store
+   * method whose statements must be atomic together (the outbox's claim, the audit chain's head read
+   * and append). Absent inside a unit of work.
    */
   readonly transaction?: <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
 }

@@ -2,6 +2,7 @@
 import { MIGRATIONS, MIGRATIONS_TABLE, sqlMigrationSource, type SqlStore } from '@cos/store-sql';
 import { ALL_BUILTIN_SCOPES } from '@cos/core';
 import { expect } from 'chai';
+import { auditRecord, ChainVerifier, GENESIS_HASH, type AuditEntry, type ChainedAuditEntry, type ChainRecord } from '@cos/core';
 import { forEachTarget, TABLES } from './support/targets.js';
 
 async function hasTable(store: SqlStore, name: string): Promise<boolean> {
@@ -20,6 +21,11 @@ async function indexNames(store: SqlStore, table: string): Promise<string[]> {
     [table],
   )) as { rows: Array<{ indexname: string }> };
   return result.rows.map((r) => r.indexname).sort();
+}
+
+/** Entries without their chain columns (what migrations before 0009 wrote). */
+function unchained(entries: readonly ChainedAuditEntry[]): AuditEntry[] {
+  return entries.map(({ seq: _s, prevHash: _p, hash: _h, ...e }) => e);
 }
 
 async function rejection(p: PromiseLike<unknown>): Promise<unknown> {
@@ -44,7 +50,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -79,6 +85,7 @@ forEachTarget('migrations', (target) => {
       'audit_entries_kind_occurred_at_id',
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',
+      'audit_entries_organisation_seq_unique',
     ]);
   });
 
@@ -105,14 +112,14 @@ forEachTarget('migrations', (target) => {
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(3).map((m) => m.name));
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const before = { id: 'c0000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 6, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null };
     await store.knex('audit_entries').insert(before);
-    expect(await store.migrate()).to.deep.equal(['0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
-    const entry = { id: 'c0000000-0000-4000-8000-000000000002', kind: 'member_added' as const, occurredAt: new Date(7), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' as const, name: 'ada' }, member: { id: 'e0000000-0000-4000-8000-000000000000', email: 'm@example.com' } };
+    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(3).map((m) => m.name));
+    const entry = { id: 'c0000000-0000-4000-8000-000000000002', kind: 'member_added' as const, occurredAt: new Date(7), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' as const, name: 'ada' }, member: { id: 'e0000000-0000-4000-8000-000000000000' } };
     await store.stores.audit.append(entry);
-    expect(await store.stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([
+    expect(unchained(await store.stores.audit.list({}, { limit: 10, after: null }))).to.deep.equal([
       { id: before.id, kind: 'organisation_created', occurredAt: new Date(6), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' } },
       entry,
     ]);
@@ -129,7 +136,7 @@ forEachTarget('migrations', (target) => {
     await store.knex('audit_entries').insert({ id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 2, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null, actor_name: 'ada' });
     await store.knex('webhook_outbox').insert({ id: 'c2000000-0000-4000-8000-000000000002', organisation_id: orgId, event_type: 'api_key.issued', payload: '{}', status: 'delivered', attempts: 1, next_attempt_at: 3, created_at: 3, completed_at: 4, last_error: null });
     expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
-    expect(await store.stores.audit.list({}, { limit: 10, after: null })).to.deep.equal([
+    expect(unchained(await store.stores.audit.list({}, { limit: 10, after: null }))).to.deep.equal([
       { id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurredAt: new Date(2), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator', name: 'ada' } },
     ]);
     expect(await store.stores.outbox.purgeCompleted(new Date(5), 10), 'the old delivered row is purgeable').to.equal(1);
@@ -139,7 +146,7 @@ forEachTarget('migrations', (target) => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const old = [
       { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
@@ -150,8 +157,8 @@ forEachTarget('migrations', (target) => {
       store.knex('audit_entries').insert({ ...old[1], id: `c0000000-0000-4000-8000-00000000000${n}`, actor_type });
     expect(await rejection(insertActor(3, 'secret_scanning')), 'under 0001 the CHECK refuses the new actor').to.be.instanceOf(Error);
 
-    expect(await store.migrate()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
-    const listed = await store.stores.audit.list({}, { limit: 10, after: null });
+    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(1).map((m) => m.name));
+    const listed = unchained(await store.stores.audit.list({}, { limit: 10, after: null }));
     expect(listed).to.deep.equal([
       { id: old[0]!.id, kind: 'api_key_revoked', occurredAt: new Date(5), organisationId: orgId, keyId: old[0]!.key_id, keyPrefix: 'svc_live_abc', actor: { type: 'api_key', keyId: old[0]!.actor_key_id } },
       { id: old[1]!.id, kind: 'organisation_created', occurredAt: new Date(6), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' } },
@@ -162,6 +169,7 @@ forEachTarget('migrations', (target) => {
       'audit_entries_kind_occurred_at_id',
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',
+      'audit_entries_organisation_seq_unique',
     ]);
   });
 
@@ -170,13 +178,13 @@ forEachTarget('migrations', (target) => {
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
     const orgId = 'b1000000-0000-4000-8000-000000000000';
     const keyId = 'd1000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -258,6 +266,66 @@ forEachTarget('migrations', (target) => {
     expect(entry).to.not.have.property('descendantKeyIds');
     expect(entry).to.not.have.property('keyPolicy');
     expect(await store.stores.organisations.findKeyPolicy(orgId)).to.equal(null);
+  });
+
+  it('C-63: 0009_audit_chain drops member e-mail addresses and chains the existing entries of each organisation in their listed order', async () => {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    // Up to 0004, the last migration with member_email in its rows' shape; everything after runs with 0009.
+    for (let i = 0; i < 4; i++) await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(4).map((m) => m.name));
+    const orgA = 'b2000000-0000-4000-8000-000000000000';
+    const orgB = 'b3000000-0000-4000-8000-000000000000';
+    const row = (n: number, org: string, at: number, extra: Record<string, unknown> = {}) => ({
+      id: `c2000000-0000-4000-8000-0000000000${String(n).padStart(2, '0')}`,
+      kind: 'organisation_updated',
+      occurred_at: at,
+      organisation_id: org,
+      key_id: null,
+      key_prefix: null,
+      actor_type: 'operator',
+      actor_key_id: null,
+      ...extra,
+    });
+    // Inserted out of order; two share an instant (ordered by id). 2500 rows of A: more than one batch.
+    const rows = [
+      row(3, orgA, 20),
+      row(1, orgA, 10, { kind: 'member_added', member_id: 'e2000000-0000-4000-8000-000000000000', member_email: 'Grace@example.com', actor_name: 'ada' }),
+      row(2, orgA, 10),
+      row(4, orgB, 5),
+    ];
+    await store.knex('audit_entries').insert(rows);
+    const bulk = Array.from({ length: 2500 }, (_, i) => ({ ...row(0, orgA, 1000 + i), id: `c3000000-0000-4000-8000-${String(i).padStart(12, '0')}` }));
+    for (let i = 0; i < bulk.length; i += 250) await store.knex('audit_entries').insert(bulk.slice(i, i + 250));
+    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(4).map((m) => m.name));
+
+    const columns = await store.knex('audit_entries').columnInfo();
+    expect(columns, 'no e-mail column is left').to.not.have.property('member_email');
+    const a = await store.stores.audit.chain(orgA, { afterSeq: 0, limit: 5 });
+    expect(a.map((e) => [e.seq, e.id])).to.deep.equal([
+      [1, rows[1]!.id],
+      [2, rows[2]!.id],
+      [3, rows[0]!.id],
+      [4, bulk[0]!.id],
+      [5, bulk[1]!.id],
+    ]);
+    expect(a[0]).to.deep.include({ prevHash: GENESIS_HASH, member: { id: 'e2000000-0000-4000-8000-000000000000' }, actor: { type: 'operator', name: 'ada' } });
+    const b = await store.stores.audit.chain(orgB, { afterSeq: 0, limit: 5 });
+    expect(b.map((e) => [e.seq, e.prevHash])).to.deep.equal([[1, GENESIS_HASH]]);
+
+    const appended = await store.stores.audit.append({ ...unchained([a[1]!])[0]!, id: 'c4000000-0000-4000-8000-000000000000', occurredAt: new Date(1) });
+    expect(appended.seq, 'new entries continue the chain').to.equal(2504);
+    for (const org of [orgA, orgB]) {
+      const v = new ChainVerifier(org);
+      for (let after = 0; ; ) {
+        const page = await store.stores.audit.chain(org, { afterSeq: after, limit: 1000 });
+        if (page.length === 0) break;
+        for (const e of page) v.push(auditRecord(e) as unknown as ChainRecord);
+        after = page[page.length - 1]!.seq;
+      }
+      expect(v.finish()).to.include({ status: 'ok', entries: org === orgA ? 2504 : 1 });
+    }
+    expect(await rejection(store.knex('audit_entries').insert({ ...row(9, orgB, 1), seq: 1, prev_hash: GENESIS_HASH, hash: GENESIS_HASH })), 'UNIQUE (organisation_id, seq)').to.be.instanceOf(Error);
   });
 
   it('migrations are forward-only: rolling back is refused and changes nothing', async () => {

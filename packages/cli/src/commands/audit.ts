@@ -1,5 +1,10 @@
-import type { Command } from 'commander';
-import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView, type AuditEntryView } from '@cos/core';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
+import { Option, type Command } from 'commander';
+import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView, type AuditEntryView, type ChainReport } from '@cos/core';
+import { exportLog, openCheckpoint, reportLine, signCheckpoint, verifyFile, verifyStore, type Checkpoint } from '../audit-integrity.js';
+import { CliError } from '../errors.js';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { fetchPaged, jsonWanted, nextPageCommand, withJson, withPaging, type PagingOptions } from './shared.js';
@@ -18,6 +23,7 @@ function actorText(a: AuditActorView): string {
 
 export function registerAudit(program: Command): void {
   const audit = program.command('audit').description('the append-only audit log');
+  registerIntegrity(audit);
 
   const list = audit
     .command('list')
@@ -57,6 +63,148 @@ export function registerAudit(program: Command): void {
   );
 }
 
+interface VerifyOptions {
+  org?: string;
+  checkpoint?: string;
+  publicKey?: string;
+  file?: string;
+}
+
+interface ExportOptions {
+  org?: string;
+  since?: string;
+  until?: string;
+  format: string;
+  out?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function orgOption(org: string | undefined): string | undefined {
+  if (org !== undefined && !UUID.test(org)) throw new CliError('--org must be an organisation id (UUID)', { usage: true });
+  return org?.toLowerCase();
+}
+
+function instantOption(name: string, value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at.getTime())) throw new CliError(`${name} must be an ISO 8601 timestamp`, { usage: true });
+  return at;
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_READABLE' });
+  }
+}
+
+/** Prints the reports; exit status 1 when any chain is broken. */
+function reportVerification(json: boolean, reports: readonly ChainReport[], checkpoint: Checkpoint | null): void {
+  const broken = reports.filter((r) => r.status === 'broken');
+  emit(
+    json,
+    {
+      status: broken.length === 0 ? 'ok' : 'broken',
+      ...(checkpoint !== null ? { checkpoint: { created_at: checkpoint.created_at, organisations: checkpoint.heads.length } } : {}),
+      organisations: reports,
+    },
+    () =>
+      [
+        ...reports.map(reportLine),
+        broken.length === 0
+          ? `${reports.length === 1 ? 'The 1 chain holds' : `All ${reports.length} chains hold`}${checkpoint !== null ? ` and ${reports.length === 1 ? 'extends' : 'extend'} the checkpoint of ${checkpoint.created_at}` : ''}.`
+          : `${broken.length} of ${reports.length} chain${reports.length === 1 ? '' : 's'} broken.`,
+      ].join('\n'),
+  );
+  if (broken.length > 0) process.exitCode = 1;
+}
+
+function registerIntegrity(audit: Command): void {
+  withJson(
+    audit
+      .command('verify')
+      .description('recompute every organisation\'s hash chain (or one with --org, or an export with --file): exit 0 when all hold, 1 when any is broken')
+      .option('--org <org_id>', 'only this organisation')
+      .option('--checkpoint <file>', 'also prove the log still extends this signed checkpoint (needs --public-key)')
+      .option('--public-key <file>', 'the Ed25519 public key (PEM) the checkpoint was signed for')
+      .option('--file <export.jsonl>', 'verify this export file alone (no database)')
+      .action(async (opts: VerifyOptions, cmd: Command) => {
+        const json = jsonWanted(cmd);
+        const org = orgOption(opts.org);
+        if ((opts.checkpoint === undefined) !== (opts.publicKey === undefined)) {
+          throw new CliError('--checkpoint and --public-key go together', { usage: true });
+        }
+        const checkpoint = opts.checkpoint !== undefined ? openCheckpoint(readText(opts.checkpoint, 'checkpoint'), readText(opts.publicKey!, 'public key')) : null;
+        if (opts.file !== undefined) {
+          if (org !== undefined) throw new CliError('--org and --file do not go together', { usage: true });
+          reportVerification(json, await verifyFile(opts.file, { checkpoint }), checkpoint);
+          return;
+        }
+        await runCommand(json, async ({ store }) => {
+          reportVerification(json, await verifyStore(store.stores.audit, { ...(org !== undefined ? { org } : {}), checkpoint }), checkpoint);
+        });
+      }),
+  );
+
+  withJson(
+    audit
+      .command('checkpoint')
+      .description('sign every organisation\'s chain head (seq, hash) with an Ed25519 key and write the checkpoint; keep it off this server')
+      .requiredOption('--key <private.pem>', 'the Ed25519 private key (PEM)')
+      .requiredOption('--out <file>', 'where to write the checkpoint (JSON)')
+      .action(async (opts: { key: string; out: string }, cmd: Command) => {
+        const json = jsonWanted(cmd);
+        const pem = readText(opts.key, 'private key');
+        await runCommand(json, async ({ store, core }) => {
+          const checkpoint = signCheckpoint(await store.stores.audit.heads(), core.clock.now(), pem);
+          try {
+            writeFileSync(opts.out, `${JSON.stringify(checkpoint, null, 2)}\n`, { flag: 'wx' });
+          } catch (e) {
+            throw new CliError(`cannot write the checkpoint to ${opts.out}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_WRITABLE' });
+          }
+          emit(json, { out: opts.out, created_at: checkpoint.created_at, organisations: checkpoint.heads.length }, () =>
+            `Checkpoint of ${checkpoint.heads.length} organisation chain${checkpoint.heads.length === 1 ? '' : 's'} at ${checkpoint.created_at} written to ${opts.out}.`,
+          );
+        });
+      }),
+  );
+
+  withJson(
+    audit
+      .command('export')
+      .description('write the audit log as JSON Lines (one entry per line with seq, prev_hash and hash), organisation by organisation in chain order')
+      .option('--org <org_id>', 'only this organisation')
+      .option('--since <iso>', "from each organisation's first entry at or after this time")
+      .option('--until <iso>', "up to each organisation's first entry at or after this time (excluded)")
+      .addOption(new Option('--format <format>', 'output format').choices(['jsonl']).makeOptionMandatory())
+      .option('--out <file>', 'write to this file (never over an existing one) instead of stdout'),
+  ).action(async (opts: ExportOptions, cmd: Command) => {
+    const json = jsonWanted(cmd);
+    const org = orgOption(opts.org);
+    const since = instantOption('--since', opts.since);
+    const until = instantOption('--until', opts.until);
+    await runCommand(json, async ({ store }) => {
+      const options = { ...(org !== undefined ? { org } : {}), ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
+      if (opts.out === undefined) {
+        await exportLog(store.stores.audit, process.stdout, options);
+        return;
+      }
+      const out = createWriteStream(opts.out, { flags: 'wx' });
+      try {
+        await once(out, 'open');
+      } catch (e) {
+        throw new CliError(`cannot write the export to ${opts.out}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_WRITABLE' });
+      }
+      const entries = await exportLog(store.stores.audit, out, options);
+      out.end();
+      await finished(out);
+      emit(json, { out: opts.out, entries }, () => `Exported ${entries} audit entr${entries === 1 ? 'y' : 'ies'} to ${opts.out}.`);
+    });
+  });
+}
+
 /**
  * What some kinds add: where an exposed key was found (and how many active keys descend from it),
  * what a roll replaced the key with, how a key policy changed, which endpoint or notification.
@@ -68,7 +216,7 @@ function detailOf(e: AuditEntryView): string {
     return `exposed at ${e.exposure.url ?? '(no url)'}${descendants}`;
   }
   if (e.key_policy !== undefined) return `key policy ${JSON.stringify(e.key_policy.old)} -> ${JSON.stringify(e.key_policy.new)}`;
-  if (e.member !== undefined) return `member ${e.member.email} (${e.member.id})`;
+  if (e.member !== undefined) return `member ${e.member.id}`;
   if (e.webhook !== undefined) return `endpoint ${e.webhook.origin}`;
   if (e.notification !== undefined) return `notification ${e.notification.id} (${e.notification.type})`;
   return '-';

@@ -217,8 +217,8 @@ export function registerKey(program: Command): void {
       .option('--scopes <scopes>', "comma-separated scopes of the new key (default: the old key's), e.g. organisations:read")
       .action(async (orgId: string, keyId: string, opts: RollOptions, cmd: Command) => {
         const grace = opts.grace !== undefined ? parseGrace(opts.grace) : 0;
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const rolled = await core.apiKeys.roll(OPERATOR, orgId, keyId, {
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const rolled = await core.apiKeys.roll(operator, orgId, keyId, {
             grace_period_seconds: grace,
             ...(opts.label !== undefined ? { label: opts.label } : {}),
             ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),

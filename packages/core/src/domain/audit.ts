@@ -63,10 +63,12 @@ export interface KeyExposure {
   readonly source: string | null;
 }
 
-/** The member of a `member_added` / `member_removed` entry (C-58). */
+/**
+ * The member of a `member_added` / `member_removed` entry (C-58), by id only: an append-only log
+ * never holds a member's e-mail address, which an erasure request could not remove (C-63).
+ */
 export interface AuditMember {
   readonly id: string;
-  readonly email: string;
 }
 
 /** What a roll did (`api_key_rolled` only): the replacement key and the old key's grace period. */

@@ -8,12 +8,13 @@ import { digestsEqual, scopesOf, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from 
 import type { KeyPolicy } from '../domain/key-policy.js';
 import { sortedScopes } from '../domain/scopes.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
+import { linkAuditEntry, type AuditHead, type ChainedAuditEntry } from '../domain/audit-chain.js';
 import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { ApiKeyStore, Credential, KeyUse } from '../ports/api-key-store.js';
-import type { AuditFilter, AuditLog } from '../ports/audit-log.js';
+import type { AuditChainQuery, AuditFilter, AuditLog } from '../ports/audit-log.js';
 import type { HealthProbe } from '../ports/health-probe.js';
 import type { MemberStore } from '../ports/member-store.js';
 import type { OrganisationChanges, OrganisationStore } from '../ports/organisation-store.js';
@@ -28,7 +29,9 @@ interface Tables {
   readonly organisations: Map<string, Organisation>;
   readonly members: Map<string, Member>;
   readonly apiKeys: Map<string, ApiKey>;
-  readonly audit: Map<string, AuditEntry>;
+  readonly audit: Map<string, ChainedAuditEntry>;
+  /** Each organisation's last audit entry (C-63): where the next one links. */
+  readonly auditHeads: Map<string, AuditHead>;
   readonly webhooks: Map<string, WebhookEndpoint>;
   readonly outbox: Map<string, OutboxRow>;
   /** `${keyId} ${url ?? ''}` of every recorded exposure. */
@@ -53,6 +56,7 @@ function emptyTables(): Tables {
     members: new Map(),
     apiKeys: new Map(),
     audit: new Map(),
+    auditHeads: new Map(),
     webhooks: new Map(),
     outbox: new Map(),
     exposures: new Set(),
@@ -67,6 +71,7 @@ function cloneTables(t: Tables): Tables {
     members: new Map(t.members),
     apiKeys: new Map(t.apiKeys),
     audit: new Map(t.audit),
+    auditHeads: new Map(t.auditHeads),
     webhooks: new Map(t.webhooks),
     outbox: new Map(t.outbox),
     exposures: new Set(t.exposures),
@@ -145,7 +150,16 @@ function copyNotification(n: Notification): Notification {
   };
 }
 
-function copyAudit(e: AuditEntry): AuditEntry {
+function copyAudit(e: ChainedAuditEntry): ChainedAuditEntry {
+  return {
+    ...copyEntry(e),
+    seq: e.seq,
+    prevHash: e.prevHash,
+    hash: e.hash,
+  };
+}
+
+function copyEntry(e: AuditEntry): AuditEntry {
   return {
     id: e.id,
     kind: e.kind,
@@ -155,7 +169,7 @@ function copyAudit(e: AuditEntry): AuditEntry {
     keyPrefix: e.keyPrefix,
     actor: copyActor(e.actor),
     ...(e.exposure !== undefined ? { exposure: { type: e.exposure.type, url: e.exposure.url, source: e.exposure.source } } : {}),
-    ...(e.member !== undefined ? { member: { id: e.member.id, email: e.member.email } } : {}),
+    ...(e.member !== undefined ? { member: { id: e.member.id } } : {}),
     ...(e.roll !== undefined ? { roll: { toKeyId: e.roll.toKeyId, gracePeriodSeconds: e.roll.gracePeriodSeconds } } : {}),
     ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
@@ -691,15 +705,20 @@ class InMemoryOutbox implements Outbox {
 class InMemoryAuditLog implements AuditLog {
   constructor(private readonly session: Session) {}
 
-  async append(entry: AuditEntry): Promise<void> {
-    const record = copyAudit(entry);
-    this.session.write((t) => {
-      if (t.audit.has(record.id)) throw duplicateId('Audit entry');
+  /** Linked when the write is applied (again at commit, onto the then-current head). */
+  async append(entry: AuditEntry): Promise<ChainedAuditEntry> {
+    const input = copyEntry(entry);
+    const stored = this.session.write((t) => {
+      if (t.audit.has(input.id)) throw duplicateId('Audit entry');
+      const record = linkAuditEntry(input, t.auditHeads.get(input.organisationId) ?? null);
       t.audit.set(record.id, record);
+      t.auditHeads.set(record.organisationId, { organisationId: record.organisationId, seq: record.seq, hash: record.hash });
+      return record;
     });
+    return copyAudit(stored);
   }
 
-  async list(filter: AuditFilter, request: PageRequest): Promise<AuditEntry[]> {
+  async list(filter: AuditFilter, request: PageRequest): Promise<ChainedAuditEntry[]> {
     const { organisationId, kind } = filter;
     return this.session.read((t) =>
       page(
@@ -710,6 +729,33 @@ class InMemoryAuditLog implements AuditLog {
         request,
         copyAudit,
       ),
+    );
+  }
+
+  async chain(organisationId: string, q: AuditChainQuery): Promise<ChainedAuditEntry[]> {
+    const since = q.since?.getTime();
+    const until = q.until?.getTime();
+    return this.session.read((t) =>
+      [...t.audit.values()]
+        .filter(
+          (e) =>
+            e.organisationId === organisationId &&
+            e.seq > q.afterSeq &&
+            (q.kind === undefined || e.kind === q.kind) &&
+            (since === undefined || e.occurredAt.getTime() >= since) &&
+            (until === undefined || e.occurredAt.getTime() < until),
+        )
+        .sort((a, b) => a.seq - b.seq)
+        .slice(0, Math.max(0, q.limit))
+        .map(copyAudit),
+    );
+  }
+
+  async heads(): Promise<AuditHead[]> {
+    return this.session.read((t) =>
+      [...t.auditHeads.values()]
+        .sort((a, b) => (a.organisationId < b.organisationId ? -1 : a.organisationId > b.organisationId ? 1 : 0))
+        .map((h) => ({ ...h })),
     );
   }
 }

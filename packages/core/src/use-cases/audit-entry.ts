@@ -20,7 +20,7 @@ export function auditEntry(
     keyId: key?.id ?? null,
     keyPrefix: key?.keyPrefix ?? null,
     actor,
-    ...(member !== undefined ? { member: { id: member.id, email: member.email } } : {}),
+    ...(member !== undefined ? { member: { id: member.id } } : {}),
     ...(detail.webhook !== undefined ? { webhook: { origin: detail.webhook.origin } } : {}),
     ...(detail.notification !== undefined ? { notification: { id: detail.notification.id, type: detail.notification.type } } : {}),
   };

@@ -30,7 +30,8 @@ export type OrganisationOperation =
   | 'api_keys.issue'
   | 'api_keys.get'
   | 'api_keys.revoke'
-  | 'organisations.key_policy.get';
+  | 'organisations.key_policy.get'
+  | 'audit_events.list';
 
 /** List and create organisations (spec §5.5): a platform key or the operator. */
 export type PlatformOperation = 'organisations.list' | 'organisations.create' | 'organisations.key_policy.replace';
@@ -63,6 +64,7 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'api_keys.get': 'organisation',
   'api_keys.revoke': 'organisation',
   'organisations.key_policy.get': 'organisation',
+  'audit_events.list': 'organisation',
   'organisations.list': 'platform',
   'organisations.create': 'platform',
   'organisations.key_policy.replace': 'platform',
@@ -95,6 +97,7 @@ export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformO
   'api_keys.get': 'api_keys:read',
   'api_keys.issue': 'api_keys:write',
   'api_keys.revoke': 'api_keys:write',
+  'audit_events.list': 'audit:read',
 });
 const SCOPE_OF: ReadonlyMap<string, string> = new Map(Object.entries(OPERATION_SCOPES));
 

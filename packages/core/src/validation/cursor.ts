@@ -35,3 +35,22 @@ export function decodeCursor(cursor: string): KeysetPosition {
   if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== at) throw invalid();
   return { createdAt, id };
 }
+
+/** The cursor of an organisation's audit events (C-6): base64url of the JSON `{"seq": n}`, the last seq of the page. */
+export function encodeSeqCursor(seq: number): string {
+  return Buffer.from(JSON.stringify({ seq }), 'utf8').toString('base64url');
+}
+
+export function decodeSeqCursor(cursor: string): number {
+  if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH || !BASE64URL.test(cursor)) throw invalid();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || Object.keys(parsed).length !== 1) throw invalid();
+  const seq = (parsed as { seq?: unknown }).seq;
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) throw invalid();
+  return seq;
+}

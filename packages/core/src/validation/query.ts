@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AUDIT_KINDS, type AuditKind } from '../domain/audit.js';
 import type { ErrorDetail } from '../domain/errors.js';
 import type { KeysetPosition } from '../ports/pagination.js';
-import { decodeCursor } from './cursor.js';
+import { decodeCursor, decodeSeqCursor } from './cursor.js';
 import { checkUuid } from './ids.js';
 import { checkThrowing, detailsFromIssues, invalid, isJsonObject, valid, type Checked } from './issues.js';
 
@@ -16,6 +16,8 @@ export const ISSUE_LIMIT = `must be an integer from 1 to ${MAX_LIMIT}`;
 export const ISSUE_CURSOR = 'must be a string';
 export const ISSUE_KIND = `must be one of ${AUDIT_KINDS.join(', ')}`;
 export const ISSUE_QUERY = 'must be an object';
+export const ISSUE_TIMESTAMP = 'must be an ISO 8601 timestamp with a time zone';
+export const ISSUE_UNTIL = 'must be later than since';
 
 const limit = z
   .union([z.number(), z.string().regex(/^[0-9]{1,4}$/).transform(Number)], { error: ISSUE_LIMIT })
@@ -88,5 +90,65 @@ export function checkAuditQuery(query: unknown): Checked<AuditQuery> {
     ...list.value,
     ...(organisationId !== undefined ? { organisationId } : {}),
     ...(kind !== undefined ? { kind } : {}),
+  });
+}
+
+/** An organisation's audit events (C-63): {limit?, cursor?, kind?, since?, until?}; `cursor` a seq cursor. */
+export interface AuditEventsQuery {
+  readonly limit: number;
+  readonly afterSeq: number;
+  readonly kind?: AuditKind;
+  readonly since?: Date;
+  readonly until?: Date;
+}
+
+/** ISO 8601 with date, time and a zone (Z or ±hh:mm), e.g. 2026-06-10T12:00:00Z. */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+function instant(value: unknown): Date | null {
+  if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
+  const at = new Date(value);
+  return Number.isNaN(at.getTime()) ? null : at;
+}
+
+export function checkAuditEventsQuery(query: unknown): Checked<AuditEventsQuery> {
+  const obj = asObject(query);
+  if (!obj.ok) return obj;
+  const details: ErrorDetail[] = [];
+  const parsed = listQuerySchema.shape.limit.safeParse(obj.value['limit']);
+  if (!parsed.success) details.push({ field: 'limit', issue: ISSUE_LIMIT });
+  let afterSeq = 0;
+  const cursor = obj.value['cursor'];
+  if (cursor !== undefined) {
+    if (typeof cursor !== 'string') details.push({ field: 'cursor', issue: ISSUE_CURSOR });
+    else {
+      const c = checkThrowing(() => decodeSeqCursor(cursor));
+      if (c.ok) afterSeq = c.value;
+      else details.push(...c.details);
+    }
+  }
+  let kind: AuditKind | undefined;
+  const k = obj.value['kind'];
+  if (k !== undefined) {
+    if (typeof k === 'string' && (AUDIT_KINDS as readonly string[]).includes(k)) kind = k as AuditKind;
+    else details.push({ field: 'kind', issue: ISSUE_KIND });
+  }
+  const bounds: { since?: Date; until?: Date } = {};
+  for (const field of ['since', 'until'] as const) {
+    const raw = obj.value[field];
+    if (raw === undefined) continue;
+    const at = instant(raw);
+    if (at === null) details.push({ field, issue: ISSUE_TIMESTAMP });
+    else bounds[field] = at;
+  }
+  if (bounds.since !== undefined && bounds.until !== undefined && bounds.until.getTime() <= bounds.since.getTime()) {
+    details.push({ field: 'until', issue: ISSUE_UNTIL });
+  }
+  if (details.length > 0 || !parsed.success) return invalid(details);
+  return valid({
+    limit: parsed.data ?? DEFAULT_LIMIT,
+    afterSeq,
+    ...(kind !== undefined ? { kind } : {}),
+    ...bounds,
   });
 }

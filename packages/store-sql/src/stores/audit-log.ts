@@ -1,9 +1,23 @@
-import type { AuditActor, AuditEntry, AuditFilter, AuditKind, AuditLog, KeyPolicyChange, PageRequest, WebhookEventType } from '@cos/core';
-import { execute, query, stringOrNull, toDate, type StoreContext } from '../context.js';
+import {
+  linkAuditEntry,
+  type AuditActor,
+  type AuditChainQuery,
+  type AuditEntry,
+  type AuditFilter,
+  type AuditHead,
+  type AuditKind,
+  type AuditLog,
+  type ChainedAuditEntry,
+  type KeyPolicyChange,
+  type PageRequest,
+  type WebhookEventType,
+} from '@cos/core';
+import { execute, query, stringOrNull, toDate, translated, type StoreContext } from '../context.js';
 import { KeysetListSql } from '../keyset-list.js';
 
-const COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, member_email, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy';
+const ENTRY_COLUMNS =
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy';
+const COLUMNS = `${ENTRY_COLUMNS}, seq, prev_hash, hash`;
 
 /** Space-joined ids ('' for none). */
 function idsFromText(text: string): string[] {
@@ -16,7 +30,10 @@ function actorFromRow(row: Record<string, unknown>): AuditActor {
   return { type: String(row.actor_type) as Exclude<AuditActor['type'], 'api_key'> };
 }
 
-function entryFromRow(row: Record<string, unknown>): AuditEntry {
+const present = (v: unknown): boolean => v !== null && v !== undefined;
+
+/** The entry of a row (without its chain columns); also what migration 0009 chains existing rows from. */
+export function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const entry: AuditEntry = {
     id: String(row.id),
     kind: String(row.kind) as AuditKind,
@@ -27,21 +44,21 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
     actor: actorFromRow(row),
   };
   // Only entries that have one carry the property (C-58: api_key_exposed; member_added/_removed; api_key_rolled;
-  // webhook_endpoint_set/_removed, webhook_secret_rotated; notification_retried).
-  const hasExposure = row.exposure_type !== null && row.exposure_type !== undefined;
-  const hasMember = row.member_id !== null && row.member_id !== undefined;
-  const hasRoll = row.rolled_to_key_id !== null && row.rolled_to_key_id !== undefined;
-  const hasWebhook = row.webhook_origin !== null && row.webhook_origin !== undefined;
-  const hasNotification = row.notification_id !== null && row.notification_id !== undefined;
-  const hasDescendants = row.descendant_key_ids !== null && row.descendant_key_ids !== undefined;
-  const hasPolicy = row.key_policy !== null && row.key_policy !== undefined;
+  // webhook_endpoint_set/_removed, webhook_secret_rotated; notification_retried; C-61, C-62).
+  const hasExposure = present(row.exposure_type);
+  const hasMember = present(row.member_id);
+  const hasRoll = present(row.rolled_to_key_id);
+  const hasWebhook = present(row.webhook_origin);
+  const hasNotification = present(row.notification_id);
+  const hasDescendants = present(row.descendant_key_ids);
+  const hasPolicy = present(row.key_policy);
   if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy) return entry;
   return {
     ...entry,
     ...(hasExposure
       ? { exposure: { type: String(row.exposure_type), url: stringOrNull(row.exposure_url), source: stringOrNull(row.exposure_source) } }
       : {}),
-    ...(hasMember ? { member: { id: String(row.member_id), email: String(row.member_email) } } : {}),
+    ...(hasMember ? { member: { id: String(row.member_id) } } : {}),
     ...(hasRoll ? { roll: { toKeyId: String(row.rolled_to_key_id), gracePeriodSeconds: Number(row.grace_period_seconds) } } : {}),
     ...(hasWebhook ? { webhook: { origin: String(row.webhook_origin) } } : {}),
     ...(hasNotification ? { notification: { id: String(row.notification_id), type: String(row.notification_type) as WebhookEventType } } : {}),
@@ -50,14 +67,46 @@ function entryFromRow(row: Record<string, unknown>): AuditEntry {
   };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
+  return { ...entryFromRow(row), seq: Number(row.seq), prevHash: String(row.prev_hash), hash: String(row.hash) };
+}
+
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
+/**
+ * Postgres: serialises appends to one organisation's chain across every connection and process
+ * until the transaction ends, then reads the head, in one round trip (the function of migration
+ * 0009: an advisory lock per organisation; organisations whose ids share a hashtext merely wait
+ * for each other).
+ */
+const LOCK_AND_HEAD = 'SELECT head_seq AS seq, head_hash AS hash FROM cos_audit_lock_head(?)';
+/** One pass over the (organisation_id, seq) index for the maxima, then one lookup per organisation. */
+const HEADS =
+  'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
+
+/** The SQL of each shape of `chain` (which filters are given), built once: a fixed set of statement texts. */
+const CHAIN_SHAPES = new Map<string, string>();
 
 /** Append-only (C-41): this class has no update and no delete. */
 export class SqlAuditLog implements AuditLog {
+
   constructor(private readonly ctx: StoreContext) {}
 
-  async append(e: AuditEntry): Promise<void> {
+  /**
+   * Links the entry after its organisation's head, in a transaction: the caller's unit of work, or
+   * one of its own. The chain is serialised before the head is read (Postgres: the advisory lock
+   * of LOCK_AND_HEAD, held until the transaction ends; SQLite: BEGIN IMMEDIATE already holds the
+   * database's write lock), so the head is the last committed one and UNIQUE (organisation_id, seq)
+   * is never what decides.
+   */
+  async append(e: AuditEntry): Promise<ChainedAuditEntry> {
+    const { transaction } = this.ctx;
+    if (!this.ctx.inTransaction && transaction !== undefined) {
+      return translated(this.ctx.errors, () => transaction((session) => new SqlAuditLog({ ...this.ctx, session, inTransaction: true }).append(e)));
+    }
+    const [row] = await query(this.ctx, this.ctx.dialect === 'postgres' ? LOCK_AND_HEAD : HEAD, [e.organisationId]);
+    const chained = linkAuditEntry(e, row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) });
     await execute(this.ctx, INSERT, [
       e.id,
       e.kind,
@@ -72,7 +121,6 @@ export class SqlAuditLog implements AuditLog {
       e.exposure?.source ?? null,
       e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
       e.member?.id ?? null,
-      e.member?.email ?? null,
       e.roll?.toKeyId ?? null,
       e.roll?.gracePeriodSeconds ?? null,
       e.webhook?.origin ?? null,
@@ -80,12 +128,40 @@ export class SqlAuditLog implements AuditLog {
       e.notification?.type ?? null,
       e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
       e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
+      chained.seq,
+      chained.prevHash,
+      chained.hash,
     ]);
+    return chained;
   }
 
-  async list(filter: AuditFilter, page: PageRequest): Promise<AuditEntry[]> {
+  async list(filter: AuditFilter, page: PageRequest): Promise<ChainedAuditEntry[]> {
     const { sql, bindings } = LIST.build([filter.organisationId, filter.kind], page);
     const rows = await query(this.ctx, sql, bindings);
-    return rows.map(entryFromRow);
+    return rows.map(chainedFromRow);
+  }
+
+  async chain(organisationId: string, q: AuditChainQuery): Promise<ChainedAuditEntry[]> {
+    const where = ['organisation_id = ?', 'seq > ?'];
+    const bindings: unknown[] = [organisationId, q.afterSeq];
+    if (q.kind !== undefined) (where.push('kind = ?'), bindings.push(q.kind));
+    if (q.since !== undefined) (where.push('occurred_at >= ?'), bindings.push(q.since.getTime()));
+    if (q.until !== undefined) (where.push('occurred_at < ?'), bindings.push(q.until.getTime()));
+    bindings.push(q.limit);
+    const shape = where.join(' AND ');
+    let sql = CHAIN_SHAPES.get(shape);
+    if (sql === undefined) {
+      sql = `SELECT ${COLUMNS} FROM audit_entries WHERE ${shape} ORDER BY seq LIMIT ?`;
+      CHAIN_SHAPES.set(shape, sql);
+    }
+    return (await query(this.ctx, sql, bindings)).map(chainedFromRow);
+  }
+
+  async heads(): Promise<AuditHead[]> {
+    return (await query(this.ctx, HEADS, [])).map((r) => ({
+      organisationId: String(r.organisation_id),
+      seq: Number(r.seq),
+      hash: String(r.hash),
+    }));
   }
 }

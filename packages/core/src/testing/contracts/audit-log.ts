@@ -6,6 +6,9 @@ import { ascendingIds, at, expectSameInstant, newApiKey, newAuditEntry, newOrgan
 import type { ApiKey } from '../../domain/api-key.js';
 import { describeKeysetPaging } from './paging.js';
 import { randomUUID } from 'node:crypto';
+import { entryHash, GENESIS_HASH, type ChainedAuditEntry } from '../../domain/audit-chain.js';
+import { ChainVerifier } from '../../domain/audit-verify.js';
+import { auditRecord } from '../../domain/audit-chain.js';
 
 export function expectAuditEntry(actual: AuditEntry | undefined | null, expected: AuditEntry): void {
   expect(actual, `audit entry ${expected.id}`).to.not.equal(undefined);
@@ -41,6 +44,9 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
       'kind',
       'occurredAt',
       'organisationId',
+      'seq',
+      'prevHash',
+      'hash',
       ...(expected.exposure !== undefined ? ['exposure'] : []),
       ...(expected.member !== undefined ? ['member'] : []),
       ...(expected.roll !== undefined ? ['roll'] : []),
@@ -118,8 +124,8 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       entries.forEach((e, i) => expectAuditEntry(listed[i], e));
     });
 
-    it('issue 15, C-58: round-trips member_added / member_removed with their member and a named operator', async () => {
-      const member = { id: randomUUID(), email: 'Ada.Lovelace@example.com' };
+    it('C-58, C-63: round-trips member_added / member_removed with their member (by id only) and a named operator', async () => {
+      const member = { id: randomUUID() };
       const added = newAuditEntry(orgA, { kind: 'member_added', occurredAt: at(10), actor: { type: 'operator', name: 'ada' }, member });
       const removed = newAuditEntry(orgA, { kind: 'member_removed', occurredAt: at(11), actor: { type: 'operator', name: 'grace hopper' }, member });
       await audit().append(added);
@@ -342,6 +348,130 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
     });
   });
 
+  describe(`AuditLog chain contract: ${name}`, () => {
+    let harness: StoreHarness;
+    let orgA: string;
+    let orgB: string;
+
+    beforeEach(async () => {
+      harness = await factory();
+      const a = newOrganisation();
+      const b = newOrganisation();
+      await harness.stores.organisations.create(a);
+      await harness.stores.organisations.create(b);
+      orgA = a.id;
+      orgB = b.id;
+    });
+
+    afterEach(async () => {
+      await harness.close();
+    });
+
+    const audit = () => harness.stores.audit;
+    const wholeChain = async (org: string): Promise<ChainedAuditEntry[]> => {
+      const out: ChainedAuditEntry[] = [];
+      for (;;) {
+        const page = await audit().chain(org, { afterSeq: out.length === 0 ? 0 : out[out.length - 1]!.seq, limit: 7 });
+        if (page.length === 0) return out;
+        out.push(...page);
+      }
+    };
+    const verify = (org: string, entries: readonly ChainedAuditEntry[]) => {
+      const v = new ChainVerifier(org);
+      for (const e of entries) v.push(auditRecord(e) as never);
+      return v.finish();
+    };
+
+    it('C-63: each organisation has its own chain: seq 1, 2, 3 …, prev_hash the previous hash (64 zeros first), hash recomputable', async () => {
+      const appended: ChainedAuditEntry[] = [];
+      for (let i = 0; i < 5; i++) {
+        appended.push(await audit().append(newAuditEntry(orgA, { occurredAt: at(i) })));
+        appended.push(await audit().append(newAuditEntry(orgB, { occurredAt: at(i), actor: { type: 'operator', name: `op ${i}` } })));
+      }
+      for (const org of [orgA, orgB]) {
+        const chain = await wholeChain(org);
+        expect(chain.map((e) => e.seq)).to.deep.equal([1, 2, 3, 4, 5]);
+        expect(chain[0]!.prevHash).to.equal(GENESIS_HASH);
+        chain.forEach((e, i) => {
+          expect(e.hash).to.match(/^[0-9a-f]{64}$/);
+          expect(entryHash(e), `seq ${e.seq} recomputes`).to.equal(e.hash);
+          if (i > 0) expect(e.prevHash).to.equal(chain[i - 1]!.hash);
+        });
+        expect(chain).to.deep.equal(appended.filter((e) => e.organisationId === org), 'append returns the entry as stored');
+        expect(verify(org, chain).status).to.equal('ok');
+      }
+      expect(await audit().heads()).to.deep.equal(
+        [orgA, orgB].sort().map((org) => {
+          const last = appended.filter((e) => e.organisationId === org).pop()!;
+          return { organisationId: org, seq: 5, hash: last.hash };
+        }),
+      );
+    });
+
+    it('C-63: the chain is in append order, whatever the occurred_at of the entries', async () => {
+      const late = await audit().append(newAuditEntry(orgA, { occurredAt: at(30) }));
+      const early = await audit().append(newAuditEntry(orgA, { occurredAt: at(10) }));
+      expect([late.seq, early.seq]).to.deep.equal([1, 2]);
+      expect((await wholeChain(orgA)).map((e) => e.id)).to.deep.equal([late.id, early.id]);
+      expect((await audit().list({ organisationId: orgA }, ALL)).map((e) => e.id)).to.deep.equal([early.id, late.id]);
+    });
+
+    it('C-63: a unit of work links after the committed head; one that rolls back leaves no seq behind (no gap)', async () => {
+      await audit().append(newAuditEntry(orgA));
+      await harness.unitOfWork
+        .run(async (stores) => {
+          const e = await stores.audit.append(newAuditEntry(orgA));
+          expect(e.seq).to.equal(2);
+          throw new Error('roll back');
+        })
+        .catch(() => undefined);
+      const inWork = await harness.unitOfWork.run(async (stores) => {
+        const one = await stores.audit.append(newAuditEntry(orgA));
+        const two = await stores.audit.append(newAuditEntry(orgA));
+        return [one, two];
+      });
+      expect(inWork.map((e) => e.seq)).to.deep.equal([2, 3]);
+      const chain = await wholeChain(orgA);
+      expect(chain.map((e) => e.seq)).to.deep.equal([1, 2, 3]);
+      expect(chain.map((e) => e.hash)).to.deep.equal([chain[0]!.hash, ...inWork.map((e) => e.hash)]);
+      expect(verify(orgA, chain).status).to.equal('ok');
+    });
+
+    it('C-63: concurrent appends to one organisation (units of work and single appends) never fork or reuse a seq', async () => {
+      const writes: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 12; i++) {
+        writes.push(harness.unitOfWork.run((stores) => stores.audit.append(newAuditEntry(orgA, { occurredAt: at(i) }))));
+        writes.push(audit().append(newAuditEntry(orgA, { occurredAt: at(i) })));
+      }
+      await Promise.all(writes);
+      const chain = await wholeChain(orgA);
+      expect(chain.map((e) => e.seq)).to.deep.equal(Array.from({ length: 24 }, (_, i) => i + 1));
+      expect(verify(orgA, chain)).to.include({ status: 'ok', entries: 24 });
+    });
+
+    it('C-63: chain() pages by seq and filters by kind, since (inclusive) and until (exclusive); heads() is empty without entries', async () => {
+      expect(await audit().heads()).to.deep.equal([]);
+      const kinds = ['organisation_updated', 'organisation_created', 'organisation_updated', 'member_added', 'organisation_updated'] as const;
+      for (const [i, kind] of kinds.entries()) await audit().append(newAuditEntry(orgA, { kind, occurredAt: at(i * 10) }));
+      await audit().append(newAuditEntry(orgB, { occurredAt: at(15) }));
+      const seqs = async (q: Parameters<ReturnType<typeof audit>['chain']>[1]) => (await audit().chain(orgA, q)).map((e) => e.seq);
+      expect(await seqs({ afterSeq: 0, limit: 2 })).to.deep.equal([1, 2]);
+      expect(await seqs({ afterSeq: 2, limit: 2 })).to.deep.equal([3, 4]);
+      expect(await seqs({ afterSeq: 4, limit: 2 })).to.deep.equal([5]);
+      expect(await seqs({ afterSeq: 0, limit: 10, kind: 'organisation_updated' })).to.deep.equal([1, 3, 5]);
+      expect(await seqs({ afterSeq: 1, limit: 10, kind: 'organisation_updated' })).to.deep.equal([3, 5]);
+      expect(await seqs({ afterSeq: 0, limit: 10, since: at(10), until: at(30) })).to.deep.equal([2, 3]);
+      expect(await seqs({ afterSeq: 0, limit: 10, since: at(41) })).to.deep.equal([]);
+      expect((await audit().chain(orgB, { afterSeq: 0, limit: 10 })).map((e) => e.seq)).to.deep.equal([1]);
+      expect((await audit().heads()).map((h) => [h.organisationId, h.seq])).to.deep.equal(
+        [
+          [orgA, 5],
+          [orgB, 1],
+        ].sort((x, y) => ((x[0] as string) < (y[0] as string) ? -1 : 1)),
+      );
+    });
+  });
+
   describeKeysetPaging(`AuditLog contract: ${name}`, factory, async (harness) => {
     const org = newOrganisation();
     const other = newOrganisation();
@@ -349,7 +479,9 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
     await harness.stores.organisations.create(other);
     await harness.stores.audit.append(newAuditEntry(other.id, { occurredAt: at(1) }));
     return {
-      insert: (occurredAt, id) => harness.stores.audit.append(newAuditEntry(org.id, { id, occurredAt })),
+      insert: async (occurredAt, id) => {
+        await harness.stores.audit.append(newAuditEntry(org.id, { id, occurredAt }));
+      },
       list: async (page) =>
         (await harness.stores.audit.list({ organisationId: org.id }, page)).map((e) => ({ createdAt: e.occurredAt, id: e.id })),
     };
