@@ -539,10 +539,10 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
       // and the marker). An end lost in a failover leaves the begin's token and marker on the promoted
       // replica: entries filled under the end's token are never fresh there, and none fills until the
       // marker expired, after the commit.
-      const role = script === 'beginChange' && this.#minReplicasAcked === undefined ? connection.command(token, ['ROLE']) : null;
-      const [replicas] = await Promise.all([role, written]);
+      const replicas = script === 'beginChange' && this.#minReplicasAcked === undefined ? replicaCount(connection, token) : null;
+      const [reported] = await Promise.all([replicas, written]);
       if (script === 'endChange') return;
-      wanted = this.#minReplicasAcked ?? Math.min(DEFAULT_MAX_REPLICAS_WAITED, replicasOf(replicas));
+      wanted = this.#minReplicasAcked ?? Math.min(DEFAULT_MAX_REPLICAS_WAITED, reported ?? 0);
       if (wanted === 0) return;
       // WAIT on the connection that wrote: it answers how many replicas acknowledged every write it sent.
       const acked = Number(await connection.command(token, ['WAIT', String(wanted), String(this.#replicaAckTimeoutMs)]));
@@ -621,6 +621,30 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
 /** The replicas a primary's ROLE reply lists (0 for anything else). */
 function replicasOf(role: unknown): number {
   return Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2]) ? role[2].length : 0;
+}
+
+/**
+ * The replicas the primary of `key` reports: ROLE, or where a provider renamed or disabled it,
+ * `connected_slaves` of INFO replication. Neither answering rejects (the change is refused): set
+ * REDIS_MIN_REPLICAS_ACKED then.
+ */
+async function replicaCount(connection: Connection, key: string): Promise<number> {
+  try {
+    return replicasOf(await connection.command(key, ['ROLE']));
+  } catch (roleError) {
+    let info: unknown;
+    try {
+      info = await connection.command(key, ['INFO', 'replication']);
+    } catch {
+      throw new RedisCounterError(
+        'command-failed',
+        `redis credential freshness: neither ROLE nor INFO replication answered (${errorMessage(roleError)}): set REDIS_MIN_REPLICAS_ACKED to the replicas to wait for`,
+        { cause: roleError },
+      );
+    }
+    const match = /^connected_slaves:(\d+)/m.exec(String(info));
+    return match === null ? 0 : Number(match[1]);
+  }
 }
 
 async function closeConnection(connection: Connection): Promise<void> {

@@ -91,4 +91,27 @@ describeWithTopology('limiter-redis: failover to a replica (C-64)', function () 
       await Promise.all(counters.map((c) => c.close()));
     }
   });
+
+  it('C-64: a primary without ROLE (renamed, as some providers do) is asked INFO replication: the replica is still waited for, and a stopped one still refuses the change', async () => {
+    await proxy.close();
+    await redis.stop();
+    redis = await ReplicatedRedis.start({ primaryArgs: ['--rename-command', 'ROLE', 'ROLE-renamed-by-the-provider'] });
+    proxy = await new TcpProxy('127.0.0.1', redis.primary.port).listen();
+    const keyPrefix = uniquePrefix();
+    const counter = createRedisCounter({ url: redis.primary.url, keyPrefix, replicaAckTimeoutMs: 300 });
+    try {
+      await waitFor(() => counter.whenReady(100), 5_000, 'a connection');
+      await counter.beginChange(freshnessKeys('org-c'), 'c1');
+      expect(await redis.replica.cli('GET', `${keyPrefix}:{org:org-c}:cc:token`), 'on the replica once confirmed').to.not.equal('');
+      await counter.endChange(freshnessKeys('org-c'), 'c1');
+      await redis.stopReplica();
+      const refused = await counter.beginChange(freshnessKeys('org-c'), 'c2').then(
+        () => 'confirmed',
+        (e: Error) => e.message,
+      );
+      expect(refused).to.match(/0 of 1 replica\(s\) of 127\.0\.0\.1:\d+ acknowledged the change within 300 ms/);
+    } finally {
+      await counter.close();
+    }
+  });
 });

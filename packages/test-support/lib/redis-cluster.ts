@@ -164,10 +164,11 @@ export class ReplicatedRedis {
     private readonly dir: string,
   ) {}
 
-  static async start(): Promise<ReplicatedRedis> {
+  /** `primaryArgs`: more redis-server arguments for the primary (e.g. a `--rename-command`). */
+  static async start(options: { primaryArgs?: readonly string[] } = {}): Promise<ReplicatedRedis> {
     const dir = mkdtempSync(join(tmpdir(), 'cos-redis-repl-'));
     const [p, r] = await freePorts(2, false);
-    const primary = new RedisNode(p!, [], dir);
+    const primary = new RedisNode(p!, options.primaryArgs ?? [], dir);
     const link = await new TcpProxy('127.0.0.1', p!).listen();
     const replica = new RedisNode(r!, ['--replicaof', '127.0.0.1', String(link.port)], dir);
     const pair = new ReplicatedRedis(primary, replica, link, dir);
