@@ -30,6 +30,7 @@ import {
 } from '@cos/core';
 import { createSqlStore, InstanceRegistry, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
+import { counterTarget } from './redis-target.js';
 import { CommandFence, InstanceRegistrar, planCommandFence, redisLocationOf, REGISTRATION_LIVE_MS, type CommandRedis } from './instance-registration.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -88,7 +89,7 @@ export async function createMetrics(config: AppConfig): Promise<import('./metric
 }
 
 /**
- * Redis when REDIS_URL is set (shared by every instance), else the in-process counter (C-55). The
+ * Redis when REDIS_URL or REDIS_CLUSTER_NODES is set (shared by every instance), else the in-process counter (C-55). The
  * counter logs nothing of its own: the core's RateLimiter logs its health (C-54).
  */
 export async function createLimiter(config: AppConfig, clock: Clock): Promise<LimiterHandle> {
@@ -96,8 +97,17 @@ export async function createLimiter(config: AppConfig, clock: Clock): Promise<Li
     return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
   }
   const { createRedisCounter } = await import('@cos/limiter-redis');
-  const counter = createRedisCounter({ url: config.redisUrl, timeoutMs: config.redisTimeoutMs });
+  const counter = createRedisCounter(redisCounterConfig(config, config.redisUrl));
   return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, close: () => counter.close() };
+}
+
+/** The limiter-redis configuration of a Redis reference (REDIS_URL, a cluster's seed nodes, or a recorded location). */
+function redisCounterConfig(config: AppConfig, ref: string): import('@cos/limiter-redis').RedisCounterConfig {
+  return {
+    ...counterTarget(ref),
+    timeoutMs: config.redisTimeoutMs,
+    ...(config.redisMinReplicasAcked === null ? {} : { minReplicasAcked: config.redisMinReplicasAcked }),
+  };
 }
 
 /** Postgres with a Redis: credential writes are fenced in Redis (and credentials cached unless CREDENTIAL_CACHE=off). */
@@ -123,7 +133,7 @@ export async function createCommandFreshness(config: AppConfig, store: SqlStore)
   let redis: (CommandRedis & { close(): Promise<void> }) | null = null;
   if (plan.kind === 'redis') {
     const { createRedisCounter } = await import('@cos/limiter-redis');
-    const counter = createRedisCounter({ url: plan.url, timeoutMs: config.redisTimeoutMs });
+    const counter = createRedisCounter(redisCounterConfig(config, plan.url));
     await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
     redis = { freshness: counter, location: plan.location, from: plan.from, close: () => counter.close() };
   }

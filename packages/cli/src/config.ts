@@ -9,6 +9,7 @@ import ms from 'ms';
 import { parseWebhookSecretKey, WebhookSecretCipher, type CoreConfig } from '@cos/core';
 import { parseDatabaseUrl } from '@cos/store-sql';
 import { parseEnvFile } from './env-file.js';
+import { clusterRef } from './redis-target.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -16,8 +17,16 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export interface AppConfig {
   /** `sqlite:<path>`, `sqlite::memory:` or `postgres://…` */
   readonly databaseUrl: string;
-  /** Unset (null): in-process limiter; set: Redis limiter shared by every instance (C-55). */
+  /**
+   * The Redis the counters and the credential freshness use, shared by every instance (C-55): REDIS_URL,
+   * or `cluster:<REDIS_CLUSTER_NODES>` for a Redis Cluster (redis-target.ts reads both forms). Null
+   * (neither set): in-process limiter.
+   */
   readonly redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES's seed nodes, or null. */
+  readonly redisClusterNodes: readonly string[] | null;
+  /** REDIS_MIN_REPLICAS_ACKED; null (unset): the replicas the primary reports, at most 1. */
+  readonly redisMinReplicasAcked: number | null;
   readonly host: string;
   readonly port: number;
   /**
@@ -127,6 +136,25 @@ function url(name: string, protocols: readonly string[], what: string) {
   );
 }
 
+/** A comma-separated list of redis:// or rediss:// URLs naming a host and a port. */
+function clusterNodes(name: string) {
+  return z
+    .string()
+    .refine(
+      (s) =>
+        s.split(',').every((part) => {
+          try {
+            const u = new URL(part.trim());
+            return ['redis:', 'rediss:'].includes(u.protocol) && u.hostname !== '' && u.port !== '';
+          } catch {
+            return false;
+          }
+        }),
+      { message: `${name} must be a comma-separated list of redis://host:port (or rediss://) URLs` },
+    )
+    .transform((s) => s.split(',').map((part) => part.trim()));
+}
+
 function host(name: string) {
   return z
     .string()
@@ -205,6 +233,16 @@ const VARIABLES = {
     'unset',
     'unset: in-process limiter (one instance only); set (`redis://` or `rediss://`): counters in Redis, shared by every instance',
     url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)').optional(),
+  ),
+  REDIS_CLUSTER_NODES: variable(
+    'unset',
+    'a Redis Cluster instead of `REDIS_URL` (both set: a start-up error naming both): seed nodes `redis://host:port,redis://host:port,…` (the first one\'s user, password and TLS apply to every node); counters and credential freshness then use the cluster client, every key of one organisation in one hash slot (operations guide, section 3)',
+    clusterNodes('REDIS_CLUSTER_NODES').optional(),
+  ),
+  REDIS_MIN_REPLICAS_ACKED: variable(
+    'unset',
+    'replicas a credential change (revocation, expiry shortening, organisation change) must reach before it is answered 2xx (Redis `WAIT`, within 60 % of the fence bound: 150 ms by default), else 503 with nothing changed; unset: the replicas the primary reports, at most 1; `0`: never wait (a failover may then bring a revoked key back)',
+    int('REDIS_MIN_REPLICAS_ACKED', 0, 16).optional(),
   ),
   HOST: variable(
     '127.0.0.1',
@@ -420,13 +458,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     throw new ConfigError(`invalid configuration: ${messages.join('; ')}`);
   }
   const v = parsed.data;
+  if (v.REDIS_URL !== undefined && v.REDIS_CLUSTER_NODES !== undefined) {
+    throw new ConfigError('invalid configuration: REDIS_URL and REDIS_CLUSTER_NODES are both set: set REDIS_URL for one Redis or REDIS_CLUSTER_NODES for a Redis Cluster, not both');
+  }
   // Node's http.Server refuses a header timeout longer than the request timeout.
   if (v.HEADERS_TIMEOUT_MS > v.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS');
   }
   return Object.freeze({
     databaseUrl: v.DATABASE_URL,
-    redisUrl: v.REDIS_URL ?? null,
+    redisUrl: v.REDIS_URL ?? (v.REDIS_CLUSTER_NODES === undefined ? null : clusterRef(v.REDIS_CLUSTER_NODES)),
+    redisClusterNodes: v.REDIS_CLUSTER_NODES ?? null,
+    redisMinReplicasAcked: v.REDIS_MIN_REPLICAS_ACKED ?? null,
     host: v.HOST,
     port: v.PORT,
     maxConnections: v.MAX_CONNECTIONS ?? null,

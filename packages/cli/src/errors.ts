@@ -117,6 +117,8 @@ export function describeError(e: unknown, labels: Readonly<Record<string, string
           // The command's own fence refused (instance-registration.ts): its message names what to set.
           const cause = (e as { cause?: unknown }).cause;
           if (cause instanceof Error && cause.name === 'CommandFenceRefusal') return oneLine(cause.message);
+          // Redis answered but its replicas did not confirm the change in time (REDIS_MIN_REPLICAS_ACKED).
+          if (cause instanceof Error && (cause as { reason?: unknown }).reason === 'not-replicated') return `${oneLine(cause.message)}: the change is refused; nothing was changed`;
           return 'Redis (REDIS_URL) is unreachable: credential changes are refused while the instances cache credentials; nothing was changed';
         }
         const cause = causeMessage(e);

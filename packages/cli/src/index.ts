@@ -17,4 +17,6 @@ export {
   REGISTRATION_HEARTBEAT_MS,
   REGISTRATION_LIVE_MS,
   REGISTRATION_TRUST_MS,
+  type RedisLocation,
+  type RegistrationTimings,
 } from './instance-registration.js';

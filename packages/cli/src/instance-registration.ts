@@ -25,6 +25,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CredentialCacheLease, CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, Logger } from '@cos/core';
 import type { InstanceRecord, InstanceRegistry } from '@cos/store-sql';
+import { clusterNodesOf, clusterRef, redisVariable } from './redis-target.js';
 
 /** How often a caching instance refreshes its registration. */
 export const REGISTRATION_HEARTBEAT_MS = 5_000;
@@ -57,8 +58,17 @@ export interface RedisLocation {
   readonly auth: boolean;
 }
 
-/** The credential-free location of a REDIS_URL (or of a recorded location). */
+/**
+ * The credential-free location of a Redis reference (a REDIS_URL, a cluster's `cluster:<seed
+ * nodes>`: redis-target.ts) or of a recorded location. A cluster's is `cluster:` and its seed nodes'
+ * locations, sorted; it is itself a reference a command can connect with.
+ */
 export function redisLocationOf(url: string): RedisLocation {
+  const nodes = clusterNodesOf(url);
+  if (nodes !== null) {
+    const each = [...new Map(nodes.map((n) => redisLocationOf(n)).map((l) => [l.location, l])).values()].sort((a, b) => a.location.localeCompare(b.location));
+    return { location: clusterRef(each.map((l) => l.location)), target: `cluster ${each.map((l) => l.target).join(',')}`, auth: each.some((l) => l.auth) };
+  }
   const u = new URL(url);
   const scheme = u.protocol.replace(/:$/, '');
   const host = u.hostname.toLowerCase();
@@ -194,6 +204,16 @@ const NOTHING_CHANGED = 'nothing was changed';
  * reached from its recorded location when all instances recorded the same one and it needs no
  * credentials, else the command refuses, naming REDIS_URL and the host:port to set.
  */
+/**
+ * Whether two locations name the same Redis: equal, or two clusters that share a seed node (seed
+ * lists of one cluster may differ between instances and commands).
+ */
+export function sameRedis(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [na, nb] = [clusterNodesOf(a), clusterNodesOf(b)];
+  return na !== null && nb !== null && na.some((n) => nb.includes(n));
+}
+
 export function planCommandFence(live: readonly InstanceRecord[], redisUrl: string | null): FencePlan {
   const configured = redisUrl === null ? null : redisLocationOf(redisUrl);
   if (live.length === 0) return configured === null || redisUrl === null ? { kind: 'none' } : { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
@@ -201,23 +221,27 @@ export function planCommandFence(live: readonly InstanceRecord[], redisUrl: stri
   const recorded = locations.map((l) => redisLocationOf(l));
   const targets = recorded.map((l) => l.target).join(', ');
   if (configured !== null && redisUrl !== null) {
-    if (locations.includes(configured.location)) return { kind: 'redis', url: redisUrl, location: configured, from: 'REDIS_URL' };
+    const matching = locations.find((l) => sameRedis(l, configured.location));
+    // The recorded location is the one compared later (CommandFence checks the plan again before each change).
+    if (matching !== undefined) return { kind: 'redis', url: redisUrl, location: { ...configured, location: matching }, from: 'REDIS_URL' };
+    const name = redisVariable(redisUrl);
     return {
       kind: 'refuse',
-      message: `REDIS_URL names the Redis at ${configured.target} (${configured.location}), but the running instances cache credentials with the Redis at ${targets} (${locations.join(', ')}): set REDIS_URL to that Redis; ${NOTHING_CHANGED}`,
+      message: `${name} names the Redis at ${configured.target} (${configured.location}), but the running instances cache credentials with the Redis at ${targets} (${locations.join(', ')}): set ${redisVariable(locations[0]!)} to that Redis; ${NOTHING_CHANGED}`,
     };
   }
-  if (locations.length > 1) {
+  // Instances given different seed lists of one cluster recorded one Redis.
+  if (locations.some((l) => !sameRedis(l, locations[0]!))) {
     return {
       kind: 'refuse',
-      message: `the running instances cache credentials with Redis at different addresses (${targets}): set REDIS_URL to their Redis and run the command again; ${NOTHING_CHANGED}`,
+      message: `the running instances cache credentials with Redis at different addresses (${targets}): set ${redisVariable(locations[0]!)} to their Redis and run the command again; ${NOTHING_CHANGED}`,
     };
   }
   const only = recorded[0]!;
   if (live.some((r) => r.redisAuth)) {
     return {
       kind: 'refuse',
-      message: `the running instances cache credentials with the Redis at ${only.target}, which needs credentials: set REDIS_URL to that Redis (${only.location} with its password) and run the command again; ${NOTHING_CHANGED}`,
+      message: `the running instances cache credentials with the Redis at ${only.target}, which needs credentials: set ${redisVariable(only.location)} to that Redis (${only.location} with its password) and run the command again; ${NOTHING_CHANGED}`,
     };
   }
   return { kind: 'redis', url: only.location, location: only, from: 'registry' };
@@ -275,7 +299,7 @@ export class CommandFence implements CredentialFreshness {
     if (plan.kind === 'none') return false;
     const redis = this.redis;
     // The Redis connected at the start must still be the one the plan names (an instance may have registered since).
-    if (redis === null || redis.location.location !== plan.location.location) {
+    if (redis === null || !sameRedis(redis.location.location, plan.location.location)) {
       throw new CommandFenceRefusal(
         `instances caching credentials with the Redis at ${plan.location.target} registered while the command ran: run it again${this.redisUrl === null ? '' : ' (REDIS_URL must name that Redis)'}; ${NOTHING_CHANGED}`,
       );

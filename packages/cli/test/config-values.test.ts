@@ -46,4 +46,18 @@ describe('configuration: integer and true/false values (Operator interface)', ()
       expect(() => load({ CREDENTIAL_CACHE: bad }), bad).to.throw(/^invalid configuration: CREDENTIAL_CACHE must be on or off$/);
     }
   });
+
+  it('REDIS_CLUSTER_NODES: seed nodes redis://host:port, comma-separated, instead of REDIS_URL; both set is a start-up error naming both; REDIS_MIN_REPLICAS_ACKED an integer from 0 to 16', () => {
+    const c = load({ REDIS_CLUSTER_NODES: 'redis://127.0.0.1:7100, redis://127.0.0.1:7101' });
+    expect(c.redisClusterNodes).to.deep.equal(['redis://127.0.0.1:7100', 'redis://127.0.0.1:7101']);
+    expect(c.redisUrl).to.equal('cluster:redis://127.0.0.1:7100,redis://127.0.0.1:7101');
+    expect(load({}).redisClusterNodes).to.equal(null);
+    expect(() => load({ REDIS_URL: 'redis://127.0.0.1:6379', REDIS_CLUSTER_NODES: 'redis://127.0.0.1:7100' })).to.throw(/^invalid configuration: REDIS_URL and REDIS_CLUSTER_NODES are both set/);
+    for (const bad of ['127.0.0.1:7100', 'redis://127.0.0.1', 'http://h:1', 'redis://h:1,,redis://h:2']) {
+      expect(() => load({ REDIS_CLUSTER_NODES: bad }), bad).to.throw(/^invalid configuration: REDIS_CLUSTER_NODES must be a comma-separated list of redis:\/\/host:port/);
+    }
+    expect(load({}).redisMinReplicasAcked).to.equal(null);
+    expect(load({ REDIS_MIN_REPLICAS_ACKED: '0' }).redisMinReplicasAcked).to.equal(0);
+    expect(() => load({ REDIS_MIN_REPLICAS_ACKED: '17' })).to.throw(/^invalid configuration: REDIS_MIN_REPLICAS_ACKED must be an integer from 0 to 16$/);
+  });
 });

@@ -54,6 +54,25 @@ describe('instance registration (issue 27): caching instances and operator comma
       });
     });
 
+    it('REDIS_CLUSTER_NODES: a cluster is recorded as its seed nodes (no credentials), a command with REDIS_CLUSTER_NODES naming a node of it fences there, one without connects to the recorded seeds, another Redis is refused naming the variable', () => {
+      const seeds = 'cluster:redis://:pw@Node-B:7101,redis://:pw@node-a:7100';
+      expect(redisLocationOf(seeds)).to.deep.equal({ location: 'cluster:redis://node-a:7100/0,redis://node-b:7101/0', target: 'cluster node-a:7100,node-b:7101', auth: true });
+      const recorded = [record('cluster:redis://node-a:7100/0,redis://node-b:7101/0')];
+      // another seed list of the same cluster (one node in common)
+      expect(planCommandFence(recorded, 'cluster:redis://node-b:7101,redis://node-c:7102')).to.deep.include({ kind: 'redis', url: 'cluster:redis://node-b:7101,redis://node-c:7102', from: 'REDIS_URL' });
+      expect(planCommandFence(recorded, null)).to.deep.include({ kind: 'redis', url: 'cluster:redis://node-a:7100/0,redis://node-b:7101/0', from: 'registry' });
+      // instances given different seed lists of the one cluster
+      expect(planCommandFence([...recorded, record('cluster:redis://node-b:7101/0,redis://node-c:7102/0', false, 'i-2')], null)).to.deep.include({ kind: 'redis', from: 'registry' });
+      const two = planCommandFence([...recorded, record('cluster:redis://node-x:7100/0', false, 'i-2')], null);
+      expect((two as { message: string }).message).to.match(/different addresses .*: set REDIS_CLUSTER_NODES to their Redis/);
+      const plain = planCommandFence(recorded, 'redis://node-a:7100');
+      expect(plain.kind).to.equal('refuse');
+      expect((plain as { message: string }).message).to.match(/^REDIS_URL names the Redis at node-a:7100 .* set REDIS_CLUSTER_NODES to that Redis; nothing was changed$/);
+      const otherCluster = planCommandFence([record('redis://cache:6379/0')], 'cluster:redis://:secret@node-x:7100');
+      expect((otherCluster as { message: string }).message).to.match(/^REDIS_CLUSTER_NODES names the Redis at cluster node-x:7100/);
+      expect((otherCluster as { message: string }).message).to.not.include('secret');
+    });
+
     it('refusals name REDIS_URL and the host:port to set, never a password: credentials needed, another Redis named, instances disagreeing', () => {
       const needsPassword = planCommandFence([record('redis://cache:6379/0', true)], null);
       expect(needsPassword.kind).to.equal('refuse');

@@ -57,7 +57,17 @@ for (const target of databaseTargets()) {
     /** A migrated database with one organisation; `env` is its base environment. */
     async function prepare(extra: Env = {}): Promise<{ env: Env; cwd: string; orgId: string; sql: SqlStore }> {
       db = await target.create();
-      const env: Env = { DATABASE_URL: db.databaseUrl, PORT: '0', WEBHOOK_POLL_INTERVAL_MS: '50', WEBHOOK_RETRY_BASE_MS: '100', WEBHOOK_TIMEOUT_MS: '1000', ...extra };
+      // Local receivers on http://127.0.0.1 are opted in explicitly (they are refused by default).
+      const env: Env = {
+        DATABASE_URL: db.databaseUrl,
+        PORT: '0',
+        WEBHOOK_POLL_INTERVAL_MS: '50',
+        WEBHOOK_RETRY_BASE_MS: '100',
+        WEBHOOK_TIMEOUT_MS: '1000',
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
+        ...extra,
+      };
       await cliJson(['migrate'], env, db.cwd);
       const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Acme', '--slug', 'acme'], env, db.cwd);
       direct = createSqlStore({ databaseUrl: db.databaseUrl, poolMax: 1 });

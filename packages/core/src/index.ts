@@ -21,7 +21,7 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
-export { counterKey, freshnessKeys, FRESHNESS_ALIVE_KEY, FRESHNESS_UNSETTLED_KEY, type FreshnessKeys } from './counter-keys.js';
+export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './counter-keys.js';
 export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './credential-change.js';
 export { InProcessRateCounter } from './in-process-counter.js';
 export type { Page } from './use-cases/page.js';

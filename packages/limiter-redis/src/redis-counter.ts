@@ -1,10 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { FRESHNESS_ALIVE_KEY, FRESHNESS_UNSETTLED_KEY, type CredentialFreshness, type FreshnessCheck, type FreshnessKeys, type FreshnessReply, type RateCounter } from '@cos/core';
-import { createClient, defineScript, type CommandParser, type RedisArgument } from 'redis';
+import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, RateCounter } from '@cos/core';
+import { createClient, createCluster, defineScript, type CommandParser, type RedisArgument } from 'redis';
 
 export interface RedisCounterConfig {
-  /** `redis[s]://[[user][:password]@]host[:port][/db]` (REDIS_URL). */
-  url: string;
+  /** `redis[s]://[[user][:password]@]host[:port][/db]` (REDIS_URL). Exactly one of `url` and `clusterNodes`. */
+  url?: string;
+  /**
+   * Seed nodes of a Redis Cluster (REDIS_CLUSTER_NODES), each `redis[s]://[[user][:password]@]host:port`:
+   * node-redis's cluster client discovers the rest. Every key of one scope shares one hash tag.
+   */
+  clusterNodes?: readonly string[];
+  /**
+   * Replicas a credential change's begin must reach before it is confirmed (REDIS_MIN_REPLICAS_ACKED):
+   * WAIT for them within `replicaAckTimeoutMs`, else the begin rejects (the change answers 503 and
+   * writes nothing). Default: the number of replicas the primary reports (ROLE) at that moment,
+   * capped at 1; 0 never waits.
+   */
+  minReplicasAcked?: number;
+  /**
+   * WAIT's bound in ms. Default: 60 % of the core's bound on one fence call (the greater of 250 ms
+   * and `timeoutMs`), so ROLE, the script and WAIT fit in it: 150 ms with the defaults.
+   */
+  replicaAckTimeoutMs?: number;
   /** Bound on one hit() in ms (REDIS_TIMEOUT_MS, C-54); after it hit() rejects. Default 50. */
   timeoutMs?: number;
   /** The namespace put in front of every key name the core gives: `<keyPrefix>:<name>` (e.g. `rl:{org:<id>}:<windowStartMs>`). Default 'rl'. */
@@ -18,6 +35,13 @@ export interface RedisCounterConfig {
 }
 
 export const DEFAULT_CHANGE_BOUND_MS = 10_000;
+/** The core's floor on one fence call (begin or end of a credential change), ms. */
+const FENCE_BOUND_FLOOR_MS = 250;
+export function defaultReplicaAckTimeoutMs(timeoutMs: number): number {
+  return Math.floor(0.6 * Math.max(FENCE_BOUND_FLOOR_MS, timeoutMs));
+}
+/** REDIS_MIN_REPLICAS_ACKED unset waits for at most this many replicas (of those the primary reports). */
+export const DEFAULT_MAX_REPLICAS_WAITED = 1;
 
 export const DEFAULT_REDIS_TIMEOUT_MS = 50;
 export const DEFAULT_KEY_PREFIX = 'rl';
@@ -31,7 +55,7 @@ const MAX_PENDING_COMMANDS = 10_000;
 /** close() waits this long for in-flight replies before dropping the socket. */
 const CLOSE_GRACE_MS = 1_000;
 
-export type RedisCounterFailure = 'not-connected' | 'timeout' | 'closed' | 'command-failed' | 'expired';
+export type RedisCounterFailure = 'not-connected' | 'timeout' | 'closed' | 'command-failed' | 'expired' | 'not-replicated';
 
 /**
  * Why a hit() was rejected. The core's RateLimiter turns any rejection into its fail-open decision
@@ -86,10 +110,13 @@ const HIT_SCRIPT = defineScript({
  * (counter-keys.ts), behind the prefix. Per organisation, next to its counters (same hash tag):
  * `<prefix>:{org:<id>}:cc:token` (the current token, random, never reused) and
  * `<prefix>:{org:<id>}:cc:changes` (a sorted set of changes in progress, scored by their expiry on
- * Redis's clock). Globally: `<prefix>:cc:alive` (absent: the data is gone, or was never there) and
- * `<prefix>:cc:unsettled` (set for the change bound when `alive` was found missing: markers of
- * changes in flight may have been lost with it). Every script starts with that check, so a
- * FLUSHALL or a restart without persistence is noticed by the first call after it.
+ * Redis's clock). Per hash slot of the organisation's tag (so a cluster keeps them on the
+ * organisation's node, and a resharding moves them with it): `<prefix>:{<slot tag>}:cc:alive`
+ * (absent: the slot's data is gone, or was never there) and `<prefix>:{<slot tag>}:cc:unsettled`
+ * (set for the change bound when `alive` was found missing: markers of changes in flight may have
+ * been lost with it). Nothing is global: every script touches one slot. Every script starts with
+ * that check, so a FLUSHALL, a restart without persistence or a slot served by a node that never
+ * held its data is noticed by the first call after it.
  */
 const NOT_COUNTED = -2;
 const ALIVE_CHECK = [
@@ -157,23 +184,147 @@ export function reconnectDelayMs(retries: number): number {
   return backoff + Math.floor(Math.random() * 50);
 }
 
+const SCRIPTS = { hit: HIT_SCRIPT, freshness: CHECK_SCRIPT, beginChange: BEGIN_SCRIPT, endChange: END_SCRIPT };
+
+/** Options of every connection, plain or to a cluster's node. */
+const CONNECTION_OPTIONS = {
+  // Never queue a command behind a connection that is not ready: reject it at once (C-54).
+  disableOfflineQueue: true,
+  commandsQueueMaxLength: MAX_PENDING_COMMANDS,
+  socket: {
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    reconnectStrategy: (retries: number) => reconnectDelayMs(retries),
+  },
+} as const;
+
 function makeClient(url: string) {
   return createClient({
     url,
-    scripts: { hit: HIT_SCRIPT, freshness: CHECK_SCRIPT, beginChange: BEGIN_SCRIPT, endChange: END_SCRIPT },
-    // Never queue a command behind a connection that is not ready: reject it at once (C-54).
-    disableOfflineQueue: true,
-    commandsQueueMaxLength: MAX_PENDING_COMMANDS,
+    scripts: SCRIPTS,
+    ...CONNECTION_OPTIONS,
     // No client-side per-command timeout (node-redis 6 sets one by default): it costs an
     // AbortSignal.timeout per command, the dearest part of a hit; hit() bounds every call itself.
     commandOptions: { timeout: 0 },
-    socket: {
-      connectTimeout: CONNECT_TIMEOUT_MS,
-      reconnectStrategy: (retries: number) => reconnectDelayMs(retries),
-    },
   });
 }
-type Client = ReturnType<typeof makeClient>;
+
+/** A cluster's node is asked for the slots again this soon after its connection dropped (a failover). */
+const CLUSTER_TOPOLOGY_REFRESH_MS = 250;
+
+function makeCluster(urls: readonly string[]) {
+  return createCluster({
+    rootNodes: urls.map((url) => ({ url })),
+    // Credentials and TLS of the seed URLs apply to the discovered nodes too.
+    defaults: { ...CONNECTION_OPTIONS, ...credentialsOf(urls[0]!) },
+    scripts: SCRIPTS,
+    commandOptions: { timeout: 0 },
+    topologyRefreshOnReconnectionAttemptStrategy: CLUSTER_TOPOLOGY_REFRESH_MS,
+  });
+}
+
+/** The user, password and TLS of a seed URL, for the cluster's discovered nodes. */
+function credentialsOf(url: string): { username?: string; password?: string; socket?: { tls: true; connectTimeout: number; reconnectStrategy: (retries: number) => number } } {
+  const u = new URL(url);
+  return {
+    ...(u.username !== '' ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password !== '' ? { password: decodeURIComponent(u.password) } : {}),
+    ...(u.protocol === 'rediss:' ? { socket: { ...CONNECTION_OPTIONS.socket, tls: true as const } } : {}),
+  };
+}
+
+/**
+ * What the counter needs of a connection, plain or to a cluster: the scripts (a cluster routes each
+ * by its first key) and single commands routed by a key (`key` undefined: any node).
+ */
+interface Connection {
+  readonly isReady: boolean;
+  readonly isOpen: boolean;
+  hit(key: string, ttlMs: number, deadlineMs: number): Promise<number>;
+  freshness(keys: readonly string[], args: readonly string[]): Promise<CheckReply>;
+  beginChange(keys: readonly string[], args: readonly string[]): Promise<number>;
+  endChange(keys: readonly string[], args: readonly string[]): Promise<number>;
+  command(key: string | undefined, args: readonly string[]): Promise<unknown>;
+  on(event: 'error' | 'ready', listener: (arg?: unknown) => void): void;
+  off(event: 'ready', listener: () => void): void;
+  connect(): Promise<void>;
+  close(): Promise<void>;
+  destroy(): void;
+}
+
+function plainConnection(url: string): Connection {
+  const client = makeClient(url);
+  return {
+    get isReady() {
+      return client.isReady;
+    },
+    get isOpen() {
+      return client.isOpen;
+    },
+    hit: (key, ttlMs, deadlineMs) => client.hit(key, ttlMs, deadlineMs),
+    freshness: (keys, args) => client.freshness(keys, args),
+    beginChange: (keys, args) => client.beginChange(keys, args),
+    endChange: (keys, args) => client.endChange(keys, args),
+    command: (_key, args) => client.sendCommand([...args]),
+    on: (event, listener) => void client.on(event, listener),
+    off: (event, listener) => void client.off(event, listener),
+    // Background connect: it resolves once Redis answers (however late) and rejects only on close().
+    connect: () => client.connect().then(() => undefined),
+    close: () => client.close(),
+    destroy: () => client.destroy(),
+  };
+}
+
+/**
+ * A cluster: the client connects to each node as it learns the slots, and every node's connection
+ * reconnects by itself; only the discovery itself (no seed node answering) gives up, so it is
+ * retried here until close(). 'ready' is the end of a discovery.
+ */
+function clusterConnection(urls: readonly string[]): Connection {
+  const cluster = makeCluster(urls);
+  const ready = new Set<() => void>();
+  let closed = false;
+  cluster.on('connect', () => {
+    for (const listener of [...ready]) listener();
+  });
+  return {
+    get isReady() {
+      return !closed && cluster.isReady;
+    },
+    get isOpen() {
+      return cluster.isOpen;
+    },
+    hit: (key, ttlMs, deadlineMs) => cluster.hit(key, ttlMs, deadlineMs),
+    freshness: (keys, args) => cluster.freshness(keys, args),
+    beginChange: (keys, args) => cluster.beginChange(keys, args),
+    endChange: (keys, args) => cluster.endChange(keys, args),
+    // A key's command goes straight to the connection of the slot's primary, the one its scripts
+    // use: the cluster client's routing policies would send WAIT to every shard.
+    command: async (key, args) => (key === undefined ? cluster.sendCommand(undefined, true, [...args]) : (await cluster.getNodeClientForKey(key, false)).sendCommand([...args])),
+    on: (event, listener) => {
+      if (event === 'ready') ready.add(listener);
+      else cluster.on('error', listener);
+    },
+    off: (_event, listener) => void ready.delete(listener),
+    connect: async () => {
+      for (let retries = 0; !closed; retries++) {
+        try {
+          await cluster.connect();
+          return;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs(retries)));
+        }
+      }
+    },
+    close: () => {
+      closed = true;
+      return cluster.isOpen ? cluster.close() : Promise.resolve();
+    },
+    destroy: () => {
+      closed = true;
+      cluster.destroy();
+    },
+  };
+}
 
 /** host:port only, never credentials, for log lines. */
 function describeTarget(url: string): string {
@@ -206,13 +357,17 @@ function errorMessage(err: unknown): string {
  * lines (the fail-open warning at most once per 10 s, the "available again" line).
  */
 export class RedisRateCounter implements RateCounter, CredentialFreshness {
-  readonly #client: Client;
+  readonly #client: Connection;
+  /**
+   * Credential changes only: their WAIT blocks the connection it is sent on until the replicas
+   * acknowledged (or its timeout), so it must not be the hot path's.
+   */
+  readonly #changes: Connection;
   readonly #changeBoundMs: number;
+  readonly #minReplicasAcked: number | undefined;
+  readonly #replicaAckTimeoutMs: number;
   /** Tokens are `<this process's random nonce>.<sequence>`: never reused, by any process. */
   readonly #tokenNonce = randomBytes(12).toString('base64url');
-  /** The global freshness keys, prefixed once. */
-  readonly #aliveKey: string;
-  readonly #unsettledKey: string;
   #tokenSeq = 0;
   readonly #timeoutMs: number;
   readonly #keyPrefix: string;
@@ -230,22 +385,42 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     }
     this.#timeoutMs = timeoutMs;
     this.#keyPrefix = config.keyPrefix ?? DEFAULT_KEY_PREFIX;
-    this.#aliveKey = this.keyFor(FRESHNESS_ALIVE_KEY);
-    this.#unsettledKey = this.keyFor(FRESHNESS_UNSETTLED_KEY);
     this.#changeBoundMs = config.changeBoundMs ?? DEFAULT_CHANGE_BOUND_MS;
     if (!Number.isFinite(this.#changeBoundMs) || this.#changeBoundMs <= 0) {
       throw new RangeError(`changeBoundMs must be a positive number of milliseconds, got ${String(config.changeBoundMs)}`);
     }
-    this.#target = describeTarget(config.url);
-    this.#client = makeClient(config.url);
+    const min = config.minReplicasAcked;
+    if (min !== undefined && (!Number.isInteger(min) || min < 0)) {
+      throw new RangeError(`minReplicasAcked must be a whole number of replicas, got ${String(min)}`);
+    }
+    this.#minReplicasAcked = min;
+    this.#replicaAckTimeoutMs = config.replicaAckTimeoutMs ?? defaultReplicaAckTimeoutMs(timeoutMs);
+    if (!Number.isInteger(this.#replicaAckTimeoutMs) || this.#replicaAckTimeoutMs <= 0) {
+      throw new RangeError(`replicaAckTimeoutMs must be a positive whole number of milliseconds, got ${String(config.replicaAckTimeoutMs)}`);
+    }
+    const nodes = config.clusterNodes;
+    if ((config.url === undefined) === (nodes === undefined || nodes.length === 0)) {
+      throw new RangeError('exactly one of url and clusterNodes must be given');
+    }
+    if (nodes !== undefined && nodes.length > 0) {
+      this.#target = `cluster ${nodes.map(describeTarget).join(',')}`;
+      this.#client = clusterConnection(nodes);
+      this.#changes = clusterConnection(nodes);
+    } else {
+      this.#target = describeTarget(config.url!);
+      this.#client = plainConnection(config.url!);
+      this.#changes = plainConnection(config.url!);
+    }
     // Without an 'error' listener the client would throw. A connection error is only remembered:
     // the client reconnects by itself, and meanwhile every call rejects at once, naming it.
     this.#client.on('error', (err: unknown) => {
       this.#connectionError = errorMessage(err);
     });
-    this.#client.on('ready', () => this.#onReady());
-    // Background connect: it resolves once Redis answers (however late) and rejects only on close().
+    this.#changes.on('error', () => undefined);
+    this.#client.on('ready', () => this.#onReady(this.#client));
+    this.#changes.on('ready', () => this.#onReady(this.#changes));
     this.#client.connect().catch(() => undefined);
+    this.#changes.connect().catch(() => undefined);
   }
 
   /** True while the connection to Redis is up; hit() rejects at once otherwise. */
@@ -253,18 +428,23 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     return !this.#closed && this.#client.isReady;
   }
 
-  /** Resolves true once connected, or false after `timeoutMs` (a one-shot command's wait; never rejects). */
+  /** Resolves true once both connections (counting, changes) are up, or false after `timeoutMs` (never rejects). */
   whenReady(timeoutMs: number): Promise<boolean> {
-    if (this.isReady) return Promise.resolve(true);
+    const up = (): boolean => this.isReady && this.#changes.isReady;
+    if (up()) return Promise.resolve(true);
     return new Promise<boolean>((resolve) => {
       const done = (ok: boolean): void => {
         clearTimeout(timer);
         this.#client.off('ready', onReady);
+        this.#changes.off('ready', onReady);
         resolve(ok);
       };
-      const onReady = (): void => done(true);
-      const timer = setTimeout(() => done(this.isReady), timeoutMs);
+      const onReady = (): void => {
+        if (up()) done(true);
+      };
+      const timer = setTimeout(() => done(up()), timeoutMs);
       this.#client.on('ready', onReady);
+      this.#changes.on('ready', onReady);
     });
   }
 
@@ -312,7 +492,8 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     const ready = this.#readyError();
     if (ready !== null) return Promise.reject(ready);
     const deadlineMs = Date.now() + this.#clockOffsetMs + this.#timeoutMs;
-    const keys = [this.keyFor(request.counterKey), this.keyFor(request.keys.token), this.keyFor(request.keys.changes), this.#aliveKey, this.#unsettledKey];
+    const names = request.keys;
+    const keys = [this.keyFor(request.counterKey), this.keyFor(names.token), this.keyFor(names.changes), this.keyFor(names.alive), this.keyFor(names.unsettled)];
     const args = [
       String(Math.max(1, Math.ceil(request.ttlMs))),
       String(deadlineMs),
@@ -346,17 +527,32 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   }
 
   async #change(script: 'beginChange' | 'endChange', names: FreshnessKeys, changeId: string): Promise<void> {
-    const ready = this.#readyError();
+    const ready = this.#readyError() ?? (this.#changes.isReady ? null : this.#notConnected());
     if (ready !== null) throw ready;
-    const token = this.keyFor(names.token);
-    const changes = this.keyFor(names.changes);
-    const alive = this.#aliveKey;
-    const unsettled = this.#unsettledKey;
+    const [token, changes, alive, unsettled] = [this.keyFor(names.token), this.keyFor(names.changes), this.keyFor(names.alive), this.keyFor(names.unsettled)];
+    const connection = this.#changes;
+    let wanted: number;
     try {
       // KEYS[3] is unused (the same layout as CHECK_SCRIPT's keys, so ALIVE_CHECK reads KEYS[4], KEYS[5], ARGV[6]).
-      await this.#client[script]([token, changes, token, alive, unsettled], [changeId, this.#newToken(), '', '', '', String(this.#changeBoundMs)]);
+      const written = connection[script]([token, changes, token, alive, unsettled], [changeId, this.#newToken(), '', '', '', String(this.#changeBoundMs)]);
+      // Only the begin waits: it is what keeps every cache off the organisation's entries (a new token
+      // and the marker). An end lost in a failover leaves the begin's token and marker on the promoted
+      // replica: entries filled under the end's token are never fresh there, and none fills until the
+      // marker expired, after the commit.
+      const replicas = script === 'beginChange' && this.#minReplicasAcked === undefined ? replicaCount(connection, token) : null;
+      const [reported] = await Promise.all([replicas, written]);
+      if (script === 'endChange') return;
+      wanted = this.#minReplicasAcked ?? Math.min(DEFAULT_MAX_REPLICAS_WAITED, reported ?? 0);
+      if (wanted === 0) return;
+      // WAIT on the connection that wrote: it answers how many replicas acknowledged every write it sent.
+      const acked = Number(await connection.command(token, ['WAIT', String(wanted), String(this.#replicaAckTimeoutMs)]));
+      if (acked >= wanted) return;
+      throw new RedisCounterError(
+        'not-replicated',
+        `redis credential freshness: ${acked} of ${wanted} replica(s) of ${this.#target} acknowledged the change within ${this.#replicaAckTimeoutMs} ms (a failover could lose it)`,
+      );
     } catch (err) {
-      throw new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });
+      throw err instanceof RedisCounterError ? err : new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });
     }
   }
 
@@ -375,32 +571,20 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     return null;
   }
 
-  /** Stops reconnecting and closes the connection (waits at most 1 s for in-flight replies). */
+  /** Stops reconnecting and closes the connections (waits at most 1 s for in-flight replies). */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const client = this.#client;
-    if (!client.isOpen) return;
-    let timer: NodeJS.Timeout | undefined;
-    const graceful = await Promise.race([
-      client.close().then(
-        () => true,
-        () => false,
-      ),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (!graceful) client.destroy();
+    await Promise.all([closeConnection(this.#client), closeConnection(this.#changes)]);
   }
 
-  #onReady(): void {
+  #onReady(connection: Connection): void {
     if (this.#closed) {
       // a connect that was already under way when close() ran: do not keep its socket
-      this.#client.destroy();
+      connection.destroy();
       return;
     }
+    if (connection !== this.#client) return;
     this.#connectionError = undefined;
     void this.#measureClockOffset();
   }
@@ -420,7 +604,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     for (let i = 0; i < CLOCK_SAMPLES; i++) {
       try {
         const before = Date.now(); // the clock hit() computes its deadlines with
-        const reply = (await this.#client.sendCommand(['TIME'])) as unknown as [string, string];
+        const reply = (await this.#client.command(undefined, ['TIME'])) as [string, string];
         const after = Date.now();
         const redisMs = Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000);
         if (!Number.isFinite(redisMs)) continue;
@@ -432,6 +616,58 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     }
     if (best !== undefined) this.#clockOffsetMs = best.offset;
   }
+}
+
+/** The replicas a primary's ROLE reply lists (0 for anything else). */
+function replicasOf(role: unknown): number {
+  return Array.isArray(role) && role[0] === 'master' && Array.isArray(role[2]) ? role[2].length : 0;
+}
+
+/**
+ * The replicas the primary of `key` reports: ROLE, or where a provider renamed or disabled it,
+ * `connected_slaves` of INFO replication. Neither answering rejects (the change is refused): set
+ * REDIS_MIN_REPLICAS_ACKED then.
+ */
+async function replicaCount(connection: Connection, key: string): Promise<number> {
+  try {
+    return replicasOf(await connection.command(key, ['ROLE']));
+  } catch (roleError) {
+    let info: unknown;
+    try {
+      info = await connection.command(key, ['INFO', 'replication']);
+    } catch {
+      throw new RedisCounterError(
+        'command-failed',
+        `redis credential freshness: neither ROLE nor INFO replication answered (${errorMessage(roleError)}): set REDIS_MIN_REPLICAS_ACKED to the replicas to wait for`,
+        { cause: roleError },
+      );
+    }
+    const match = /^connected_slaves:(\d+)/m.exec(String(info));
+    return match === null ? 0 : Number(match[1]);
+  }
+}
+
+async function closeConnection(connection: Connection): Promise<void> {
+  if (!connection.isOpen) {
+    try {
+      connection.destroy(); // stops a connect still retrying
+    } catch {
+      // never opened
+    }
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const graceful = await Promise.race([
+    connection.close().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!graceful) connection.destroy();
 }
 
 /** Plain factory: connects in the background and never throws on a dead Redis. */

@@ -3,7 +3,7 @@
  * script and its NOSCRIPT fallback, never waiting on a dead or frozen Redis, and its failures as
  * rejections, which the core's RateLimiter turns into its health lines (the counter logs nothing).
  */
-import { DEFAULT_CORE_CONFIG, FRESHNESS_ALIVE_KEY, FRESHNESS_UNSETTLED_KEY, RateLimiter, counterKey, freshnessKeys, systemClock, type RateScope } from '@cos/core';
+import { DEFAULT_CORE_CONFIG, RateLimiter, counterKey, freshnessKeys, keySlot, systemClock, type RateScope } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { RedisCounterError, RedisRateCounter, createRedisCounter } from '@cos/limiter-redis';
 import { expect } from 'chai';
@@ -112,15 +112,19 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       const prefix = uniquePrefix();
       const c = await ready(counter({ keyPrefix: prefix }));
       await c.hit('a name the core chose', TTL);
-      const keys = { token: 'the token key', changes: 'the changes key' };
+      const keys = { token: 'the token key', changes: 'the changes key', alive: 'the alive key', unsettled: 'the unsettled key' };
       await c.check({ keys, tag: null, count: 'always', counterKey: 'the counter key', ttlMs: TTL });
       await c.beginChange(keys, 'change');
       expect((await admin.keys(`${prefix}:*`)).sort()).to.deep.equal(
-        ['a name the core chose', 'the counter key', 'the token key', 'the changes key', FRESHNESS_ALIVE_KEY, FRESHNESS_UNSETTLED_KEY].map((k) => `${prefix}:${k}`).sort(),
+        ['a name the core chose', 'the counter key', 'the token key', 'the changes key', 'the alive key', 'the unsettled key'].map((k) => `${prefix}:${k}`).sort(),
       );
-      // and the names the core gives an organisation are the ones every earlier version used
-      expect(freshnessKeys('o')).to.deep.equal({ token: '{org:o}:cc:token', changes: '{org:o}:cc:changes' });
-      expect([FRESHNESS_ALIVE_KEY, FRESHNESS_UNSETTLED_KEY]).to.deep.equal(['cc:alive', 'cc:unsettled']);
+      // and the names the core gives an organisation's token and changes are the ones every earlier
+      // version used; its data-loss markers are those of its hash slot (no global key)
+      const o = freshnessKeys('o');
+      expect(o).to.include({ token: '{org:o}:cc:token', changes: '{org:o}:cc:changes' });
+      expect(o.alive).to.match(/^\{cc[0-9a-z]+\}:cc:alive$/);
+      expect(o.unsettled).to.equal(o.alive.replace(':cc:alive', ':cc:unsettled'));
+      expect(keySlot(`${prefix}:${o.alive}`)).to.equal(keySlot(`${prefix}:${o.token}`));
     });
 
     it('C-50: the first hit sets a TTL of ttlMs past which Redis forgets the window; later hits keep it', async () => {

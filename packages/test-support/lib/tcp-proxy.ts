@@ -54,9 +54,16 @@ export class TcpProxy {
   bytesFromClients = 0;
 
   constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetHost: string,
+    private targetPort: number,
   ) {}
+
+  /** New connections go to another server from now on, and the open ones are reset (a failover's address switch). */
+  retarget(host: string, port: number): void {
+    this.targetHost = host;
+    this.targetPort = port;
+    this.reset(this.links);
+  }
 
   /** A proxy in front of the server of `url` (default port `defaultPort`), listening. */
   static async for(url: string, defaultPort: number): Promise<TcpProxy> {

@@ -19,6 +19,9 @@ interface Hook {
 }
 
 /** A real receiver on 127.0.0.1 that records every request and answers 204. */
+/** Local receivers on http://127.0.0.1 are opted in explicitly (refused by default). */
+const LOCAL_RECEIVERS = { webhookAllowHttp: true, webhookAllowPrivate: true };
+
 async function startReceiver(): Promise<{ url: string; hooks: Hook[]; close(): Promise<void> }> {
   const hooks: Hook[] = [];
   const server = createServer((req, res) => {
@@ -46,7 +49,8 @@ const KEY_B = new Uint8Array(randomBytes(32));
 function deliveryWith(tc: TestCore, secrets: WebhookSecretCipher, maxAttempts = 3): WebhookDelivery {
   return new WebhookDelivery({
     stores: tc.store.stores,
-    sender: createWebhookSender(),
+    // Local receivers are opted in explicitly (loopback and http:// are refused by default).
+    sender: createWebhookSender({ allowHttp: true, allowPrivate: true }),
     clock: tc.clock,
     random: cryptoRandom,
     logger: tc.logger,
@@ -63,7 +67,7 @@ describe('webhook-sender: signing secrets sealed at rest (WEBHOOK_SECRET_ENCRYPT
   afterEach(() => receiver.close());
 
   async function setup(secrets: WebhookSecretCipher): Promise<{ tc: TestCore; orgId: string; secret: string }> {
-    const tc = createTestCore({ clock: new FakeClock(new Date()), store: createInMemoryStore(), webhookSecrets: secrets });
+    const tc = createTestCore({ clock: new FakeClock(new Date()), store: createInMemoryStore(), webhookSecrets: secrets, config: LOCAL_RECEIVERS });
     const org = await tc.core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
     const secret = (await tc.core.webhooks.set(OPERATOR, org.id, receiver.url)).newSecret!;
     return { tc, orgId: org.id, secret };
@@ -86,7 +90,7 @@ describe('webhook-sender: signing secrets sealed at rest (WEBHOOK_SECRET_ENCRYPT
     const rotating = new WebhookSecretCipher({ current: KEY_B, previous: [KEY_A] });
     await tc.core.apiKeys.issue(OPERATOR, orgId, { label: 'one' });
     expect(await deliveryWith(tc, rotating).deliverDue()).to.equal(1);
-    const rotatingCore = createTestCore({ clock: tc.clock, store: tc.store, webhookSecrets: rotating }).core;
+    const rotatingCore = createTestCore({ clock: tc.clock, store: tc.store, webhookSecrets: rotating, config: LOCAL_RECEIVERS }).core;
     expect(await rotatingCore.webhooks.reencryptSecrets(OPERATOR)).to.deep.include({ reencrypted: 1, unchanged: 0, failed: [] });
     expect(new WebhookSecretCipher({ current: KEY_B }).keyIdOf((await tc.store.stores.webhooks.get(orgId))!.secret)).to.equal(webhookSecretKeyId(KEY_B));
     await tc.core.apiKeys.issue(OPERATOR, orgId, { label: 'two' });

@@ -44,9 +44,9 @@ export interface FreshnessCheck {
 }
 
 /**
- * Key names come from the core (counter-keys.ts: freshnessKeys, counterKey and the global
- * FRESHNESS_ALIVE_KEY / FRESHNESS_UNSETTLED_KEY); an implementation uses them as given, behind its
- * own namespace at most.
+ * Key names come from the core (counter-keys.ts: freshnessKeys, with the data-loss markers of the
+ * organisation's hash slot, and counterKey); an implementation uses them as given, behind its own
+ * namespace at most. Nothing is global: a Redis Cluster serves every call from one slot.
  */
 export interface CredentialFreshness {
   check(request: FreshnessCheck): Promise<FreshnessReply>;

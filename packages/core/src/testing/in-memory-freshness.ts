@@ -21,8 +21,10 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
   private readonly tokens = new Map<string, string>();
   /** changes key -> change id -> marker expiry (ms). */
   private readonly markers = new Map<string, Map<string, number>>();
-  private alive = false;
-  private unsettledUntilMs = Number.NEGATIVE_INFINITY;
+  /** The slots' alive keys present (as Redis's per-slot `cc:alive`). */
+  private readonly alive = new Set<string>();
+  /** unsettled key of a slot -> until when (ms) its organisations are not settled after a loss. */
+  private readonly unsettledUntilMs = new Map<string, number>();
   private nextToken = 0;
   /** Every call rejects while true. */
   failing = false;
@@ -43,9 +45,8 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
   check(request: FreshnessCheck): Promise<FreshnessReply> {
     return this.run(() => {
       const nowMs = this.clock.now().getTime();
-      const organisation = request.keys.token;
-      const token = this.tokenOf(organisation, nowMs);
-      const settled = this.settled(request.keys.changes, nowMs);
+      const token = this.tokenOf(request.keys, nowMs);
+      const settled = this.settled(request.keys, nowMs);
       const fresh = settled && request.tag === token;
       const counts = request.count === 'always' || (request.count === 'if-fresh' && fresh);
       const count = counts ? this.counters.hit(request.counterKey, request.ttlMs) : null;
@@ -56,7 +57,7 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
   beginChange(keys: FreshnessKeys, changeId: string): Promise<void> {
     return this.run(() => {
       const nowMs = this.clock.now().getTime();
-      this.tokenOf(keys.token, nowMs);
+      this.tokenOf(keys, nowMs);
       let live = this.markers.get(keys.changes);
       if (live === undefined) this.markers.set(keys.changes, (live = new Map()));
       live.set(changeId, nowMs + this.changeBoundMs);
@@ -66,7 +67,7 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
 
   endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
     return this.run(() => {
-      this.tokenOf(keys.token, this.clock.now().getTime());
+      this.tokenOf(keys, this.clock.now().getTime());
       this.tokens.set(keys.token, this.newToken());
       this.markers.get(keys.changes)?.delete(changeId);
     });
@@ -77,7 +78,8 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     this.tokens.clear();
     this.markers.clear();
     this.counters = new InProcessRateCounter(this.clock);
-    this.alive = false;
+    this.alive.clear();
+    this.unsettledUntilMs.clear();
   }
 
   /** The organisation's current token (tests). */
@@ -95,23 +97,22 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     }
   }
 
-  /** `tokenKey`: the organisation's token key (its name from the core). */
-  private tokenOf(tokenKey: string, nowMs: number): string {
-    if (!this.alive) {
-      // Data lost (or never there): changes in flight lost their markers, so nothing is settled
-      // until any of them must have ended.
-      this.alive = true;
-      this.unsettledUntilMs = nowMs + this.changeBoundMs;
+  /** The organisation's token (keys: its names from the core). */
+  private tokenOf(keys: FreshnessKeys, nowMs: number): string {
+    if (!this.alive.has(keys.alive)) {
+      // The slot's data lost (or never there): changes in flight lost their markers, so nothing in
+      // it is settled until any of them must have ended.
+      this.alive.add(keys.alive);
+      this.unsettledUntilMs.set(keys.unsettled, nowMs + this.changeBoundMs);
     }
-    let token = this.tokens.get(tokenKey);
-    if (token === undefined) this.tokens.set(tokenKey, (token = this.newToken()));
+    let token = this.tokens.get(keys.token);
+    if (token === undefined) this.tokens.set(keys.token, (token = this.newToken()));
     return token;
   }
 
-  /** `changesKey`: the organisation's changes key (its name from the core). */
-  private settled(changesKey: string, nowMs: number): boolean {
-    if (nowMs < this.unsettledUntilMs) return false;
-    const live = this.markers.get(changesKey);
+  private settled(keys: FreshnessKeys, nowMs: number): boolean {
+    if (nowMs < (this.unsettledUntilMs.get(keys.unsettled) ?? Number.NEGATIVE_INFINITY)) return false;
+    const live = this.markers.get(keys.changes);
     if (live === undefined) return true;
     for (const [id, until] of live) if (until <= nowMs) live.delete(id);
     return live.size === 0;
