@@ -245,7 +245,7 @@ export function webhookView(w: WebhookEndpoint, newSecret: string | null = null)
   };
 }
 
-/** An organisation's own endpoint (issue 28): never a secret, except `secret` once, on creation. */
+/** An organisation's own endpoint as its keys see it: never a secret, except `secret` once, on creation. */
 export interface WebhookEndpointView {
   url: string;
   events: string[];
@@ -267,7 +267,7 @@ export function webhookEndpointView(w: WebhookEndpoint, newSecret: string | null
   };
 }
 
-/** One delivery of an organisation's endpoint (issue 28): the outbox record without its payload. */
+/** One delivery to an organisation's endpoint: the outbox record without its payload. */
 export interface DeliveryView {
   id: string;
   event_type: Notification['type'];

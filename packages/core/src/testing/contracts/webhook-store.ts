@@ -43,7 +43,7 @@ export function describeWebhookStore(name: string, factory: StoreHarnessFactory)
       expectWebhookEndpoint(await webhooks().get(orgA()), w);
     });
 
-    it('issue 28: events, enabled and the previous secret with the end of its overlap round-trip (absent: every event, enabled, none)', async () => {
+    it('events, enabled and the previous secret with the end of its overlap round-trip (absent: every event, enabled, none)', async () => {
       const w = newWebhookEndpoint(orgA(), {
         events: ['api_key.exposed', 'api_key.revoked'],
         enabled: false,
