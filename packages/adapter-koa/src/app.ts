@@ -113,7 +113,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
         else respondWithError(ctx, state, err);
       }
       // Kept before the answer leaves, so a retry that follows it finds it (any instance).
-      await idempotency.finish(ctx, state);
+      if (state.idempotency !== undefined) await idempotency.finish(ctx, state);
       writeRateHeaders(ctx, state);
     } finally {
       logRequest(ctx, state);

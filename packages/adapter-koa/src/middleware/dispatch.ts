@@ -57,9 +57,9 @@ export function createDispatch(
     }
     const principal = await admit(ctx, state);
     if (principal === undefined) return;
-    // A route with a body starts its Idempotency-Key once the body is read (route kit); one without
-    // (DELETE) starts it here, right before it runs.
-    if (!TAKES_BODY.has(route.method)) await idempotency?.start(ctx, principal, undefined);
+    // A route with a body starts its Idempotency-Key once the body is read (route kit); a DELETE
+    // starts it here, right before it runs (reads take none: nothing to start on the hot path).
+    if (route.method === 'DELETE' && idempotency !== undefined) await idempotency.start(ctx, principal, undefined);
     await route.handle(ctx, found.params, principal);
   };
 }
