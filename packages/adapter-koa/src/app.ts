@@ -6,7 +6,8 @@
  *   request id (X-Request-Id) ->
  *   dispatch: match route (404/405) -> authenticate (401, counted per source address) ->
  *             rate limit (429) -> route: core authorise (403) -> body, if the route takes one
- *             (415/413/400) -> use case (403 -> 400 -> 404/409/...) ->
+ *             (415/413/400) -> Idempotency-Key (400, 422, 409, or a replay) -> use case
+ *             (403 -> 400 -> 404/409/...) -> the answer kept under its Idempotency-Key ->
  *   error response (errors.ts, the one table) -> rate-limit headers on every response ->
  *   one access-log line and one observation for the Metrics port (core.metrics).
  */
@@ -17,6 +18,7 @@ import { redact } from './redact.js';
 import { createRequestLogger } from './middleware/access-log.js';
 import { admitStep } from './middleware/authenticate.js';
 import { createDispatch } from './middleware/dispatch.js';
+import { createIdempotencySteps, IdempotentReplay } from './middleware/idempotency.js';
 import { createErrorResponder, createRateLimitResponder } from './middleware/errors.js';
 import { createRequestObserver } from './middleware/metrics.js';
 import { createRateHeaderWriter } from './middleware/rate-limit-headers.js';
@@ -30,6 +32,7 @@ import { auditEventRoutes } from './routes/audit-events.js';
 import { metaRoutes } from './routes/meta.js';
 import { organisationRoutes } from './routes/organisations.js';
 import { compileRoutes } from './routes/route.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { secretScanningRoutes, type SecretScanningOptions } from './routes/secret-scanning.js';
 
 export interface HttpDeps {
@@ -77,17 +80,19 @@ function settings(options: HttpOptions): { errorsUrl: string; bodyLimitBytes: nu
 function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
   const { core, logger } = deps;
   const { errorsUrl, bodyLimitBytes } = settings(options);
-  const kit = createRouteKit(core, bodyLimitBytes);
+  const idempotency = createIdempotencySteps(core, logger);
+  const kit = createRouteKit(core, bodyLimitBytes, idempotency);
   const match = compileRoutes([
     ...metaRoutes(kit, options.serviceVersion),
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...auditEventRoutes(kit),
     ...apiKeyRoutes(kit),
+    ...webhookRoutes(kit),
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
   ]);
   const refuseRate = createRateLimitResponder(errorsUrl);
-  const dispatch = createDispatch(match, admitStep(core, koaSourceAddress, refuseRate), publicRateLimitStep(core, refuseRate));
+  const dispatch = createDispatch(match, admitStep(core, koaSourceAddress, refuseRate), publicRateLimitStep(core, refuseRate), idempotency);
   const respondWithError = createErrorResponder(errorsUrl);
   const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
   const logRequest = createRequestLogger(logger);
@@ -104,8 +109,11 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
       } catch (err) {
         // A client that hung up mid-request gets no answer; its line says so (no 5xx, no stack).
         if (err instanceof ClientAbortedError) state.aborted = true;
+        else if (err instanceof IdempotentReplay) idempotency.replay(ctx, err.response);
         else respondWithError(ctx, state, err);
       }
+      // Kept before the answer leaves, so a retry that follows it finds it (any instance).
+      if (state.idempotency !== undefined) await idempotency.finish(ctx, state);
       writeRateHeaders(ctx, state);
     } finally {
       logRequest(ctx, state);

@@ -48,6 +48,8 @@ export const ERROR_TABLE: Readonly<Record<HttpErrorCode, ErrorMapping>> = Object
   RATE_LIMIT_EXCEEDED: Object.freeze({ status: 429, contentType: PROBLEM_CONTENT_TYPE, withDetails: false }),
   INTERNAL_ERROR: standard(500),
   SERVICE_UNAVAILABLE: standard(503),
+  IDEMPOTENCY_KEY_REUSED: standard(422),
+  IDEMPOTENCY_KEY_IN_USE: standard(409),
 });
 
 /** An error raised by the HTTP surface itself (unknown path, wrong method, body problems). */

@@ -2,7 +2,7 @@
  * Per-request state of the v1 surface, kept at `ctx.state.cos` (a host app mounting the surface can
  * read `requestId` and `principal` from it after the surface has run).
  */
-import type { KeyPrincipal, Organisation, RateDecision } from '@cos/core';
+import type { IdempotencyTicket, KeyPrincipal, Organisation, RateDecision } from '@cos/core';
 import type { HttpErrorCode } from './errors.js';
 
 export interface CosRequestState {
@@ -27,4 +27,8 @@ export interface CosRequestState {
   failure: unknown;
   /** The client hung up before its request was complete: nobody got an answer. */
   aborted: boolean;
+  /** The claim of this request's Idempotency-Key, once started; its answer is kept at the end. */
+  idempotency?: IdempotencyTicket | undefined;
+  /** The answer carries a secret shown once (`key` of an issue or roll, a webhook `secret`): it is kept without it. */
+  withheld?: 'key' | 'secret' | undefined;
 }

@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { createWorld, MISSING_ID, UNKNOWN_KEY, type World } from './support/world.js';
 
-type Scope = 'public' | 'platform-only' | 'organisation';
+/** `any-key`: any valid key, no organisation in the path (GET /me). */
+type Scope = 'public' | 'platform-only' | 'organisation' | 'any-key';
 
 interface Operation {
   readonly name: string;
@@ -21,6 +22,7 @@ interface Operation {
 const OPERATIONS: readonly Operation[] = [
   { name: 'GET /health', method: 'GET', scope: 'public', ok: 200, path: () => '/v1/health' },
   { name: 'GET /version', method: 'GET', scope: 'public', ok: 200, path: () => '/v1/version' },
+  { name: 'GET /me', method: 'GET', scope: 'any-key', ok: 200, path: () => '/v1/me' },
   { name: 'GET /organisations', method: 'GET', scope: 'platform-only', ok: 200, path: () => '/v1/organisations' },
   {
     name: 'POST /organisations',
@@ -83,6 +85,40 @@ const OPERATIONS: readonly Operation[] = [
     ok: 204,
     path: (o, k) => `/v1/organisations/${o}/api-keys/${k}`,
   },
+  // Issue 28: the organisation's webhook endpoint. The world's organisations have none, so what an
+  // allowed caller gets is 404 (after 401, 429, 403), except PUT, which creates it.
+  { name: 'GET /organisations/{org_id}/webhook-endpoint', method: 'GET', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint` },
+  {
+    name: 'PUT /organisations/{org_id}/webhook-endpoint',
+    method: 'PUT',
+    scope: 'organisation',
+    ok: 201,
+    path: (o) => `/v1/organisations/${o}/webhook-endpoint`,
+    json: { url: 'https://hooks.example.com/cos' },
+  },
+  { name: 'DELETE /organisations/{org_id}/webhook-endpoint', method: 'DELETE', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint` },
+  {
+    name: 'POST /organisations/{org_id}/webhook-endpoint/rotate-secret',
+    method: 'POST',
+    scope: 'organisation',
+    ok: 404,
+    path: (o) => `/v1/organisations/${o}/webhook-endpoint/rotate-secret`,
+  },
+  { name: 'POST /organisations/{org_id}/webhook-endpoint/ping', method: 'POST', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint/ping` },
+  {
+    name: 'GET /organisations/{org_id}/webhook-endpoint/deliveries',
+    method: 'GET',
+    scope: 'organisation',
+    ok: 404,
+    path: (o) => `/v1/organisations/${o}/webhook-endpoint/deliveries`,
+  },
+  {
+    name: 'POST /organisations/{org_id}/webhook-endpoint/deliveries/{delivery_id}/redeliver',
+    method: 'POST',
+    scope: 'organisation',
+    ok: 404,
+    path: (o, k) => `/v1/organisations/${o}/webhook-endpoint/deliveries/${k}/redeliver`,
+  },
 ];
 
 interface Caller {
@@ -117,13 +153,13 @@ const CALLERS: readonly Caller[] = [
     name: "a standard key on another organisation",
     authorization: (w) => `Bearer ${w.own.key}`,
     target: (w) => w.other,
-    expect: (op) => (op.scope === 'public' ? op.ok : 403),
+    expect: (op) => (op.scope === 'public' || op.scope === 'any-key' ? op.ok : 403),
   },
   {
     name: 'a standard key on a non-existent organisation',
     authorization: (w) => `Bearer ${w.own.key}`,
     target: () => ({ orgId: MISSING_ID, keyId: MISSING_ID }),
-    expect: (op) => (op.scope === 'public' ? op.ok : 403),
+    expect: (op) => (op.scope === 'public' || op.scope === 'any-key' ? op.ok : 403),
   },
   {
     name: 'a platform key',

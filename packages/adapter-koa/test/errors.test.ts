@@ -23,7 +23,7 @@ const rc = { requestId: 'req-42', instance: '/v1/organisations', errorsUrl: 'htt
 
 describe('adapter-koa: errors', () => {
   describe('ERROR_TABLE', () => {
-    it('spec §7, C-9, C-10: maps every code to the status the spec and the contract give it', () => {
+    it('spec §7, C-9, C-10: maps every code to the status the spec and the contract give it (and the idempotency codes to 422/409)', () => {
       const statuses = Object.fromEntries(Object.entries(ERROR_TABLE).map(([code, m]) => [code, m.status]));
       expect(statuses).to.deep.equal({
         VALIDATION_ERROR: 400,
@@ -37,6 +37,9 @@ describe('adapter-koa: errors', () => {
         RATE_LIMIT_EXCEEDED: 429,
         INTERNAL_ERROR: 500,
         SERVICE_UNAVAILABLE: 503,
+        // Idempotency keys (beyond v1, only for requests that send Idempotency-Key).
+        IDEMPOTENCY_KEY_REUSED: 422,
+        IDEMPOTENCY_KEY_IN_USE: 409,
       });
     });
 

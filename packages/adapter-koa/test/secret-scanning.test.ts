@@ -508,7 +508,7 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => 
           ['api_key.exposed', w.own.orgId, 'pending'],
           ['api_key.revoked', w.own.orgId, 'pending'],
         ]);
-        const data = { organisation_id: w.own.orgId, key_id: w.own.keyId, key_prefix: w.own.key.slice(0, 12), label: 'acme key' };
+        const data = { organisation_id: w.own.orgId, key_id: w.own.keyId, key_prefix: w.own.key.slice(0, 12), label: 'acme key', cause: { type: 'secret_scanning' } };
         const payload = (type: string): unknown => JSON.parse(notes.find((n) => n.type === type)!.payload);
         const [exposed, revoked] = [payload('api_key.exposed'), payload('api_key.revoked')];
         expect(exposed).to.deep.equal({
@@ -534,6 +534,7 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => 
           key_id: issued.body.id,
           key_prefix: issued.body.key_prefix,
           label: 'ci',
+          cause: { type: 'api_key', key_id: w.own.keyId },
         });
         expect(notes[0]!.payload).to.not.include(issued.body.key);
         expect(notes[0]!.payload).to.not.include(sha256Hex(issued.body.key));

@@ -273,7 +273,7 @@ export async function createHttpApp(
   logger: Logger,
   config: AppConfig,
   serviceVersion: string,
-  scannerKeys: { keys(): ScannerKeySet } | null = null,
+  scannerKeys: { keys(): ScannerKeySet; refreshFor?(identifier: string): Promise<void> } | null = null,
 ): Promise<HttpApp> {
   const { createKoaApp, createClientErrorResponder, createConnectResponder } = await import('@cos/adapter-koa');
   const app = createKoaApp(
@@ -282,7 +282,14 @@ export async function createHttpApp(
       serviceVersion,
       errorsUrl: config.errorsUrl,
       trustProxy: config.trustProxy,
-      ...(scannerKeys !== null ? { secretScanning: { keys: () => scannerKeys.keys() } } : {}),
+      ...(scannerKeys !== null
+        ? {
+            secretScanning: {
+              keys: () => scannerKeys.keys(),
+              ...(scannerKeys.refreshFor !== undefined ? { refreshFor: scannerKeys.refreshFor } : {}),
+            },
+          }
+        : {}),
     },
   );
   // The Koa application itself (its settings stay inspectable), with the parser-error answer attached.

@@ -59,6 +59,10 @@ export interface AppConfig {
   readonly databasePreparedStatements: boolean;
   /** Path of the secret-scanning programme's public-key file; null: the alert endpoint is off (404). */
   readonly secretScanningPublicKeys: string | null;
+  /** SECRET_SCANNING_KEYS_URL, or null. */
+  readonly secretScanningKeysUrl: string | null;
+  /** SECRET_SCANNING_KEYS_REFRESH in ms. */
+  readonly secretScanningKeysRefreshMs: number;
   readonly secretScanningRateLimitPerMinute: number;
   /** Webhook delivery (C-59): bound on one attempt, attempts before `failed`, first retry delay, poll interval. */
   readonly webhookTimeoutMs: number;
@@ -313,6 +317,16 @@ const VARIABLES = {
     "path of the secret-scanning programme's public-key JSON file; unset: `POST /v1/secret-scanning/alerts` is off (404). Read at start (a file that does not parse stops `serve`) and on `SIGHUP`",
     z.string().optional(),
   ),
+  SECRET_SCANNING_KEYS_URL: variable(
+    'unset',
+    "URL of the secret-scanning programme's published public-key list (the same JSON as the file); set: `POST /v1/secret-scanning/alerts` is on and `serve` fetches the list at start, every `SECRET_SCANNING_KEYS_REFRESH` and at once (at most once a minute) on an alert naming an unknown key identifier; a failed fetch keeps the last good list and is logged once. Works together with `SECRET_SCANNING_PUBLIC_KEYS` (keys from both are accepted)",
+    url('SECRET_SCANNING_KEYS_URL', ['http:', 'https:'], 'an http:// or https:// URL').optional(),
+  ),
+  SECRET_SCANNING_KEYS_REFRESH: variable(
+    '1h',
+    'how often `serve` fetches `SECRET_SCANNING_KEYS_URL` again (`1h`, `30m`, `1d`)',
+    duration('SECRET_SCANNING_KEYS_REFRESH', '1h'),
+  ),
   SECRET_SCANNING_RATE_LIMIT_PER_MINUTE: variable(
     '600',
     'signed secret-scanning alerts per UTC minute, one counter of their own',
@@ -472,6 +486,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     trustProxy: v.TRUST_PROXY,
     databasePreparedStatements: v.DATABASE_PREPARED_STATEMENTS,
     secretScanningPublicKeys: v.SECRET_SCANNING_PUBLIC_KEYS ?? null,
+    secretScanningKeysUrl: v.SECRET_SCANNING_KEYS_URL ?? null,
+    secretScanningKeysRefreshMs: v.SECRET_SCANNING_KEYS_REFRESH,
     secretScanningRateLimitPerMinute: v.SECRET_SCANNING_RATE_LIMIT_PER_MINUTE,
     webhookTimeoutMs: v.WEBHOOK_TIMEOUT_MS,
     webhookMaxAttempts: v.WEBHOOK_MAX_ATTEMPTS,

@@ -36,7 +36,7 @@ import {
 import type { AppConfig } from './config.js';
 import type { PrometheusMetrics } from './metrics.js';
 import type { InstanceRegistrar } from './instance-registration.js';
-import { ScannerKeyFile } from './scanner-keys.js';
+import { ScannerKeyFile, ScannerKeyUrl, scannerKeySource } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
 
 export type { HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
@@ -51,6 +51,8 @@ export const CLI_TOKENS = Object.freeze({
   HttpApp: Symbol.for('cos.cli.HttpApp'),
   /** The secret-scanning public keys (ScannerKeyFile), or null when SECRET_SCANNING_PUBLIC_KEYS is unset. */
   ScannerKeys: Symbol.for('cos.cli.ScannerKeys'),
+  /** The published scanner key list (ScannerKeyUrl), or null when SECRET_SCANNING_KEYS_URL is unset; `serve` starts it. */
+  ScannerKeyUrl: Symbol.for('cos.cli.ScannerKeyUrl'),
   /** The webhook outbox's sender (WebhookDelivery): resolve with `getAsync`; `serve` starts it. */
   WebhookDelivery: Symbol.for('cos.cli.WebhookDelivery'),
   /** PrometheusMetrics when OPS_PORT is set (the operations listener's /metrics), else null. */
@@ -85,6 +87,9 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   container.bind<SqlStore>(CLI_TOKENS.SqlStore).toConstantValue(store);
   container.bind<LimiterHandle>(CLI_TOKENS.Limiter).toConstantValue(limiter);
   container.bind<ScannerKeyFile | null>(CLI_TOKENS.ScannerKeys).toConstantValue(scannerKeys);
+  const scannerKeyUrl =
+    config.secretScanningKeysUrl === null ? null : new ScannerKeyUrl({ url: config.secretScanningKeysUrl, refreshMs: config.secretScanningKeysRefreshMs, logger });
+  container.bind<ScannerKeyUrl | null>(CLI_TOKENS.ScannerKeyUrl).toConstantValue(scannerKeyUrl);
   container.bind<PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics).toConstantValue(ports.prometheus);
 
   // The core's ports, for hosts that read them: the same objects the Core below is built over.
@@ -122,7 +127,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
 
   container
     .bind<HttpApp>(CLI_TOKENS.HttpApp)
-    .toResolvedValue((core: Core) => createHttpApp(core, logger, config, version, scannerKeys), [TOKENS.Core]);
+    .toResolvedValue((core: Core) => createHttpApp(core, logger, config, version, scannerKeySource(scannerKeys, scannerKeyUrl)), [TOKENS.Core]);
 
   container
     .bind<WebhookDelivery>(CLI_TOKENS.WebhookDelivery)
@@ -141,6 +146,7 @@ export async function closeContainer(container: Container): Promise<void> {
   await coreOf(container).keyUsage.stop();
   // The cache is bypassed from here on, then the registration is removed (before the pool closes).
   await container.get<InstanceRegistrar | null>(CLI_TOKENS.InstanceRegistrar)?.stop();
+  container.get<ScannerKeyUrl | null>(CLI_TOKENS.ScannerKeyUrl)?.stop();
   const store = container.get<SqlStore>(CLI_TOKENS.SqlStore);
   const limiter = container.get<LimiterHandle>(CLI_TOKENS.Limiter);
   const results = await Promise.allSettled([limiter.close(), store.close()]);

@@ -134,6 +134,7 @@ for (const target of databaseTargets()) {
         url: 'https://github.com/octo/leak/blob/abc/config.env',
         source: 'content',
         descendant_key_ids: [],
+        cause: { type: 'secret_scanning' },
       });
       for (const d of receiver.delivered) expect(d.raw).not.to.include(s.key).and.not.to.include(sha256(s.key));
 

@@ -124,6 +124,31 @@ for (const target of databaseTargets()) {
       expect(human.stdout).to.include(`notification ${pending!.id} (api_key.issued)`).and.to.include('carol');
     });
 
+    it('issue 28: rotate-secret --overlap keeps the old secret (as stored) until the overlap ends (default 24h); --overlap 0 drops it; a malformed --overlap is a usage error', async () => {
+      const { env, cwd, orgId, sql } = await prepare();
+      await cliJson(['org', 'webhook', 'set', orgId, '--url', 'https://hooks.acme.example/cos'], env, cwd);
+      const before = await storedSecret(sql, orgId);
+      const started = Date.now();
+      const rotated = await cliJson<{ secret: string; previous_secret_expires_at: string }>(['org', 'webhook', 'rotate-secret', orgId, '--overlap', '90m'], env, cwd);
+      const until = Date.parse(rotated.previous_secret_expires_at);
+      expect(until).to.be.within(started + 90 * 60_000, Date.now() + 90 * 60_000);
+      const row = async () =>
+        ((await sql.knex('webhook_endpoints').select('previous_secret', 'previous_secret_expires_at').where('organisation_id', orgId)) as Array<{ previous_secret: string | null; previous_secret_expires_at: unknown }>)[0]!;
+      expect((await row()).previous_secret).to.equal(before);
+      expect(Number((await row()).previous_secret_expires_at)).to.equal(until);
+      const byDefault = await cliJson<{ previous_secret_expires_at: string }>(['org', 'webhook', 'rotate-secret', orgId], env, cwd);
+      expect(Date.parse(byDefault.previous_secret_expires_at) - Date.now()).to.be.within(23 * 3_600_000, 24 * 3_600_000);
+      const instant = await cliJson<{ previous_secret_expires_at: string | null }>(['org', 'webhook', 'rotate-secret', orgId, '--overlap', '0'], env, cwd);
+      expect(instant.previous_secret_expires_at).to.equal(null);
+      expect((await row()).previous_secret).to.equal(null);
+      const bad = await runCli(['org', 'webhook', 'rotate-secret', orgId, '--overlap', '2 days'], env, cwd);
+      expect(bad.code).to.equal(2);
+      expect(bad.stderr).to.include('invalid --overlap');
+      const tooLong = await runCli(['org', 'webhook', 'rotate-secret', orgId, '--overlap', '25h'], env, cwd);
+      expect(tooLong.code).to.not.equal(0);
+      expect(tooLong.stderr).to.include('overlap_seconds');
+    });
+
     it('C-59: with WEBHOOK_SECRET_ENCRYPTION_KEY no whsec_ is stored and serve signs with the secret shown once; the key rotates with previous keys and reencrypt-secrets', async () => {
       const underA: Env = { WEBHOOK_SECRET_ENCRYPTION_KEY: KEY_A.toString('base64') };
       const { env, cwd, orgId, sql } = await prepare(underA);

@@ -17,6 +17,7 @@ import { CredentialCache, type CredentialCacheLease } from './use-cases/credenti
 import { FencedUnitOfWork } from './use-cases/credential-fence.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
+import { Idempotency } from './use-cases/idempotency.js';
 import { KeyUsage } from './use-cases/key-usage.js';
 import { Members } from './use-cases/members.js';
 import { Organisations } from './use-cases/organisations.js';
@@ -57,6 +58,8 @@ export interface Core {
   readonly webhooks: Webhooks;
   /** The webhook outbox (operator). */
   readonly notifications: Notifications;
+  /** Idempotency keys of POST/PUT/PATCH/DELETE requests (the HTTP adapter starts and finishes them). */
+  readonly idempotency: Idempotency;
   readonly clock: Clock;
   /** Where the HTTP adapter reports its requests (the port the use cases report to). */
   readonly metrics: Metrics;
@@ -171,6 +174,7 @@ export function createCore(options: CreateCoreOptions): Core {
     secretScanning: new SecretScanning(deps),
     webhooks: new Webhooks(deps),
     notifications: new Notifications(deps),
+    idempotency: new Idempotency(deps),
     clock: deps.clock,
     metrics: deps.metrics,
     config: deps.config,

@@ -32,6 +32,7 @@ export {
   ApiKeys,
   type IssuedKey,
   type RolledKey,
+  type WhoAmI,
   KEY_NOT_FOUND_MESSAGE,
   KEY_REVOKED_ROLL_MESSAGE,
   KEY_EXPIRED_ROLL_MESSAGE,
@@ -67,7 +68,7 @@ export { AuditTrail } from './use-cases/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
 export { Health, type HealthReport } from './use-cases/health.js';
 export { SecretScanning, activeDescendants, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
-export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE } from './use-cases/webhooks.js';
+export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE, DELIVERY_NOT_FOUND_MESSAGE, DEFAULT_OVERLAP_SECONDS, type RotatedSecret } from './use-cases/webhooks.js';
 export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './use-cases/notifications.js';
 export {
   NotificationRetention,
@@ -75,6 +76,17 @@ export {
   type NotificationRetentionDeps,
 } from './use-cases/notification-retention.js';
 export * from './domain/webhook-secret-cipher.js';
+export {
+  Idempotency,
+  IDEMPOTENCY_LOCK_MS,
+  IDEMPOTENCY_TTL_MS,
+  requestFingerprint,
+  type FinishedResponse,
+  type IdempotencyStart,
+  type IdempotencyTicket,
+  type IdempotentRequest,
+} from './use-cases/idempotency.js';
+export { checkIdempotencyKey, IDEMPOTENCY_KEY_FIELD, ISSUE_IDEMPOTENCY_KEY } from './validation/idempotency.js';
 export {
   WebhookDelivery,
   DEFAULT_WEBHOOK_DELIVERY,

@@ -8,7 +8,7 @@ import type { ExposureResponse, KeyPolicy } from './domain/key-policy.js';
 import type { AuditActor, AuditEntry } from './domain/audit.js';
 import type { ChainedAuditEntry } from './domain/audit-chain.js';
 import type { Member } from './domain/member.js';
-import type { Notification, WebhookEndpoint } from './domain/webhook.js';
+import { fullEndpoint, type Notification, type WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
 import type { IssuedKey } from './use-cases/api-keys.js';
 import type { Page } from './use-cases/page.js';
@@ -242,6 +242,52 @@ export function webhookView(w: WebhookEndpoint, newSecret: string | null = null)
     created_at: isoTimestamp(w.createdAt),
     updated_at: isoTimestamp(w.updatedAt),
     ...(newSecret !== null ? { secret: newSecret } : {}),
+  };
+}
+
+/** An organisation's own endpoint as its keys see it: never a secret, except `secret` once, on creation. */
+export interface WebhookEndpointView {
+  url: string;
+  events: string[];
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+  secret?: string;
+}
+
+export function webhookEndpointView(w: WebhookEndpoint, newSecret: string | null = null): WebhookEndpointView {
+  const full = fullEndpoint(w);
+  return {
+    url: w.url,
+    events: [...full.events],
+    enabled: full.enabled,
+    created_at: isoTimestamp(w.createdAt),
+    updated_at: isoTimestamp(w.updatedAt),
+    ...(newSecret !== null ? { secret: newSecret } : {}),
+  };
+}
+
+/** One delivery to an organisation's endpoint: the outbox record without its payload. */
+export interface DeliveryView {
+  id: string;
+  event_type: Notification['type'];
+  status: Notification['status'];
+  attempts: number;
+  /** When it was delivered or finally failed; null while pending. */
+  last_attempt_at: string | null;
+  last_error: string | null;
+  created_at: string;
+}
+
+export function deliveryView(n: Notification): DeliveryView {
+  return {
+    id: n.id,
+    event_type: n.type,
+    status: n.status,
+    attempts: n.attempts,
+    last_attempt_at: isoOrNull(n.completedAt),
+    last_error: n.lastError,
+    created_at: isoTimestamp(n.createdAt),
   };
 }
 

@@ -37,6 +37,8 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.revoke',
   'organisations.key_policy.get',
   'audit_events.list',
+  'webhooks.read',
+  'webhooks.write',
 ];
 const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
@@ -184,7 +186,9 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
       'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
       'audit_events.list': (c, p, id) => c.audit.events(p, id, {}),
-      'webhooks.manage': (c, p, id) => c.webhooks.set(p, id, 'not a url'),
+      'webhooks.manage': (c, p) => c.webhooks.reencryptSecrets(p),
+      'webhooks.read': (c, p, id) => c.webhooks.show(p, id),
+      'webhooks.write': (c, p, id) => c.webhooks.put(p, id, {}),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
     };
     const auditBefore = (await f.core.audit.list(OPERATOR, { limit: 100 })).items.length;

@@ -6,6 +6,8 @@ import {
   decide,
   DOMAIN_ERROR_BRAND,
   DOMAIN_ERROR_CODES,
+  IdempotencyKeyInUseError,
+  IdempotencyKeyReusedError,
   isDomainErrorWithCode,
   decodeCursor,
   digestKey,
@@ -341,6 +343,8 @@ describe('domain: the error family', () => {
       [new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]), 'CONFLICT'],
       [new RateLimitedError(decision), 'RATE_LIMIT_EXCEEDED'],
       [new UnavailableError(), 'SERVICE_UNAVAILABLE'],
+      [new IdempotencyKeyReusedError(), 'IDEMPOTENCY_KEY_REUSED'],
+      [new IdempotencyKeyInUseError(), 'IDEMPOTENCY_KEY_IN_USE'],
     ] as const;
     for (const [error, code] of cases) {
       expect(error.code).to.equal(code);
@@ -372,6 +376,8 @@ describe('domain: the error family', () => {
       new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]),
       new RateLimitedError(decision),
       new UnavailableError(),
+      new IdempotencyKeyReusedError(),
+      new IdempotencyKeyInUseError(),
     ];
     expect(DOMAIN_ERROR_BRAND).to.equal(Symbol.for('cos.DomainError'));
     expect(errors.map((e) => e.code)).to.deep.equal([...DOMAIN_ERROR_CODES]);

@@ -159,17 +159,45 @@ describe('use case: webhooks and the outbox (C-59)', () => {
     expect((await local.core.webhooks.show(OPERATOR, other.id)).url).to.equal('https://inside.acme.example/hook');
   });
 
-  it('C-59: webhooks and notifications are operator-only: keys, even platform keys, get 403', async () => {
+  it('C-59, C-60: the outbox is operator-only; a key manages its own organisation\'s endpoint only, with webhooks:read / webhooks:write', async () => {
     const f = fixture();
     const platform = await f.platform();
     const tenant = await f.tenant('acme');
+    const other = await f.org('globex');
     for (const principal of [platform.principal, tenant.principal]) {
-      const e = await rejectsWith(f.core.webhooks.set(principal, tenant.org.id, 'https://x.example/h'), ForbiddenError);
-      expect(e.message).to.equal(OPERATOR_REQUIRED_MESSAGE);
-      await rejectsWith(f.core.webhooks.show(principal, tenant.org.id), ForbiddenError);
       await rejectsWith(f.core.notifications.list(principal, {}), ForbiddenError);
       await rejectsWith(f.core.notifications.retry(principal, UNKNOWN_UUID), ForbiddenError);
+      expect((await rejectsWith(f.core.webhooks.reencryptSecrets(principal), ForbiddenError)).message).to.equal(OPERATOR_REQUIRED_MESSAGE);
     }
+    await rejectsWith(f.core.webhooks.set(tenant.principal, other.id, 'https://x.example/h'), ForbiddenError);
+    await rejectsWith(f.core.webhooks.show(tenant.principal, other.id), ForbiddenError);
+    const readOnly = { ...tenant.principal, scopes: ['webhooks:read'] };
+    const refused = await rejectsWith(f.core.webhooks.set(readOnly, tenant.org.id, 'https://x.example/h'), ForbiddenError);
+    expect(refused.details).to.deep.equal([{ field: 'scope', issue: 'requires webhooks:write' }]);
+    const writeOnly = { ...tenant.principal, scopes: ['webhooks:write'] };
+    expect((await f.core.webhooks.set(writeOnly, tenant.org.id, 'https://x.example/h')).newSecret).to.match(/^whsec_/);
+    expect((await rejectsWith(f.core.webhooks.show(writeOnly, tenant.org.id), ForbiddenError)).details).to.deep.equal([{ field: 'scope', issue: 'requires webhooks:read' }]);
+    expect((await f.core.webhooks.show(readOnly, tenant.org.id)).url).to.equal('https://x.example/h');
+    expect((await f.core.webhooks.show(platform.principal, tenant.org.id)).url).to.equal('https://x.example/h');
+  });
+
+  it('issue 28: redeliver makes a failed delivery due again under its id and sends a delivered one again under a new id; another organisation\'s is 404', async () => {
+    const f = fixture();
+    const tenant = await f.tenant('acme');
+    const other = await f.tenant('globex');
+    await f.core.webhooks.set(OPERATOR, tenant.org.id, 'https://hooks.acme.example/cos');
+    await f.core.webhooks.set(OPERATOR, other.org.id, 'https://hooks.globex.example/cos');
+    const ping = await f.core.webhooks.ping(tenant.principal, tenant.org.id);
+    const { outbox } = f.store.stores;
+    const now = f.clock.now();
+    await outbox.claimDue(now, new Date(now.getTime() + 60_000), 10, 'lease');
+    await outbox.complete(ping.id, 'lease', { status: 'delivered', at: now });
+    const again = await f.core.webhooks.redeliver(tenant.principal, tenant.org.id, ping.id);
+    expect(again.id).to.not.equal(ping.id);
+    expect(again).to.include({ organisationId: tenant.org.id, type: 'ping', status: 'pending', attempts: 0, payload: ping.payload });
+    expect((await outbox.findById(ping.id))?.status).to.equal('delivered');
+    await rejectsWith(f.core.webhooks.redeliver(other.principal, other.org.id, ping.id), NotFoundError);
+    await rejectsWith(f.core.webhooks.redeliver(tenant.principal, other.org.id, ping.id), ForbiddenError);
   });
 
   it('C-59: issuing and revoking a key of an organisation with an endpoint enqueue api_key.issued and api_key.revoked; a second revocation enqueues nothing', async () => {
@@ -186,7 +214,7 @@ describe('use case: webhooks and the outbox (C-59)', () => {
       expect(JSON.parse(n.payload)).to.deep.equal({
         type: n.type,
         timestamp: f.clock.now().toISOString(),
-        data: { organisation_id: org.id, key_id: issued.key.id, key_prefix: issued.key.keyPrefix, label: 'deploy' },
+        data: { organisation_id: org.id, key_id: issued.key.id, key_prefix: issued.key.keyPrefix, label: 'deploy', cause: { type: 'operator' } },
       });
       expect(n.payload).not.to.include(issued.rawKey).and.not.to.include(issued.key.digest);
     }

@@ -404,6 +404,52 @@ const auditChain: SqlMigration = {
   },
 };
 
+/**
+ * Kept answers of requests made with an Idempotency-Key, per (organisation, key): the running claim
+ * (token, lock) until the answer is kept, then status, headers (JSON) and body until expires_at.
+ */
+const idempotencyKeys: SqlMigration = {
+  name: '0010_idempotency_keys',
+  statements(dialect) {
+    const ID = idType(dialect);
+    return [
+      `CREATE TABLE idempotency_keys (
+        organisation_id ${ID} NOT NULL,
+        idem_key text NOT NULL,
+        fingerprint text NOT NULL,
+        token text NOT NULL,
+        created_at bigint NOT NULL,
+        expires_at bigint NOT NULL,
+        locked_until bigint NOT NULL,
+        response_status integer NULL,
+        response_headers text NULL,
+        response_body text NULL,
+        PRIMARY KEY (organisation_id, idem_key)
+      )`,
+      'CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at)',
+    ];
+  },
+};
+
+/**
+ * Webhook endpoints their organisations manage: the events sent (event types joined by spaces,
+ * `*` for all; NULL, as on every row before it: all), whether it is enabled, and the secret a
+ * rotation replaced with the end of its overlap (deliveries until then carry both signatures).
+ * ADD COLUMN only.
+ */
+const webhookOverlap: SqlMigration = {
+  name: '0011_webhook_overlap',
+  statements(dialect) {
+    const TRUE = dialect === 'postgres' ? 'true' : '1';
+    return [
+      'ALTER TABLE webhook_endpoints ADD COLUMN events text NULL',
+      `ALTER TABLE webhook_endpoints ADD COLUMN enabled boolean NOT NULL DEFAULT ${TRUE}`,
+      'ALTER TABLE webhook_endpoints ADD COLUMN previous_secret text NULL',
+      'ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at bigint NULL',
+    ];
+  },
+};
+
 /** Every migration, oldest first. Append only; never edit or reorder a released entry. */
 export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   initial,
@@ -415,6 +461,8 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   webhookAtRest,
   leastPrivilege,
   auditChain,
+  idempotencyKeys,
+  webhookOverlap,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {

@@ -118,6 +118,7 @@ function describeKeyLifecycle(name: string, open: () => Promise<Harness>, postgr
           new_key_id: rolled.key.id,
           new_key_prefix: rolled.key.keyPrefix,
           grace_period_seconds: GRACE,
+          cause: { type: 'api_key', key_id: f.caller.keyId },
         });
         expect(events.some((n) => n.type === 'api_key.revoked')).to.equal(false);
         for (const n of events) expect(n.payload).to.not.include(rolled.rawKey);

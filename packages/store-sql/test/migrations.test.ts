@@ -50,7 +50,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -146,7 +146,7 @@ forEachTarget('migrations', (target) => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const old = [
       { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
@@ -178,13 +178,13 @@ forEachTarget('migrations', (target) => {
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
     const orgId = 'b1000000-0000-4000-8000-000000000000';
     const keyId = 'd1000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });

@@ -73,6 +73,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
               label: key.label,
               url,
               source: 'content',
+              cause: { type: 'secret_scanning' },
             }),
           );
         }, { changesCredentialsOf: [org.id] });

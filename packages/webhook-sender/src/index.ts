@@ -99,11 +99,14 @@ export function createDnsHostResolver(options: DnsHostResolverOptions = {}): Web
 export const dnsHostResolver: WebhookHostResolver = createDnsHostResolver();
 
 /** Signs one request's headers (exported for tests and for receivers written against this service). */
-export function signedHeaders(request: Pick<WebhookRequest, 'secret' | 'messageId' | 'timestamp' | 'body'>): Record<string, string> {
+export function signedHeaders(request: Pick<WebhookRequest, 'secret' | 'previousSecret' | 'messageId' | 'timestamp' | 'body'>): Record<string, string> {
+  const sign = (secret: string): string => new Webhook(secret).sign(request.messageId, request.timestamp, request.body);
+  // During a rotation's overlap both signatures (Standard Webhooks: space-separated), the new one first.
+  const signatures = [sign(request.secret), ...(request.previousSecret !== undefined ? [sign(request.previousSecret)] : [])];
   return {
     'webhook-id': request.messageId,
     'webhook-timestamp': String(Math.floor(request.timestamp.getTime() / 1000)),
-    'webhook-signature': new Webhook(request.secret).sign(request.messageId, request.timestamp, request.body),
+    'webhook-signature': signatures.join(' '),
   };
 }
 

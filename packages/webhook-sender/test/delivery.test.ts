@@ -150,6 +150,43 @@ describe('webhook-sender: WebhookDelivery over real HTTP (C-59)', () => {
     await receiver.close();
   });
 
+  it('issue 28: after rotate-secret with an overlap, every delivery carries both signatures (new first) until it ends, then only the new one', async () => {
+    const s = await setup(receiver.url);
+    const old = s.secret;
+    const rotated = await s.tc.core.webhooks.rotateSecret(OPERATOR, s.orgId, 60);
+    const fresh = rotated.newSecret!;
+    expect(rotated.previousSecretExpiresAt?.getTime()).to.equal(s.tc.clock.now().getTime() + 60_000);
+    await issue(s, 'during');
+    await s.delivery.deliverDue();
+    const during = receiver.hooks()[0]!;
+    const signatures = String(during.headers['webhook-signature']).split(' ');
+    expect(signatures).to.have.length(2);
+    // Each signature is the one that secret alone makes, new first; either secret verifies the delivery.
+    expect(signatures[0]).to.equal(signedHeaders({ secret: fresh, messageId: String(during.headers['webhook-id']), timestamp: new Date(Number(during.headers['webhook-timestamp']) * 1000), body: during.body })['webhook-signature']);
+    expect(signatures[1]).to.equal(signedHeaders({ secret: old, messageId: String(during.headers['webhook-id']), timestamp: new Date(Number(during.headers['webhook-timestamp']) * 1000), body: during.body })['webhook-signature']);
+    expect(() => verifyWith(fresh, during)).to.not.throw();
+    expect(() => verifyWith(old, during)).to.not.throw();
+
+    // Within the receiver's timestamp tolerance (5 min): the FakeClock signs the timestamp.
+    s.tc.clock.advance(60_000);
+    await issue(s, 'after');
+    await s.delivery.deliverDue();
+    const after = receiver.hooks()[1]!;
+    expect(String(after.headers['webhook-signature']).split(' ')).to.have.length(1);
+    expect(() => verifyWith(fresh, after)).to.not.throw();
+    expect(() => verifyWith(old, after)).to.throw();
+
+    // overlap 0: the old secret stops at once.
+    const instant = await s.tc.core.webhooks.rotateSecret(OPERATOR, s.orgId, 0);
+    expect(instant.previousSecretExpiresAt).to.equal(null);
+    await issue(s, 'instant');
+    await s.delivery.deliverDue();
+    const last = receiver.hooks()[2]!;
+    expect(String(last.headers['webhook-signature']).split(' ')).to.have.length(1);
+    expect(() => verifyWith(instant.newSecret!, last)).to.not.throw();
+    expect(() => verifyWith(fresh, last)).to.throw();
+  });
+
   it('C-59: a delivery is signed (standardwebhooks verifies it), webhook-id is the notification id, and the body is the payload', async () => {
     const s = await setup(receiver.url);
     const { notification } = await issue(s);

@@ -1,6 +1,7 @@
-/** The four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (issue 16, C-56). */
+/** GET /v1/me, the four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (issue 16, C-56). */
 import type Koa from 'koa';
-import { apiKeyView, issuedKeyView, listView, type ApiKey, type IssuedKey } from '@cos/core';
+import { apiKeyView, issuedKeyView, listView, organisationView, type ApiKey, type IssuedKey } from '@cos/core';
+import { markRawKeyAnswer } from '../middleware/idempotency.js';
 import { originalPath } from '../paths.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
@@ -15,9 +16,15 @@ export function apiKeyRoutes(kit: RouteKit): Route[] {
   // C-16: the only responses that carry a raw key must not be stored by any cache.
   const createdKey = (ctx: Koa.Context, collectionPath: string, issued: IssuedKey): void => {
     ctx.set('Cache-Control', 'no-store');
+    markRawKeyAnswer(ctx);
     kit.createdIn(ctx, collectionPath, issued.key.id, issuedKeyView(issued, core.clock.now()));
   };
   return [
+    // Who am I: any valid key, counted like every authenticated request, no organisation in the path.
+    keyRoute('GET', '/v1/me', async (ctx, _params, principal) => {
+      const me = await core.apiKeys.whoAmI(principal);
+      kit.json(ctx, 200, { api_key: apiKeyView(me.key, core.clock.now()), organisation: organisationView(me.organisation) });
+    }),
     keyRoute('GET', '/v1/organisations/:org_id/api-keys', async (ctx, [orgId], principal) => {
       const page = await core.apiKeys.list(principal, orgId!, ctx.query);
       const now = core.clock.now();

@@ -29,6 +29,12 @@ export const INVALID_SIGNATURE_MESSAGE = 'Missing or invalid secret-scanning sig
 export interface SecretScanningOptions {
   /** The scanner's current public keys (re-read by the host on SIGHUP: called on every alert). */
   keys(): ScannerKeySet;
+  /**
+   * Called with an identifier the current keys do not hold, before the alert is refused: the host
+   * may fetch the programme's key list again (rate-limited); the alert is then verified with
+   * `keys()` once more.
+   */
+  refreshFor?(identifier: string): Promise<void>;
   /** Largest alert body in bytes. Default 1 MiB. */
   bodyLimitBytes?: number;
 }
@@ -52,7 +58,13 @@ export function secretScanningRoutes(kit: RouteKit, options: SecretScanningOptio
       const signature = header(ctx, SIGNATURE_HEADER);
       if (identifier === undefined || signature === undefined) return refuse(ctx, state);
       const raw = await readJsonBytes(ctx.req, limit);
-      if (!options.keys().verify(identifier, signature, raw)) return refuse(ctx, state);
+      let keys = options.keys();
+      if (options.refreshFor !== undefined && keys.has?.(identifier.trim()) === false) {
+        // A key the programme published since the last fetch: fetch again, then verify.
+        await options.refreshFor(identifier.trim());
+        keys = options.keys();
+      }
+      if (!keys.verify(identifier, signature, raw)) return refuse(ctx, state);
       state.decision = await core.rateLimiter.enforce({ kind: 'secret_scanning' });
       const report = await core.secretScanning.report(parseJson(raw));
       logger.info({ request_id: state.requestId, ...report.outcomes }, 'secret-scanning alert handled');

@@ -41,6 +41,7 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
     audit: guard('audit', s.audit, current),
     webhooks: guard('webhooks', s.webhooks, current),
     outbox: guard('outbox', s.outbox, current),
+    idempotency: guard('idempotency', s.idempotency, current),
   });
   return {
     stores: wrapStores(inner.stores),

@@ -26,9 +26,9 @@ export function parseDuration(text: string, option = '--expires-in'): number {
 }
 
 /** `--grace`: `0`, or a whole number followed by d, h, m or s -> seconds (the core checks 0..604800). */
-export function parseGrace(text: string): number {
+export function parseGrace(text: string, option = '--grace'): number {
   if (!GRACE.test(text.trim())) {
-    throw new CliError(`invalid --grace "${text}": use 0 or a whole number followed by d, h, m or s (e.g. 24h, 90m)`, { usage: true });
+    throw new CliError(`invalid ${option} "${text}": use 0 or a whole number followed by d, h, m or s (e.g. 24h, 90m)`, { usage: true });
   }
   return ms(text.trim() as ms.StringValue) / 1000;
 }

@@ -17,6 +17,8 @@ const SHUTDOWN_CLOSE_MS = 3_000;
 const OPS_CLOSE_MS = 1_000;
 /** Connections the operations listener holds at once (probes and scrapes); part of the descriptor reserve. */
 const OPS_MAX_CONNECTIONS = 32;
+/** How often `serve` deletes expired Idempotency-Key answers (they expire after 24 h). */
+const IDEMPOTENCY_SWEEP_INTERVAL_MS = 15 * 60_000;
 
 interface ServeOptions {
   port?: string;
@@ -64,6 +66,9 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
       else logger.info({ organisation_id: result.organisation.id }, 'a system organisation exists: bootstrap skipped');
     }
+    // The programme's published key list, fetched before the API listens (a failure is logged once
+    // and the alerts are refused until a fetch succeeds: at the refresh, or on an alert's unknown key).
+    await container.get<import('../scanner-keys.js').ScannerKeyUrl | null>(CLI_TOKENS.ScannerKeyUrl)?.start();
     const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
     delivery = await container.getAsync<import('@cos/core').WebhookDelivery>(CLI_TOKENS.WebhookDelivery);
     const cannotListen = (host: string, p: number, variable: string) => (e: unknown) => {
@@ -103,6 +108,20 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const purger = retention!;
   sender.start();
   usage.start();
+  // Expired Idempotency-Key answers are deleted at start and then every IDEMPOTENCY_SWEEP_INTERVAL_MS
+  // (by every instance: a sweep is one indexed DELETE, harmless when another just ran it).
+  const idempotency = coreOf(container).idempotency;
+  const sweepIdempotency = (): void => {
+    idempotency.sweep().then(
+      (swept) => {
+        if (swept > 0) logger.info({ swept }, 'expired idempotency keys deleted');
+      },
+      (e: unknown) => logger.warn({ err: describeError(e) }, 'idempotency key sweep failed; the next one retries'),
+    );
+  };
+  sweepIdempotency();
+  const idempotencySweeper = setInterval(sweepIdempotency, IDEMPOTENCY_SWEEP_INTERVAL_MS);
+  idempotencySweeper.unref();
   purger.start();
   lifecycle.daemon = true;
   let signals = 0;
@@ -122,6 +141,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     void (async () => {
       let exitCode = 0;
       try {
+        clearInterval(idempotencySweeper);
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop(), purger.stop()]);
         await ops?.server.stop(OPS_CLOSE_MS);
         // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
@@ -160,7 +180,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       port: server.port,
       store: storeKind,
       limiter: limiterOf(container).kind,
-      secret_scanning: config.secretScanningPublicKeys === null ? 'off' : 'on',
+      secret_scanning: config.secretScanningPublicKeys === null && config.secretScanningKeysUrl === null ? 'off' : 'on',
       // The id of the key new webhook secrets are encrypted under (never the key), or "clear".
       webhook_secrets: config.webhookSecrets.currentKeyId ?? 'clear',
       ops: ops === undefined ? 'off' : ops.server.url,

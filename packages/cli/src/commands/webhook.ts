@@ -3,7 +3,8 @@
  * webhook endpoint (C-59). Changes are audited with the operator's name (`--actor`).
  */
 import type { Command } from 'commander';
-import { OPERATOR, webhookView, type ReencryptReport, type WebhookView } from '@cos/core';
+import { isoTimestamp, OPERATOR, webhookView, type ReencryptReport, type WebhookView } from '@cos/core';
+import { parseGrace } from './key.js';
 import { CliError } from '../errors.js';
 import { emit, fields } from '../output.js';
 import { runCommand } from '../runtime.js';
@@ -76,13 +77,19 @@ export function registerWebhook(org: Command): void {
   withJson(
     webhook
       .command('rotate-secret')
-      .description('replace the signing secret (printed once); later deliveries are signed with the new one')
+      .description(
+        'replace the signing secret (printed once); during the overlap (default 24h) deliveries carry both signatures, the new one first, then only the new one',
+      )
       .argument('<org_id>', 'organisation id (UUID)')
-      .action(async (orgId: string, _opts: unknown, cmd: Command) => {
+      .option('--overlap <duration>', 'how long the old secret keeps signing: 0 (stop at once) or e.g. 24h, 90m, 3600s; at most 24h', '24h')
+      .action(async (orgId: string, opts: { overlap: string }, cmd: Command) => {
+        const overlapSeconds = parseGrace(opts.overlap, '--overlap');
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
-          const { endpoint, newSecret } = await core.webhooks.rotateSecret(operator, orgId);
-          const view = webhookView(endpoint, newSecret);
-          emit(json, view, () => [`Signing secret rotated:`, webhookText(view), secretText(newSecret!)].join('\n'));
+          const { endpoint, newSecret, previousSecretExpiresAt } = await core.webhooks.rotateSecret(operator, orgId, overlapSeconds);
+          const until = previousSecretExpiresAt === null ? null : isoTimestamp(previousSecretExpiresAt);
+          const view = { ...webhookView(endpoint, newSecret), previous_secret_expires_at: until };
+          const overlapLine = until === null ? 'The old secret no longer signs.' : `The old secret signs too (second signature) until ${until}.`;
+          emit(json, view, () => [`Signing secret rotated:`, webhookText(view), secretText(newSecret!), overlapLine].join('\n'));
         });
       }),
   );

@@ -17,7 +17,9 @@ export type DomainErrorCode =
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'RATE_LIMIT_EXCEEDED'
-  | 'SERVICE_UNAVAILABLE';
+  | 'SERVICE_UNAVAILABLE'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'IDEMPOTENCY_KEY_IN_USE';
 
 /** Every DomainErrorCode (the Record makes the compiler insist on all of them). */
 const CODE_TABLE: Readonly<Record<DomainErrorCode, true>> = {
@@ -28,6 +30,8 @@ const CODE_TABLE: Readonly<Record<DomainErrorCode, true>> = {
   CONFLICT: true,
   RATE_LIMIT_EXCEEDED: true,
   SERVICE_UNAVAILABLE: true,
+  IDEMPOTENCY_KEY_REUSED: true,
+  IDEMPOTENCY_KEY_IN_USE: true,
 };
 /** Every DomainErrorCode, for checking a code that arrives from another copy of @cos/core. */
 export const DOMAIN_ERROR_CODES: readonly DomainErrorCode[] = Object.freeze(Object.keys(CODE_TABLE) as DomainErrorCode[]);
@@ -129,6 +133,26 @@ export class UnavailableError extends DomainError {
 }
 
 /** Each code and the error that carries it. */
+export const IDEMPOTENCY_KEY_REUSED_MESSAGE =
+  'This Idempotency-Key was already used with a different request (method, path or body); use a new key for a new request';
+export const IDEMPOTENCY_KEY_IN_USE_MESSAGE = 'A request with this Idempotency-Key is still being processed; retry once it has finished';
+
+/** The same idempotency key with a different request (422). */
+export class IdempotencyKeyReusedError extends DomainError {
+  readonly code = 'IDEMPOTENCY_KEY_REUSED' as const;
+  constructor(message = IDEMPOTENCY_KEY_REUSED_MESSAGE) {
+    super(message);
+  }
+}
+
+/** A repeat while the first request with the key is still running (409). */
+export class IdempotencyKeyInUseError extends DomainError {
+  readonly code = 'IDEMPOTENCY_KEY_IN_USE' as const;
+  constructor(message = IDEMPOTENCY_KEY_IN_USE_MESSAGE) {
+    super(message);
+  }
+}
+
 export interface DomainErrorByCode {
   VALIDATION_ERROR: ValidationError;
   UNAUTHORIZED: UnauthorizedError;
@@ -137,6 +161,8 @@ export interface DomainErrorByCode {
   CONFLICT: ConflictError;
   RATE_LIMIT_EXCEEDED: RateLimitedError;
   SERVICE_UNAVAILABLE: UnavailableError;
+  IDEMPOTENCY_KEY_REUSED: IdempotencyKeyReusedError;
+  IDEMPOTENCY_KEY_IN_USE: IdempotencyKeyInUseError;
 }
 
 function isRateDecision(d: unknown): d is RateDecision {

@@ -2,8 +2,7 @@
  * The provider side of a public code-hosting secret-scanning partner programme: the scanner signs
  * each alert with ECDSA (P-256, SHA-256) over the exact raw body, puts the base64 DER signature in
  * `Github-Public-Key-Signature` and the signing key's id in `Github-Public-Key-Identifier`. The
- * public keys come from a file in the shape the programme publishes them in (the service never
- * fetches them over the network):
+ * public keys come in the shape the programme publishes them in (a file, or the programme's URL):
  *
  *   {"public_keys":[{"key_identifier":"…","key":"-----BEGIN PUBLIC KEY-----…","is_current":true}]}
  */
@@ -18,6 +17,21 @@ export interface ScannerKeySet {
   readonly size: number;
   /** True when `signature` (base64 DER) verifies over exactly `body` with the key `identifier`. */
   verify(identifier: string | undefined, signature: string | undefined, body: Uint8Array): boolean;
+  /** True when the set holds a key named `identifier` (absent on sets made elsewhere: unknown). */
+  has?(identifier: string): boolean;
+}
+
+/** No keys at all: every alert is refused. */
+export const EMPTY_SCANNER_KEYS: ScannerKeySet = Object.freeze({ size: 0, verify: () => false, has: () => false });
+
+/** The keys of every set: an identifier is looked up in each, in order. */
+export function combineScannerKeys(sets: readonly ScannerKeySet[]): ScannerKeySet {
+  if (sets.length === 1) return sets[0]!;
+  return {
+    size: sets.reduce((n, s) => n + s.size, 0),
+    verify: (identifier, signature, body) => sets.some((s) => s.verify(identifier, signature, body)),
+    has: (identifier) => sets.some((s) => s.has?.(identifier) === true),
+  };
 }
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -55,6 +69,7 @@ export function parseScannerKeys(text: string): ScannerKeySet {
   });
   return {
     size: keys.size,
+    has: (identifier) => keys.has(identifier.trim()),
     verify(identifier, signature, body) {
       if (identifier === undefined || signature === undefined) return false;
       const key = keys.get(identifier.trim());

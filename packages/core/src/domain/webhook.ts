@@ -5,8 +5,12 @@
  */
 import type { Random } from '../ports/random.js';
 
-export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled';
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled'];
+export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled' | 'ping';
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled', 'ping'];
+/** The events an endpoint may subscribe to (`ping` is sent on request whatever the subscription). */
+export const SUBSCRIBABLE_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled'];
+/** Every event. */
+export const ALL_EVENTS = '*';
 
 /** An organisation's webhook endpoint. The secret signs every delivery (`whsec_` + base64). */
 export interface WebhookEndpoint {
@@ -19,6 +23,38 @@ export interface WebhookEndpoint {
   readonly secret: string;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** The events sent to it: event types, or `["*"]` for every one (absent: every one). */
+  readonly events?: readonly string[];
+  /** False: nothing is written to the outbox for it (absent: true). */
+  readonly enabled?: boolean;
+  /**
+   * The secret a rotation replaced, stored like `secret`, while its overlap lasts: deliveries until
+   * `previousSecretExpiresAt` carry a signature with it too (absent or null: none).
+   */
+  readonly previousSecret?: string | null;
+  readonly previousSecretExpiresAt?: Date | null;
+}
+
+/** The endpoint with every optional field at its value (defaults filled in). */
+export function fullEndpoint(w: WebhookEndpoint): Required<WebhookEndpoint> {
+  return {
+    organisationId: w.organisationId,
+    url: w.url,
+    secret: w.secret,
+    createdAt: w.createdAt,
+    updatedAt: w.updatedAt,
+    events: w.events ?? [ALL_EVENTS],
+    enabled: w.enabled ?? true,
+    previousSecret: w.previousSecret ?? null,
+    previousSecretExpiresAt: w.previousSecretExpiresAt ?? null,
+  };
+}
+
+/** True when the endpoint wants events of `type` now (enabled, subscribed). */
+export function endpointWants(w: WebhookEndpoint, type: WebhookEventType): boolean {
+  const full = fullEndpoint(w);
+  if (!full.enabled) return false;
+  return type === 'ping' || full.events.includes(ALL_EVENTS) || full.events.includes(type);
 }
 
 export type NotificationStatus = 'pending' | 'delivered' | 'failed';
@@ -44,6 +80,18 @@ export interface Notification {
   readonly lastError: string | null;
 }
 
+/**
+ * What caused an event: a key over HTTP (`key_id` names the calling key), the operator (CLI), the
+ * secret-scanning programme (a key found in public), or a roll (the old key revoked because a roll
+ * with grace 0 replaced it by `new_key_id`).
+ */
+export type EventCause =
+  | { readonly type: 'api_key'; readonly key_id: string }
+  | { readonly type: 'operator' }
+  | { readonly type: 'secret_scanning' }
+  | { readonly type: 'roll'; readonly new_key_id: string };
+export const EVENT_CAUSE_TYPES: readonly EventCause['type'][] = ['api_key', 'operator', 'secret_scanning', 'roll'];
+
 /** What a webhook event says about a key (spec: never the raw key or its digest). */
 export interface KeyEventData {
   readonly organisation_id: string;
@@ -58,6 +106,8 @@ export interface KeyEventData {
   readonly grace_period_seconds?: number;
   /** `api_key.exposed` only (C-61): the exposed key's active descendants (ids only). */
   readonly descendant_key_ids?: readonly string[];
+  /** What caused the event (every event carries one). */
+  readonly cause: EventCause;
 }
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
@@ -73,12 +123,18 @@ export function webhookOrigin(url: string): string {
   return new URL(url).origin;
 }
 
+/** What a `ping` event says: the organisation, and who asked for it. */
+export interface PingEventData {
+  readonly organisation_id: string;
+  readonly cause: EventCause;
+}
+
 /** A new pending outbox record for `type`, due at once. */
 export function newNotification(
   random: Random,
   type: WebhookEventType,
   at: Date,
-  data: KeyEventData,
+  data: KeyEventData | PingEventData,
 ): Notification {
   const payload = JSON.stringify({ type, timestamp: at.toISOString(), data });
   return {

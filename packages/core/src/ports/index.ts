@@ -14,3 +14,4 @@ export type { OuterStores, Stores, UnitOfWork, WorkDeclaration } from './unit-of
 export type { WebhookStore } from './webhook-store.js';
 export type { WebhookHostResolver, WebhookRequest, WebhookResult, WebhookSender } from './webhook-sender.js';
 export type { CredentialFreshness, FreshnessCheck, FreshnessCount, FreshnessReply } from './credential-freshness.js';
+export type { IdempotencyClaim, IdempotencyClaimRequest, IdempotencyRecord, IdempotencyStore, IdempotentResponse } from './idempotency-store.js';

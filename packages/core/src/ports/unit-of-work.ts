@@ -1,5 +1,6 @@
 import type { ApiKeyStore } from './api-key-store.js';
 import type { AuditLog } from './audit-log.js';
+import type { IdempotencyStore } from './idempotency-store.js';
 import type { MemberStore } from './member-store.js';
 import type { OrganisationStore } from './organisation-store.js';
 import type { Outbox } from './outbox.js';
@@ -13,6 +14,8 @@ export interface Stores {
   readonly audit: AuditLog;
   readonly webhooks: WebhookStore;
   readonly outbox: Outbox;
+  /** Kept answers of requests made with an Idempotency-Key (outside any unit of work). */
+  readonly idempotency: IdempotencyStore;
 }
 
 /**

@@ -3,6 +3,11 @@ export interface WebhookRequest {
   readonly url: string;
   /** The endpoint's signing secret (`whsec_` + base64). */
   readonly secret: string;
+  /**
+   * The secret a rotation replaced, while its overlap lasts: the request then carries both
+   * signatures in `webhook-signature`, space-separated, the one with `secret` first.
+   */
+  readonly previousSecret?: string;
   /** `webhook-id`: the notification id, the same on every attempt. */
   readonly messageId: string;
   /** `webhook-timestamp`: when this attempt is made. */

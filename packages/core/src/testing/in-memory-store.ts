@@ -9,13 +9,14 @@ import type { KeyPolicy } from '../domain/key-policy.js';
 import { sortedScopes } from '../domain/scopes.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
 import { linkAuditEntry, type AuditHead, type ChainedAuditEntry } from '../domain/audit-chain.js';
-import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
+import { fullEndpoint, type Notification, type WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { ApiKeyStore, Credential, KeyUse } from '../ports/api-key-store.js';
 import type { AuditChainQuery, AuditFilter, AuditLog } from '../ports/audit-log.js';
 import type { HealthProbe } from '../ports/health-probe.js';
+import type { IdempotencyClaim, IdempotencyClaimRequest, IdempotencyRecord, IdempotencyStore, IdempotentResponse } from '../ports/idempotency-store.js';
 import type { MemberStore } from '../ports/member-store.js';
 import type { OrganisationChanges, OrganisationStore } from '../ports/organisation-store.js';
 import type { AttemptOutcome, Outbox, OutboxFilter } from '../ports/outbox.js';
@@ -38,6 +39,13 @@ interface Tables {
   readonly exposures: Set<string>;
   /** Organisation id -> its key policy (none: the default applies). */
   readonly keyPolicies: Map<string, KeyPolicy>;
+  /** Idempotency records by `${organisationId} ${key}`, with the token of their claim. */
+  readonly idempotency: Map<string, IdempotencyRow>;
+}
+
+interface IdempotencyRow {
+  readonly record: IdempotencyRecord;
+  readonly token: string;
 }
 
 /** An outbox record with its claim (lease id and end), which the port never hands out. */
@@ -61,6 +69,7 @@ function emptyTables(): Tables {
     outbox: new Map(),
     exposures: new Set(),
     keyPolicies: new Map(),
+    idempotency: new Map(),
   };
 }
 
@@ -76,6 +85,7 @@ function cloneTables(t: Tables): Tables {
     outbox: new Map(t.outbox),
     exposures: new Set(t.exposures),
     keyPolicies: new Map(t.keyPolicies),
+    idempotency: new Map(t.idempotency),
   };
 }
 
@@ -126,12 +136,17 @@ function copyActor(a: AuditActor): AuditActor {
 }
 
 function copyWebhook(w: WebhookEndpoint): WebhookEndpoint {
+  const full = fullEndpoint(w);
   return {
     organisationId: w.organisationId,
     url: w.url,
     secret: w.secret,
     createdAt: copyDate(w.createdAt),
     updatedAt: copyDate(w.updatedAt),
+    events: [...full.events],
+    enabled: full.enabled,
+    previousSecret: full.previousSecret,
+    previousSecretExpiresAt: copyDateOrNull(full.previousSecretExpiresAt),
   };
 }
 
@@ -760,6 +775,84 @@ class InMemoryAuditLog implements AuditLog {
   }
 }
 
+const idempotencyId = (organisationId: string, key: string): string => `${organisationId} ${key}`;
+
+function copyIdempotentResponse(r: IdempotentResponse): IdempotentResponse {
+  return { status: r.status, headers: { ...r.headers }, body: r.body };
+}
+
+function copyIdempotencyRecord(r: IdempotencyRecord): IdempotencyRecord {
+  return {
+    organisationId: r.organisationId,
+    key: r.key,
+    fingerprint: r.fingerprint,
+    createdAt: copyDate(r.createdAt),
+    expiresAt: copyDate(r.expiresAt),
+    lockedUntil: copyDate(r.lockedUntil),
+    response: r.response === null ? null : copyIdempotentResponse(r.response),
+  };
+}
+
+class InMemoryIdempotencyStore implements IdempotencyStore {
+  constructor(private readonly session: Session) {}
+
+  async claim(request: IdempotencyClaimRequest): Promise<IdempotencyClaim> {
+    return this.session.write((t): IdempotencyClaim => {
+      const id = idempotencyId(request.organisationId, request.key);
+      const existing = t.idempotency.get(id);
+      const now = request.now.getTime();
+      const free =
+        existing === undefined ||
+        existing.record.expiresAt.getTime() <= now ||
+        (existing.record.response === null && existing.record.lockedUntil.getTime() <= now);
+      if (!free) return { kind: 'existing', record: copyIdempotencyRecord(existing.record) };
+      const record: IdempotencyRecord = {
+        organisationId: request.organisationId,
+        key: request.key,
+        fingerprint: request.fingerprint,
+        createdAt: copyDate(request.now),
+        expiresAt: copyDate(request.expiresAt),
+        lockedUntil: copyDate(request.lockedUntil),
+        response: null,
+      };
+      t.idempotency.set(id, { record, token: request.token });
+      return { kind: 'claimed' };
+    });
+  }
+
+  async complete(organisationId: string, key: string, token: string, response: IdempotentResponse): Promise<boolean> {
+    return this.session.write((t) => {
+      const id = idempotencyId(organisationId, key);
+      const row = t.idempotency.get(id);
+      if (row === undefined || row.token !== token || row.record.response !== null) return false;
+      t.idempotency.set(id, { token, record: { ...row.record, response: copyIdempotentResponse(response) } });
+      return true;
+    });
+  }
+
+  async release(organisationId: string, key: string, token: string): Promise<boolean> {
+    return this.session.write((t) => {
+      const id = idempotencyId(organisationId, key);
+      const row = t.idempotency.get(id);
+      if (row === undefined || row.token !== token || row.record.response !== null) return false;
+      return t.idempotency.delete(id);
+    });
+  }
+
+  async sweep(now: Date): Promise<number> {
+    return this.session.write((t) => {
+      let n = 0;
+      for (const [id, row] of t.idempotency) {
+        if (row.record.expiresAt.getTime() <= now.getTime()) {
+          t.idempotency.delete(id);
+          n += 1;
+        }
+      }
+      return n;
+    });
+  }
+}
+
 function storesOver(session: Session): Stores {
   return Object.freeze({
     organisations: new InMemoryOrganisationStore(session),
@@ -768,6 +861,7 @@ function storesOver(session: Session): Stores {
     audit: new InMemoryAuditLog(session),
     webhooks: new InMemoryWebhookStore(session),
     outbox: new InMemoryOutbox(session),
+    idempotency: new InMemoryIdempotencyStore(session),
   });
 }
 

@@ -13,7 +13,8 @@ import {
 import type { AuditActor } from '../domain/audit.js';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../domain/errors.js';
 import { DEFAULT_KEY_POLICY, type KeyPolicy } from '../domain/key-policy.js';
-import type { Principal } from '../domain/principal.js';
+import type { Organisation } from '../domain/organisation.js';
+import type { KeyPrincipal, Principal } from '../domain/principal.js';
 import { ALL_BUILTIN_SCOPES, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
@@ -22,7 +23,7 @@ import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { notifyKeyEvents } from './key-events.js';
+import { causeOf, notifyKeyEvents, type KeyEvent } from './key-events.js';
 import { actorOf, authorise, authoriseRevocation } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
@@ -33,6 +34,12 @@ import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 export interface IssuedKey {
   readonly key: ApiKey;
   readonly rawKey: string;
+}
+
+/** GET /v1/me: the calling key's record and its organisation's (never the raw key or its digest). */
+export interface WhoAmI {
+  readonly key: ApiKey;
+  readonly organisation: Organisation;
 }
 
 /** A roll's result: the new key (its rolledFromKeyId names the old one) and its raw key, shown once. */
@@ -163,7 +170,7 @@ export async function issueKeyIn(
   const { key } = issued;
   await stores.apiKeys.insert(key);
   await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
-  await notifyKeyEvents(stores, deps.random, ['api_key.issued'], now, key);
+  await notifyKeyEvents(stores, deps.random, [{ type: 'api_key.issued', cause: causeOf(actor) }], now, key);
   return issued;
 }
 
@@ -240,10 +247,28 @@ export class ApiKeys {
       const roll = { toKeyId: rolled.key.id, gracePeriodSeconds: grace };
       await stores.audit.append({ ...auditEntry(this.deps.random, 'api_key_rolled', now, actor, org, old), roll });
       if (grace === 0) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actor, org, old));
-      const events = grace === 0 ? (['api_key.rolled', 'api_key.revoked'] as const) : (['api_key.rolled'] as const);
+      // The roll is the caller's doing; the old key's revocation (grace 0) is the roll's.
+      const rolledEvent: KeyEvent = { type: 'api_key.rolled', cause: causeOf(actor) };
+      const events: KeyEvent[] = grace === 0 ? [rolledEvent, { type: 'api_key.revoked', cause: { type: 'roll', new_key_id: rolled.key.id } }] : [rolledEvent];
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
     }, changesCredentialsOf(org));
+  }
+
+  /**
+   * GET /v1/me: the key that authenticated this request and its organisation. Any valid key may
+   * ask (no scope, no organisation in the path); both records are read from the store, so the
+   * answer is as fresh as a GET of each. A key revoked between its authentication and these reads
+   * still gets its own record (it was valid when the request was admitted).
+   */
+  async whoAmI(principal: KeyPrincipal): Promise<WhoAmI> {
+    const [key, organisation] = await Promise.all([
+      this.deps.stores.apiKeys.findById(principal.organisationId, principal.keyId),
+      this.deps.stores.organisations.findById(principal.organisationId),
+    ]);
+    if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+    if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    return { key, organisation };
   }
 
   /** GET .../api-keys/{key_id}: a key id not in the named organisation is 404 (C-34). */
@@ -269,7 +294,7 @@ export class ApiKeys {
       const now = this.deps.clock.now();
       if (await stores.apiKeys.revoke(org, kid, now)) {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
-        await notifyKeyEvents(stores, this.deps.random, ['api_key.revoked'], now, key);
+        await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause: causeOf(actorOf(principal)) }], now, key);
       }
     }, changesCredentialsOf(org));
   }

@@ -31,7 +31,9 @@ export type OrganisationOperation =
   | 'api_keys.get'
   | 'api_keys.revoke'
   | 'organisations.key_policy.get'
-  | 'audit_events.list';
+  | 'audit_events.list'
+  | 'webhooks.read'
+  | 'webhooks.write';
 
 /** List and create organisations (spec §5.5): a platform key or the operator. */
 export type PlatformOperation = 'organisations.list' | 'organisations.create' | 'organisations.key_policy.replace';
@@ -65,6 +67,8 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'api_keys.revoke': 'organisation',
   'organisations.key_policy.get': 'organisation',
   'audit_events.list': 'organisation',
+  'webhooks.read': 'organisation',
+  'webhooks.write': 'organisation',
   'organisations.list': 'platform',
   'organisations.create': 'platform',
   'organisations.key_policy.replace': 'platform',
@@ -98,6 +102,8 @@ export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformO
   'api_keys.issue': 'api_keys:write',
   'api_keys.revoke': 'api_keys:write',
   'audit_events.list': 'audit:read',
+  'webhooks.read': 'webhooks:read',
+  'webhooks.write': 'webhooks:write',
 });
 const SCOPE_OF: ReadonlyMap<string, string> = new Map(Object.entries(OPERATION_SCOPES));
 

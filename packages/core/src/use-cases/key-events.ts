@@ -4,14 +4,27 @@
  * webhook endpoint.
  */
 import type { ApiKey } from '../domain/api-key.js';
-import type { KeyExposure, KeyRoll } from '../domain/audit.js';
-import { newNotification, type KeyEventData, type WebhookEventType } from '../domain/webhook.js';
+import type { AuditActor, KeyExposure, KeyRoll } from '../domain/audit.js';
+import { endpointWants, newNotification, type EventCause, type KeyEventData, type WebhookEventType } from '../domain/webhook.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 
 /** What the `api_key.rolled` event adds: the replacement key and the old key's grace period. */
 export interface RollEventDetail extends KeyRoll {
   readonly toKeyPrefix: string;
+}
+
+/** One event to enqueue: its type and what caused it. */
+export interface KeyEvent {
+  readonly type: WebhookEventType;
+  readonly cause: EventCause;
+}
+
+/** The cause of an event whose change was made by `actor` (the operator's name is not sent out). */
+export function causeOf(actor: AuditActor): EventCause {
+  if (actor.type === 'api_key') return { type: 'api_key', key_id: actor.keyId };
+  if (actor.type === 'operator') return { type: 'operator' };
+  return { type: 'secret_scanning' };
 }
 
 /** What the `api_key.exposed` event adds: where the key was found and its active descendants (C-61). */
@@ -35,21 +48,25 @@ function eventDetail(type: WebhookEventType, exposure: ExposureEventDetail | und
 }
 
 /**
- * Enqueues one event per entry of `types` about `key` (one read of the organisation's endpoint for
- * all of them); `exposure` adds `url` and `source` to the `api_key.exposed` event, `roll` the new
+ * Enqueues one event per entry of `events` about `key`, each with its cause (one read of the
+ * organisation's endpoint for all of them); `exposure` adds `url` and `source` to the `api_key.exposed` event, `roll` the new
  * key and the grace period to the `api_key.rolled` event.
  */
 export async function notifyKeyEvents(
   stores: Stores,
   random: Random,
-  types: readonly WebhookEventType[],
+  events: readonly KeyEvent[],
   at: Date,
   key: Pick<ApiKey, 'id' | 'organisationId' | 'keyPrefix' | 'label'>,
   exposure?: ExposureEventDetail,
   roll?: RollEventDetail,
 ): Promise<void> {
-  if (types.length === 0 || (await stores.webhooks.get(key.organisationId)) === null) return;
-  for (const type of types) {
+  if (events.length === 0) return;
+  const endpoint = await stores.webhooks.get(key.organisationId);
+  if (endpoint === null) return;
+  for (const { type, cause } of events) {
+    // A disabled endpoint, or one not subscribed to this event, gets nothing written for it.
+    if (!endpointWants(endpoint, type)) continue;
     await stores.outbox.enqueue(
       newNotification(random, type, at, {
         organisation_id: key.organisationId,
@@ -57,6 +74,7 @@ export async function notifyKeyEvents(
         key_prefix: key.keyPrefix,
         label: key.label,
         ...eventDetail(type, exposure, roll),
+        cause,
       }),
     );
   }

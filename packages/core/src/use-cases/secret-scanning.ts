@@ -93,13 +93,14 @@ export class SecretScanning {
       });
       const revoked = keyStatus(key, now) === 'active' && (await stores.apiKeys.revoke(organisationId, key.id, now));
       if (revoked) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
-      const events = revoked ? (['api_key.exposed', 'api_key.revoked'] as const) : (['api_key.exposed'] as const);
+      const cause = { type: 'secret_scanning' } as const;
+      const events = revoked ? [{ type: 'api_key.exposed', cause } as const, { type: 'api_key.revoked', cause } as const] : [{ type: 'api_key.exposed', cause } as const];
       await notifyKeyEvents(stores, this.deps.random, events, now, key, { ...exposure, descendantKeyIds });
       if ((await keyPolicyIn(stores, organisationId)).exposureResponse === 'revoke_key_and_descendants') {
         for (const descendant of descendants) {
           if (!(await stores.apiKeys.revoke(organisationId, descendant.id, now))) continue;
           await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, descendant));
-          await notifyKeyEvents(stores, this.deps.random, ['api_key.revoked'], now, descendant);
+          await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause }], now, descendant);
         }
       }
       return revoked ? 'revoked' : 'recorded';

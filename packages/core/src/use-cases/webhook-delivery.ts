@@ -235,6 +235,17 @@ export class WebhookDelivery {
         // A secret sealed under a key this instance lacks fails the attempt with that reason (as a
         // receiver's error would): it is retried, so configuring the key in time delivers it.
         const secret = this.openSecret(n.organisationId, endpoint.secret);
+        // A rotated-out secret still signs (second) until its overlap ends.
+        const now = this.deps.clock.now();
+        const overlapping =
+          endpoint.previousSecret !== undefined &&
+          endpoint.previousSecret !== null &&
+          endpoint.previousSecretExpiresAt !== undefined &&
+          endpoint.previousSecretExpiresAt !== null &&
+          endpoint.previousSecretExpiresAt.getTime() > now.getTime();
+        // One this instance cannot open (its key retired meanwhile) is left out: the new one still signs.
+        const opened = overlapping ? this.openSecret(n.organisationId, endpoint.previousSecret!) : undefined;
+        const previous = typeof opened === 'string' ? opened : undefined;
         const result =
           typeof secret !== 'string'
             ? secret
@@ -242,6 +253,7 @@ export class WebhookDelivery {
                 {
                   url: endpoint.url,
                   secret,
+                  ...(previous !== undefined ? { previousSecret: previous } : {}),
                   messageId: n.id,
                   timestamp: this.deps.clock.now(),
                   body: n.payload,

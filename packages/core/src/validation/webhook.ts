@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { invalid, valid, type Checked } from './issues.js';
-import { NOTIFICATION_STATUSES, type NotificationStatus } from '../domain/webhook.js';
+import { ALL_EVENTS, NOTIFICATION_STATUSES, SUBSCRIBABLE_EVENT_TYPES, type NotificationStatus } from '../domain/webhook.js';
 import {
   STRICT_WEBHOOK_POLICY,
   addressRefusal,
@@ -71,3 +71,23 @@ export function checkNotificationStatus(value: unknown, field = 'status'): Check
     : invalid([{ field, issue: ISSUE_NOTIFICATION_STATUS }]);
 }
 
+
+export const ISSUE_WEBHOOK_EVENTS = `must be ["*"] or a non-empty list of distinct event types (${SUBSCRIBABLE_EVENT_TYPES.join(', ')})`;
+export const ISSUE_OVERLAP_SECONDS = 'must be an integer from 0 to 86400';
+export const MAX_OVERLAP_SECONDS = 86_400;
+
+/** `events`: `["*"]`, or distinct subscribable event types (at least one). */
+export function checkWebhookEvents(value: unknown, field = 'events'): Checked<readonly string[]> {
+  if (!Array.isArray(value) || value.length === 0 || !value.every((v) => typeof v === 'string')) return invalid([{ field, issue: ISSUE_WEBHOOK_EVENTS }]);
+  const events = value as string[];
+  if (events.length === 1 && events[0] === ALL_EVENTS) return valid([ALL_EVENTS]);
+  const known = new Set<string>(SUBSCRIBABLE_EVENT_TYPES);
+  if (new Set(events).size !== events.length || !events.every((e) => known.has(e))) return invalid([{ field, issue: ISSUE_WEBHOOK_EVENTS }]);
+  return valid([...events].sort());
+}
+
+/** `overlap_seconds`: 0..86400 (a whole number of seconds). */
+export function checkOverlapSeconds(value: unknown, field = 'overlap_seconds'): Checked<number> {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_OVERLAP_SECONDS) return valid(value);
+  return invalid([{ field, issue: ISSUE_OVERLAP_SECONDS }]);
+}

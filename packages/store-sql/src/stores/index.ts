@@ -2,6 +2,7 @@ import type { Stores } from '@cos/core';
 import type { StoreContext } from '../context.js';
 import { SqlApiKeyStore } from './api-key-store.js';
 import { SqlAuditLog } from './audit-log.js';
+import { SqlIdempotencyStore } from './idempotency-store.js';
 import { SqlMemberStore } from './member-store.js';
 import { SqlOrganisationStore } from './organisation-store.js';
 import { SqlOutbox } from './outbox.js';
@@ -16,7 +17,8 @@ export function createStores(ctx: StoreContext): Stores {
     audit: new SqlAuditLog(ctx),
     webhooks: new SqlWebhookStore(ctx),
     outbox: new SqlOutbox(ctx),
+    idempotency: new SqlIdempotencyStore(ctx),
   });
 }
 
-export { SqlApiKeyStore, SqlAuditLog, SqlMemberStore, SqlOrganisationStore, SqlOutbox, SqlWebhookStore };
+export { SqlApiKeyStore, SqlAuditLog, SqlIdempotencyStore, SqlMemberStore, SqlOrganisationStore, SqlOutbox, SqlWebhookStore };

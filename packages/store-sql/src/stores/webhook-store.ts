@@ -1,7 +1,7 @@
-import type { WebhookEndpoint, WebhookStore } from '@cos/core';
-import { execute, query, toDate, type StoreContext } from '../context.js';
+import { ALL_EVENTS, fullEndpoint, type WebhookEndpoint, type WebhookStore } from '@cos/core';
+import { execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
-const COLUMNS = 'organisation_id, url, secret, created_at, updated_at';
+const COLUMNS = 'organisation_id, url, secret, created_at, updated_at, events, enabled, previous_secret, previous_secret_expires_at';
 
 function endpointFromRow(row: Record<string, unknown>): WebhookEndpoint {
   return {
@@ -10,14 +10,21 @@ function endpointFromRow(row: Record<string, unknown>): WebhookEndpoint {
     secret: String(row.secret),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
+    // NULL (every row written before the column existed): every event.
+    events: row.events === null || row.events === undefined ? [ALL_EVENTS] : String(row.events).split(' '),
+    enabled: toBool(row.enabled),
+    previousSecret: stringOrNull(row.previous_secret),
+    previousSecretExpiresAt: toDateOrNull(row.previous_secret_expires_at),
   };
 }
 
 const GET = `SELECT ${COLUMNS} FROM webhook_endpoints WHERE organisation_id = ?`;
 /** One statement on both dialects (SQLite >= 3.24 upsert): the whole record is replaced. */
-const PUT = `INSERT INTO webhook_endpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?)
+const PUT = `INSERT INTO webhook_endpoints (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (organisation_id) DO UPDATE SET
-    url = excluded.url, secret = excluded.secret, created_at = excluded.created_at, updated_at = excluded.updated_at`;
+    url = excluded.url, secret = excluded.secret, created_at = excluded.created_at, updated_at = excluded.updated_at,
+    events = excluded.events, enabled = excluded.enabled, previous_secret = excluded.previous_secret,
+    previous_secret_expires_at = excluded.previous_secret_expires_at`;
 const REMOVE = 'DELETE FROM webhook_endpoints WHERE organisation_id = ?';
 /** organisation_id is the primary key (COLLATE "C" on Postgres): byte order on both dialects. */
 const FIRST = `SELECT ${COLUMNS} FROM webhook_endpoints ORDER BY organisation_id LIMIT ?`;
@@ -37,7 +44,18 @@ export class SqlWebhookStore implements WebhookStore {
   }
 
   async put(w: WebhookEndpoint): Promise<void> {
-    await execute(this.ctx, PUT, [w.organisationId, w.url, w.secret, w.createdAt.getTime(), w.updatedAt.getTime()]);
+    const full = fullEndpoint(w);
+    await execute(this.ctx, PUT, [
+      w.organisationId,
+      w.url,
+      w.secret,
+      w.createdAt.getTime(),
+      w.updatedAt.getTime(),
+      full.events.join(' '),
+      full.enabled,
+      full.previousSecret,
+      msOrNull(full.previousSecretExpiresAt),
+    ]);
   }
 
   async remove(organisationId: string): Promise<boolean> {

@@ -2,6 +2,7 @@ import type { StoreHarnessFactory } from '../harness.js';
 import { describeApiKeyStore } from './api-key-store.js';
 import { describeAuditLog } from './audit-log.js';
 import { describeHealthProbe } from './health-probe.js';
+import { describeIdempotencyStore } from './idempotency-store.js';
 import { describeMemberStore } from './member-store.js';
 import { describeOrganisationStore } from './organisation-store.js';
 import { describeOutbox } from './outbox.js';
@@ -17,6 +18,7 @@ export function describeStoreContract(name: string, factory: StoreHarnessFactory
     describeAuditLog(name, factory);
     describeWebhookStore(name, factory);
     describeOutbox(name, factory);
+    describeIdempotencyStore(name, factory);
     describeUnitOfWork(name, factory);
     describeHealthProbe(name, factory);
   });

@@ -1,6 +1,6 @@
 /** Contract suite of WebhookStore: each organisation's one optional endpoint (C-59). */
 import { expect } from 'chai';
-import type { WebhookEndpoint } from '../../domain/webhook.js';
+import { fullEndpoint, type WebhookEndpoint } from '../../domain/webhook.js';
 import type { StoreHarnessFactory } from '../harness.js';
 import { at, eachWithTwoOrganisations, expectSameInstant, newOrganisation, newWebhookEndpoint } from './fixtures.js';
 
@@ -13,7 +13,16 @@ export function expectWebhookEndpoint(actual: WebhookEndpoint | undefined | null
   expect(w.secret).to.equal(expected.secret);
   expectSameInstant(w.createdAt, expected.createdAt, 'createdAt');
   expectSameInstant(w.updatedAt, expected.updatedAt, 'updatedAt');
-  expect(Object.keys(w).sort()).to.deep.equal(['createdAt', 'organisationId', 'secret', 'updatedAt', 'url'], 'no other fields');
+  const want = fullEndpoint(expected);
+  expect(w.events).to.deep.equal(want.events);
+  expect(w.enabled).to.equal(want.enabled);
+  expect(w.previousSecret).to.equal(want.previousSecret);
+  if (want.previousSecretExpiresAt === null) expect(w.previousSecretExpiresAt).to.equal(null);
+  else expectSameInstant(w.previousSecretExpiresAt, want.previousSecretExpiresAt, 'previousSecretExpiresAt');
+  expect(Object.keys(w).sort()).to.deep.equal(
+    ['createdAt', 'enabled', 'events', 'organisationId', 'previousSecret', 'previousSecretExpiresAt', 'secret', 'updatedAt', 'url'],
+    'no other fields',
+  );
 }
 
 export function describeWebhookStore(name: string, factory: StoreHarnessFactory): void {
@@ -32,6 +41,23 @@ export function describeWebhookStore(name: string, factory: StoreHarnessFactory)
       const w = newWebhookEndpoint(orgA(), { createdAt: at(7), updatedAt: at(8), url: 'https://hooks.example.com/a?b=c&d=ł' });
       await webhooks().put(w);
       expectWebhookEndpoint(await webhooks().get(orgA()), w);
+    });
+
+    it('events, enabled and the previous secret with the end of its overlap round-trip (absent: every event, enabled, none)', async () => {
+      const w = newWebhookEndpoint(orgA(), {
+        events: ['api_key.exposed', 'api_key.revoked'],
+        enabled: false,
+        previousSecret: 'whsec_cHJldmlvdXMgc2VjcmV0IG9mIDMyIGJ5dGVzIQ==',
+        previousSecretExpiresAt: at(86_400_000),
+      });
+      await webhooks().put(w);
+      expectWebhookEndpoint(await webhooks().get(orgA()), w);
+      const all = newWebhookEndpoint(orgB());
+      await webhooks().put(all);
+      const stored = await webhooks().get(orgB());
+      expect(stored).to.deep.include({ events: ['*'], enabled: true, previousSecret: null, previousSecretExpiresAt: null });
+      await webhooks().put({ ...w, events: ['*'], enabled: true, previousSecret: null, previousSecretExpiresAt: null });
+      expect(await webhooks().get(orgA())).to.deep.include({ events: ['*'], enabled: true, previousSecret: null, previousSecretExpiresAt: null });
     });
 
     it('C-59: a second put replaces the endpoint (at most one per organisation)', async () => {
