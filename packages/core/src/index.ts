@@ -87,6 +87,7 @@ export {
   type IdempotentRequest,
 } from './use-cases/idempotency.js';
 export { checkIdempotencyKey, IDEMPOTENCY_KEY_FIELD, ISSUE_IDEMPOTENCY_KEY } from './validation/idempotency.js';
+export type { Checked } from './validation/issues.js';
 export {
   WebhookDelivery,
   DEFAULT_WEBHOOK_DELIVERY,

@@ -12,7 +12,13 @@
  * `checkpoint_rewritten` (the entry at the checkpoint's `seq` has another hash: the chain up to it was
  * rewritten, even if every hash was recomputed).
  */
+import { digestsEqual } from './api-key.js';
 import { GENESIS_HASH, recordHash } from './audit-chain.js';
+
+/** Hashes compared in constant time, as every digest is (C-31); a malformed hash equals nothing. */
+function sameHash(a: string, b: string): boolean {
+  return digestsEqual(a, b);
+}
 
 export type ChainBreakReason =
   | 'entry_changed'
@@ -79,7 +85,7 @@ export class ChainVerifier {
     if (checkpoint !== null && checkpoint.seq === this.#expected - 1) {
       // The records start right after the checkpoint's head (or the checkpoint signed an empty chain).
       this.#checkpointSeen = true;
-      if (checkpoint.seq > 0 && checkpoint.hash !== this.#prev) {
+      if (checkpoint.seq > 0 && !sameHash(checkpoint.hash, this.#prev)) {
         this.#break(checkpoint.seq, 'checkpoint_rewritten', `the records continue from seq ${checkpoint.seq} with another hash than the checkpoint signed`);
       }
     } else if (checkpoint !== null && checkpoint.seq < this.#expected - 1) {
@@ -108,7 +114,7 @@ export class ChainVerifier {
       this.#pending = undefined;
       // Reordered: the next entry belongs at the displaced one's seq, or stands in its own place.
       // Missing: the next one was renumbered too (hashed one seq further on).
-      const belongsThere = record.prev_hash === pending.prev || this.#hashesAt(record, pending.seq) || recordHash(record) === record.hash;
+      const belongsThere = sameHash(record.prev_hash, pending.prev) || this.#hashesAt(record, pending.seq) || sameHash(recordHash(record), record.hash);
       this.#break(
         pending.seq,
         belongsThere ? 'entries_reordered' : 'entry_missing',
@@ -127,8 +133,8 @@ export class ChainVerifier {
       this.#break(k, 'entry_missing', `the entry at seq ${k} is missing (the next entry has seq ${seq})`);
       return;
     }
-    const hashOk = recordHash(record) === record.hash;
-    if (hashOk && record.prev_hash === this.#prev) {
+    const hashOk = sameHash(recordHash(record), record.hash);
+    if (hashOk && sameHash(record.prev_hash, this.#prev)) {
       this.#accept(record);
       return;
     }
@@ -140,7 +146,7 @@ export class ChainVerifier {
     const origin = this.#originalSeq(record, k);
     if (origin === undefined) {
       this.#break(k, 'entry_changed', `the entry at seq ${k} was changed: its content does not give its hash`);
-    } else if (origin === k - 1 && this.#prevPrev !== null && record.prev_hash === this.#prevPrev) {
+    } else if (origin === k - 1 && this.#prevPrev !== null && sameHash(record.prev_hash, this.#prevPrev)) {
       this.#break(k - 1, 'entry_inserted', `an entry was inserted at seq ${k - 1}: the entry after it was hashed at seq ${k - 1}`);
     } else if (origin > k) {
       this.#pending = { seq: k, prev: this.#prev };
@@ -182,7 +188,7 @@ export class ChainVerifier {
     this.#expected = record.seq + 1;
     if (this.checkpoint !== null && record.seq === this.checkpoint.seq) {
       this.#checkpointSeen = true;
-      if (record.hash !== this.checkpoint.hash) {
+      if (!sameHash(record.hash, this.checkpoint.hash)) {
         this.#break(
           record.seq,
           'checkpoint_rewritten',
@@ -197,7 +203,7 @@ export class ChainVerifier {
   }
 
   #hashesAt(record: ChainRecord, seq: number): boolean {
-    return recordHash({ ...record, seq }) === record.hash;
+    return sameHash(recordHash({ ...record, seq }), record.hash);
   }
 
   /** The seq the record was hashed at, searched near its position; undefined when none gives its hash. */

@@ -4,6 +4,7 @@
  * the transaction's writes are replayed, atomically, onto the then-current tables, so a failing
  * `run` leaves no trace and writes made outside the run meanwhile are kept. Runs are serialised.
  */
+import { timingSafeEqual } from 'node:crypto';
 import { digestsEqual, scopesOf, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from '../domain/api-key.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
 import { sortedScopes } from '../domain/scopes.js';
@@ -592,7 +593,7 @@ class InMemoryWebhookStore implements WebhookStore {
   async replaceSecret(organisationId: string, expected: string, next: string): Promise<boolean> {
     return this.session.write((t) => {
       const w = t.webhooks.get(organisationId);
-      if (w === undefined || w.secret !== expected) return false;
+      if (w === undefined || !sameSecret(w.secret, expected)) return false;
       t.webhooks.set(organisationId, { ...w, secret: next });
       return true;
     });
@@ -911,4 +912,11 @@ export function createInMemoryStore(): StoreHarness {
       db.closed = true;
     },
   };
+}
+
+/** A stored secret compared in constant time (C-31), as the SQL stores compare it in the database. */
+function sameSecret(a: string, b: string): boolean {
+  const ba = Buffer.from(a, 'utf8');
+  const bb = Buffer.from(b, 'utf8');
+  return ba.length === bb.length && timingSafeEqual(ba, bb);
 }

@@ -39,11 +39,25 @@ export async function tableNames(knex: Knex): Promise<string[]> {
   return rows.map((r) => r.name).sort();
 }
 
+/**
+ * Bookkeeping that any request may write in the background and that is no state change of the
+ * request itself: a key's last successful use (a first use is written at once, C-22's records show
+ * it as `last_used_at`) and a caching instance's heartbeat. Left out of snapshots.
+ */
+const BOOKKEEPING: Readonly<Record<string, readonly string[]>> = { api_keys: ['last_used_at'], instance_registry: ['heartbeat_at'] };
+
 export async function snapshot(knex: Knex, tables?: readonly string[]): Promise<Snapshot> {
   const out: Snapshot = {};
   for (const table of tables ?? (await tableNames(knex))) {
     const rows = (await knex.select('*').from(table)) as Record<string, unknown>[];
-    out[table] = rows.map((r) => JSON.stringify(canonical(r))).sort();
+    const left = BOOKKEEPING[table] ?? [];
+    out[table] = rows
+      .map((r) => {
+        const kept = { ...r };
+        for (const column of left) delete kept[column];
+        return JSON.stringify(canonical(kept));
+      })
+      .sort();
   }
   return out;
 }
