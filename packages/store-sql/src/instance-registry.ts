@@ -45,8 +45,9 @@ export interface RegistryDatabase {
 /** Rows whose heartbeat is older than this are deleted when an instance registers (they are long dead). */
 export const REGISTRY_PRUNE_AFTER_MS = 24 * 60 * 60 * 1000;
 
+/** The database's clock in epoch ms; one value throughout a statement (its start), as SQLite's 'now' is. */
 const NOW_MS: Readonly<Record<SqlDialect, string>> = {
-  postgres: '(extract(epoch from clock_timestamp()) * 1000)::bigint',
+  postgres: '(extract(epoch from statement_timestamp()) * 1000)::bigint',
   sqlite: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 };
 
