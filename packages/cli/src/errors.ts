@@ -112,7 +112,7 @@ export function describeError(e: unknown, labels: Readonly<Record<string, string
       case 'VALIDATION_ERROR':
         return `invalid input: ${details || oneLine(e.message)}`;
       case 'SERVICE_UNAVAILABLE': {
-        // The credential fence (issue 14): Redis, not the database.
+        // The credential fence: Redis, not the database.
         if (e.message === FENCE_UNAVAILABLE_MESSAGE) {
           // The command's own fence refused (instance-registration.ts): its message names what to set.
           const cause = (e as { cause?: unknown }).cause;

@@ -44,7 +44,7 @@ export interface Core {
   /** The same object as `admission`, under the name embedders use for `authenticate(header)`. */
   readonly authenticator: Admission;
   /**
-   * The uses of keys the authenticator records, written in batches (last_used_at, issue 16). A
+   * The uses of keys the authenticator records, written in batches (last_used_at). A
    * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
    * shutdown, before closing the store (it writes what is left).
    */
@@ -86,7 +86,7 @@ export interface CreateCoreOptions {
   /** Resolves a webhook endpoint's host name when it is set, to refuse names pointing inside (default: none). */
   readonly webhookHosts?: WebhookHostResolver;
   /**
-   * The shared counter store's freshness tokens (Redis; issue 14). Given: every credential write is
+   * The shared counter store's freshness tokens (Redis). Given: every credential write is
    * fenced (credential-fence.ts) and, unless `credentialCache` is false, the HTTP hot path keeps
    * credentials in memory and confirms them in the call that counts the request
    * (credential-cache.ts). With `credentialCache: false` the fence is best effort (a write never

@@ -95,7 +95,7 @@ type LogLine = (message: unknown) => void;
  * Logger port, never to stdout: the CLI's --json output must stay clean. Without a logger they are
  * dropped. Only a message's first line is kept (knex appends stacks), and each kind (the text before
  * its first ':') at most once per 10 s: during a database outage a driver may warn for every request,
- * which the store's own throttled "SQL store unavailable" already reports (issue 18).
+ * which the store's own throttled "SQL store unavailable" already reports.
  */
 function driverLog(logger: Logger | undefined, component: string): { debug: LogLine; warn: LogLine; error: LogLine } {
   const lastLogged = new Map<string, number>();

@@ -1,6 +1,6 @@
 /**
  * POST /v1/secret-scanning/alerts: the provider side of the secret-scanning partner programme
- * (issue 13; spec §2 "Key format"). Present only when the scanner's public keys are configured.
+ * (spec §2 "Key format"). Present only when the scanner's public keys are configured.
  *
  * Authenticated by the alert's signature (ECDSA P-256 / SHA-256 over the exact bytes received), not
  * by an API key. In order:
