@@ -161,11 +161,23 @@ export class RateLimitedError extends DomainError {
   }
 }
 
-/** A dependency (the store) is unreachable or too slow; transient. */
+/**
+ * What was unavailable: `store`, the database (or whatever backs the store ports);
+ * `credential_fence`, the shared counter store that must register a credential change before it is
+ * made (credential-fence.ts): nothing was changed. Callers that explain a 503 (the CLI) branch on it.
+ */
+export type UnavailableReason = 'store' | 'credential_fence';
+
+/** A dependency is unreachable or too slow; transient. */
 export class UnavailableError extends DomainError {
   readonly code = 'SERVICE_UNAVAILABLE' as const;
-  constructor(message = 'Service temporarily unavailable; retry with exponential backoff', options?: { cause?: unknown }) {
+  readonly reason: UnavailableReason;
+  constructor(
+    message = 'Service temporarily unavailable; retry with exponential backoff',
+    options?: { cause?: unknown; reason?: UnavailableReason },
+  ) {
     super(message);
+    this.reason = options?.reason ?? 'store';
     if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
   }
 }

@@ -90,7 +90,7 @@ class Change {
       return;
     }
     warn(this.options, reason, 'credential changes refused: the shared counter store is unreachable');
-    throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE, { cause: outcome.kind === 'error' ? outcome.error : undefined });
+    throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE, { cause: outcome.kind === 'error' ? outcome.error : undefined, reason: 'credential_fence' });
   }
 
   /** After the commit (or the rollback); a failure is logged, never thrown (the markers expire by themselves). */
