@@ -8,7 +8,7 @@
  * Domain errors pass through untouched. A ConflictError never carries the driver error as its cause:
  * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
  */
-import { isDomainError, organisationNotFound, uniqueConflict, UnavailableError, type UniqueRule } from '@cos/core';
+import { isDomainError, LogThrottle, organisationNotFound, uniqueConflict, UnavailableError, type UniqueRule } from '@cos/core';
 import type { Logger, Metrics } from '@cos/core';
 
 const NETWORK_CODES = new Set([
@@ -109,7 +109,7 @@ const WARN_INTERVAL_MS = 10_000;
  * counts every such error (Metrics.storeError).
  */
 export class ErrorTranslator {
-  private lastWarnAt = Number.NEGATIVE_INFINITY;
+  private readonly warnings = new LogThrottle(WARN_INTERVAL_MS, Date.now);
 
   constructor(
     private readonly logger: Logger | undefined,
@@ -132,9 +132,7 @@ export class ErrorTranslator {
 
   private warn(err: DriverError): void {
     if (this.logger === undefined) return;
-    const now = Date.now();
-    if (now - this.lastWarnAt < WARN_INTERVAL_MS) return;
-    this.lastWarnAt = now;
+    if (this.warnings.pass() === null) return;
     // Only the code and the error class: messages may quote SQL, never bindings, but stay terse anyway.
     this.logger.warn(
       { code: typeof err.code === 'string' ? err.code : undefined, error: typeof err.name === 'string' ? err.name : 'Error' },
