@@ -20,10 +20,10 @@ export class LogThrottle {
   /**
    * Lets a line for `key` through when none was let through within the interval: returns how many
    * were held back since the last one that passed (0 or more), and the window starts again. Within
-   * the interval: null, and one more held back.
+   * the interval: null, and one more held back. `now` is for a caller that has already read the
+   * clock for the same event (ms); by default the throttle reads its own.
    */
-  pass(key = ''): number | null {
-    const now = this.#nowMs();
+  pass(key = '', now: number = this.#nowMs()): number | null {
     if (now - (this.#lastPassed.get(key) ?? Number.NEGATIVE_INFINITY) < this.#intervalMs) {
       this.#heldBack.set(key, (this.#heldBack.get(key) ?? 0) + 1);
       return null;

@@ -31,4 +31,13 @@ describe('LogThrottle', () => {
     expect(throttle.pass('b')).to.equal(0);
     expect(throttle.pass('a')).to.equal(1);
   });
+
+  it('takes the time of the event when the caller has read it already', () => {
+    const throttle = new LogThrottle(1_000, () => {
+      throw new Error('the throttle read its own clock');
+    });
+    expect(throttle.pass('', 5_000)).to.equal(0);
+    expect(throttle.pass('', 5_999)).to.equal(null);
+    expect(throttle.pass('', 6_000)).to.equal(1);
+  });
 });
