@@ -27,7 +27,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
-import type { Logger } from '@cos/core';
+import { LogThrottle, type Logger } from '@cos/core';
 import type { HttpApp } from './compose.js';
 
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -159,7 +159,7 @@ export async function listen(
   if (connect !== undefined) server.on('connect', connect);
   let shed = 0;
   let refused = 0;
-  let lastCapWarnMs = Number.NEGATIVE_INFINITY;
+  const capWarnings = new LogThrottle(CAP_WARN_INTERVAL_MS, Date.now);
   /** At the cap: closes the least recently active idle connection; false when every one has a request in flight. */
   const shedIdle = (): boolean => {
     for (const [socket, state] of connections) {
@@ -179,12 +179,11 @@ export async function listen(
       connections.set(socket, { active: 0, idleSince: Date.now() });
       socket.once('close', () => connections.delete(socket));
     }
-    if (shed + refused > 0 && Date.now() - lastCapWarnMs >= CAP_WARN_INTERVAL_MS) {
+    if (shed + refused > 0 && capWarnings.pass() !== null) {
       logger.warn(
         { port: (server.address() as AddressInfo | null)?.port ?? null, max_connections: maxConnections, idle_closed: shed, refused },
         'connection cap reached: idle connections closed to admit new ones (MAX_CONNECTIONS)',
       );
-      lastCapWarnMs = Date.now();
       shed = 0;
       refused = 0;
     }
