@@ -148,8 +148,7 @@ export class Organisations {
     }, changesCredentialsOf(id));
   }
 
-  private async find(id: string): Promise<Organisation> {
-    const organisation = await requireOrganisation(this.deps.stores.organisations, id);
-    return organisation;
+  private find(id: string): Promise<Organisation> {
+    return requireOrganisation(this.deps.stores.organisations, id);
   }
 }
