@@ -1,5 +1,5 @@
 /**
- * The dependency rule of ../shared/design/architecture.md, checked on every `pnpm check` (and so in CI):
+ * The dependency rule of docs/architecture.md ("The dependency rule"), checked on every `pnpm check` (and so in CI):
  *   core imports only zod and node: built-ins (core/src/testing may also use chai and mocha);
  *   adapters (store-sql, limiter-redis, adapter-koa, webhook-sender) import core, never each other or the cli;
  *   only the cli composes everything;
@@ -76,8 +76,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    // node_modules is not followed but stays in the graph: excluding it too (as before issue 17) hid
-    // every import that resolves into it, so core importing a hoisted package such as chai passed.
+    // node_modules is not followed but stays in the graph: excluding it too would hide every import
+    // that resolves into it, so core importing a hoisted package such as chai would pass.
     exclude: { path: '(^|/)dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.base.json' },

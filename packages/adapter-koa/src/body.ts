@@ -18,7 +18,7 @@
  *
  * awaitBodyEnd is the same wait for routes that take no body (GET, DELETE): a body sent anyway is
  * received and discarded before the route runs, so a framing error in it is answered before the
- * route acts, never after (issue 18: a DELETE answered 400 must not revoke).
+ * route acts, never after (a DELETE answered 400 must not revoke).
  *
  * Libraries: `content-type` parses the Content-Type header (media type, charset); `raw-body` reads
  * the bytes under the limit (413 for a declared length over it before anything is read, and for a

@@ -14,7 +14,7 @@
  * has gone out. One answer per request, and it is the one the stored state agrees with.
  *
  * refusedRequestAnswer is the pipeline's check of the same kind, for requests Node does hand over
- * but the service refuses before any route runs (issue 18): a `Transfer-Encoding` other than
+ * but the service refuses before any route runs: a `Transfer-Encoding` other than
  * `chunked` (Node's parser fails on it right after the headers), an HTTP/1.1 request without `Host`
  * (the listener turns Node's bare 400 off), an `Expect` other than `100-continue` (the listener
  * routes Node's `checkExpectation` to the app instead of Node's bare 417).
@@ -68,8 +68,8 @@ export function refusedRequestAnswer(req: IncomingMessage): ClientErrorAnswer | 
 const PARSER_ERROR_EVENT = 'cos:parser-error';
 /**
  * The response the pipeline is writing on each connection (set as each request begins). Node keeps
- * the same link as the socket's undocumented `_httpMessage`; this one is ours (issue 17: no private
- * API of a dependency). A finished response counts as none, as Node clears its link on 'finish'.
+ * the same link as the socket's undocumented `_httpMessage`; this one is ours (the service uses no
+ * private API of a dependency: scripts/check-private-api.mjs). A finished response counts as none, as Node clears its link on 'finish'.
  */
 const responses = new WeakMap<object, ServerResponse>();
 

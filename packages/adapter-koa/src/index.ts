@@ -29,5 +29,7 @@ export {
   SECRET_SCANNING_PATH,
   DEFAULT_ALERT_BODY_LIMIT_BYTES,
   INVALID_SIGNATURE_MESSAGE,
+  KEY_IDENTIFIER_HEADER,
+  SIGNATURE_HEADER,
   type SecretScanningOptions,
 } from './routes/secret-scanning.js';

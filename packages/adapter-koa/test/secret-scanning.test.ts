@@ -20,13 +20,12 @@ import {
   ISSUE_FIELD_REQUIRED,
   ISSUE_TOKEN,
   ISSUE_TOKEN_TYPE,
-  KEY_IDENTIFIER_HEADER,
   OPERATOR,
-  SIGNATURE_HEADER,
   parseScannerKeys,
   type ScannerKeySet,
   type Stores,
 } from '@cos/core';
+import { KEY_IDENTIFIER_HEADER, SIGNATURE_HEADER } from '@cos/adapter-koa';
 import { createInMemoryStore } from '@cos/core/testing';
 import type { StoreHarness } from '@cos/core/testing';
 import { Api, type ApiResponse } from './support/http.js';

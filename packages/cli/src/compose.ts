@@ -41,7 +41,7 @@ export interface LimiterHandle {
   readonly kind: LimiterKind;
   readonly counter: RateCounter;
   /**
-   * The Redis counter's credential freshness (issue 14) when the store is Postgres and REDIS_URL is
+   * The Redis counter's credential freshness when the store is Postgres and REDIS_URL is
    * set: every instance and operator command then fences its credential writes in Redis, and caches
    * credentials unless CREDENTIAL_CACHE=off. Null otherwise (SQLite keeps its own freshness check).
    */

@@ -80,7 +80,7 @@ export interface AppConfig {
   readonly opsHost: string;
   /**
    * CREDENTIAL_CACHE (default on): with Postgres and REDIS_URL, keys and organisations are kept in
-   * memory and confirmed fresh in the Redis call that counts each request (issue 14), and every
+   * memory and confirmed fresh in the Redis call that counts each request, and every
    * credential write is fenced in Redis (503 when Redis cannot be reached); the instance records
    * itself in the database's instance registry so operator commands fence for it. Off: every
    * request reads the store. Without REDIS_URL or on SQLite it has no effect.
@@ -209,7 +209,7 @@ interface Variable<S extends z.ZodTypeAny = z.ZodTypeAny> {
 const variable = <S extends z.ZodTypeAny>(d: string, meaning: string, schema: S): Variable<S> => ({ default: d, meaning, schema });
 
 /**
- * THE configuration definition (issue 15): every variable once, in the order the docs list them.
+ * THE configuration definition: every variable once, in the order the docs list them.
  * The tables in README.md, docs/operations.md and packages/cli/README.md, `.env.example` and
  * `cos-admin --help` are generated from it (`pnpm docs:config`; a test fails when one is stale).
  * Adding a variable: an entry here, a field in AppConfig/loadConfig, then `pnpm docs:config`.

@@ -1,5 +1,5 @@
 /**
- * The `.env` file (issue 15): read line by line so that a bad value can say where it came from and
+ * The `.env` file: read line by line so that a bad value can say where it came from and
  * a malformed line is reported instead of silently skipped (Node's process.loadEnvFile does both
  * silently). The syntax is the common dotenv one: `NAME=value` with an optional `export ` prefix,
  * `#` comments and blank lines, values in '…', "…" (with \n escapes; may span lines) or `…`, and an

@@ -5,7 +5,7 @@
  * and their `code`, never by `instanceof`, so a store built against another copy of @cos/core still
  * gets its proper message.
  */
-import { FENCE_UNAVAILABLE_MESSAGE, isDomainError } from '@cos/core';
+import { isDomainError, isDomainErrorWithCode } from '@cos/core';
 import { ConfigError } from './config.js';
 
 /** Exit status of a failed command: 2 when it was called wrongly (usage), 1 for any other failure. */
@@ -112,8 +112,8 @@ export function describeError(e: unknown, labels: Readonly<Record<string, string
       case 'VALIDATION_ERROR':
         return `invalid input: ${details || oneLine(e.message)}`;
       case 'SERVICE_UNAVAILABLE': {
-        // The credential fence (issue 14): Redis, not the database.
-        if (e.message === FENCE_UNAVAILABLE_MESSAGE) {
+        // The credential fence: Redis, not the database.
+        if (isDomainErrorWithCode(e, 'SERVICE_UNAVAILABLE') && e.reason === 'credential_fence') {
           // The command's own fence refused (instance-registration.ts): its message names what to set.
           const cause = (e as { cause?: unknown }).cause;
           if (cause instanceof Error && cause.name === 'CommandFenceRefusal') return oneLine(cause.message);

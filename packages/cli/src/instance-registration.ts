@@ -23,7 +23,7 @@
  * - A clean shutdown closes the lease first, then deletes the row.
  */
 import { randomUUID } from 'node:crypto';
-import type { CredentialCacheLease, CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, Logger } from '@cos/core';
+import { LogThrottle, type CredentialCacheLease, type CredentialFreshness, type FreshnessCheck, type FreshnessKeys, type FreshnessReply, type Logger } from '@cos/core';
 import type { InstanceRecord, InstanceRegistry } from '@cos/store-sql';
 import { clusterNodesOf, clusterRef, redisVariable } from './redis-target.js';
 
@@ -90,7 +90,7 @@ export class InstanceRegistrar implements CredentialCacheLease {
   #started = false;
   #timer: NodeJS.Timeout | undefined;
   #inFlight: Promise<boolean> | null = null;
-  #lastWarnedAt = Number.NEGATIVE_INFINITY;
+  readonly #warnings = new LogThrottle(WARN_INTERVAL_MS, () => this.now());
 
   constructor(
     private readonly registry: Pick<InstanceRegistry, 'heartbeat' | 'writesInFlight' | 'remove' | 'prune'>,
@@ -141,9 +141,8 @@ export class InstanceRegistrar implements CredentialCacheLease {
         taking = true;
       }
     } catch (e) {
-      const t = this.now();
-      if (t - this.#lastWarnedAt >= WARN_INTERVAL_MS) {
-        this.#lastWarnedAt = t;
+      if (this.#warnings.pass() !== null) {
+        const t = this.now();
         const held = t < this.#validUntil;
         this.logger.warn(
           { component: 'instance-registry', reason: e instanceof Error ? e.message : String(e) },

@@ -57,7 +57,7 @@ export interface RunOptions {
   readonly prepare?: 'ready' | 'none';
   /**
    * May the command create a SQLite database that does not exist yet? Only `migrate`, `bootstrap`
-   * and `serve` do (issue 15): any other command on a missing file names the path and creates
+   * and `serve` do: any other command on a missing file names the path and creates
    * nothing, so a mistyped DATABASE_URL is not answered from a new, empty database.
    */
   readonly mayCreateDatabase?: boolean;

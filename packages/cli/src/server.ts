@@ -10,18 +10,12 @@
  * closes a connection once it has been idle for `idleGraceMs` since the stop or since its last
  * response, whichever is later.
  *
- * Why this stays hand-written (issue 17, measured on Node 20.20):
- *  - Node's `server.closeIdleConnections()` (what `http.Server.close()` calls since Node 19) resets
- *    a keep-alive connection whose next request is already sent but not yet parsed: the client
- *    gets ECONNRESET for a request it has sent. The sweep below waits `idleGraceMs` instead.
- *  - `server.closeAllConnections()` could do `destroyAll()`, but it skips a socket the HTTP parser
- *    has let go (a CONNECT tunnel stays open), and the sweep needs the per-connection state anyway.
- *  - `http-terminator` (3.2.0; runtime dependencies roarr, p-wait-for, delay, type-fest) reads the
- *    private `socket._httpMessage` (issue 17 rules private members out) and destroys at once every
- *    connection without a response in progress: the race above, also for a connection accepted a
- *    moment ago. It reports neither the requests in flight nor whether the drain was forced.
- * What serve.test.ts pins (issues 15 and 18: the SIGTERM drain with 100 keep-alive connections, a
- * second signal cutting a stuck drain short, `serve | head -2`) is this file's behaviour.
+ * Hand-written rather than Node's `closeIdleConnections()` / `closeAllConnections()` or
+ * `http-terminator`: each of those resets a keep-alive connection whose next request is already
+ * sent, and http-terminator reads the socket's private `_httpMessage`
+ * (docs/decisions/0018-hand-written-graceful-shutdown.md). serve.test.ts pins this file's behaviour:
+ * the SIGTERM drain with 100 keep-alive connections, a second signal cutting a stuck drain short,
+ * `serve | head -2`.
  *
  * Holding connections is bounded too. A connection must deliver its header section within
  * `headersTimeoutMs` (a silent one included) and its whole request within `requestTimeoutMs`,
@@ -33,7 +27,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
-import type { Logger } from '@cos/core';
+import { LogThrottle, type Logger } from '@cos/core';
 import type { HttpApp } from './compose.js';
 
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -165,7 +159,7 @@ export async function listen(
   if (connect !== undefined) server.on('connect', connect);
   let shed = 0;
   let refused = 0;
-  let lastCapWarnMs = Number.NEGATIVE_INFINITY;
+  const capWarnings = new LogThrottle(CAP_WARN_INTERVAL_MS, Date.now);
   /** At the cap: closes the least recently active idle connection; false when every one has a request in flight. */
   const shedIdle = (): boolean => {
     for (const [socket, state] of connections) {
@@ -185,12 +179,11 @@ export async function listen(
       connections.set(socket, { active: 0, idleSince: Date.now() });
       socket.once('close', () => connections.delete(socket));
     }
-    if (shed + refused > 0 && Date.now() - lastCapWarnMs >= CAP_WARN_INTERVAL_MS) {
+    if (shed + refused > 0 && capWarnings.pass() !== null) {
       logger.warn(
         { port: (server.address() as AddressInfo | null)?.port ?? null, max_connections: maxConnections, idle_closed: shed, refused },
         'connection cap reached: idle connections closed to admit new ones (MAX_CONNECTIONS)',
       );
-      lastCapWarnMs = Date.now();
       shed = 0;
       refused = 0;
     }

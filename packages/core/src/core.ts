@@ -14,7 +14,8 @@ import { AuditTrail } from './use-cases/audit-trail.js';
 import { Admission } from './use-cases/admission.js';
 import { Bootstrap } from './use-cases/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './use-cases/credential-cache.js';
-import { FencedUnitOfWork } from './use-cases/credential-fence.js';
+import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork } from './use-cases/credential-fence.js';
+import { LogThrottle } from './log-throttle.js';
 import type { CoreDeps } from './use-cases/deps.js';
 import { Health } from './use-cases/health.js';
 import { Idempotency } from './use-cases/idempotency.js';
@@ -44,7 +45,7 @@ export interface Core {
   /** The same object as `admission`, under the name embedders use for `authenticate(header)`. */
   readonly authenticator: Admission;
   /**
-   * The uses of keys the authenticator records, written in batches (last_used_at, issue 16). A
+   * The uses of keys the authenticator records, written in batches (last_used_at). A
    * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
    * shutdown, before closing the store (it writes what is left).
    */
@@ -86,7 +87,7 @@ export interface CreateCoreOptions {
   /** Resolves a webhook endpoint's host name when it is set, to refuse names pointing inside (default: none). */
   readonly webhookHosts?: WebhookHostResolver;
   /**
-   * The shared counter store's freshness tokens (Redis; issue 14). Given: every credential write is
+   * The shared counter store's freshness tokens (Redis). Given: every credential write is
    * fenced (credential-fence.ts) and, unless `credentialCache` is false, the HTTP hot path keeps
    * credentials in memory and confirms them in the call that counts the request
    * (credential-cache.ts). With `credentialCache: false` the fence is best effort (a write never
@@ -123,19 +124,20 @@ export function createCore(options: CreateCoreOptions): Core {
   const config = { ...DEFAULT_CORE_CONFIG, ...options.config };
   const random = options.random ?? cryptoRandom;
   const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? systemClock;
   const scopes = knownScopes(options.scopes);
   const freshness = options.freshness;
   const caching = freshness !== undefined && options.credentialCache !== false;
   const fence =
     freshness === undefined
       ? undefined
-      : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), lastWarned: new Map<string, number>() };
+      : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), warnings: new LogThrottle(FENCE_WARN_INTERVAL_MS, () => clock.now().getTime()) };
   const deps: CoreDeps = {
     stores: options.stores,
     unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),
     counter: options.counter,
     health: options.health,
-    clock: options.clock ?? systemClock,
+    clock,
     random,
     logger,
     metrics: options.metrics ?? noopMetrics,

@@ -24,6 +24,7 @@ export * from './core.js';
 export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './counter-keys.js';
 export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './credential-change.js';
 export { InProcessRateCounter } from './in-process-counter.js';
+export { LogThrottle } from './log-throttle.js';
 export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
 export { Organisations, type CreateOrganisationOptions, type GetOrganisationOptions } from './use-cases/organisations.js';

@@ -40,9 +40,9 @@ export interface ApiKeyView {
   expires_at: string | null;
   created_at: string;
   revoked_at: string | null;
-  /** Last successful authentication, accurate to 60 s; null when never used (issue 16). */
+  /** Last successful authentication, accurate to 60 s; null when never used. */
   last_used_at: string | null;
-  /** The key this one replaced through a roll, or null (issue 16). */
+  /** The key this one replaced through a roll, or null. */
   rolled_from: string | null;
   /** What the key may do (C-60): sorted, without duplicates; fixed at issue. */
   scopes: string[];
@@ -62,7 +62,7 @@ export interface IssuedKeyView extends ApiKeyView {
   key: string;
 }
 
-/** The operator's `name` is there when one was recorded (issue 15; additive, C-56). */
+/** The operator's `name` is there when one was recorded (additive, C-56). */
 export type AuditActorView = { type: 'api_key'; key_id: string } | { type: 'operator'; name?: string } | { type: 'secret_scanning' };
 
 /** Where an exposed key was found (`api_key_exposed` entries only). */
@@ -163,7 +163,8 @@ export function organisationView(o: Organisation): OrganisationView {
 /**
  * `JSON.stringify(organisationView(o))`, byte for byte, without building the view object first: the
  * body of GET /v1/organisations/{id}, the hot path of the embedded service (bench scenario (a)),
- * serialised afresh on every request at about half the cost (no cache anywhere: issue 17). Strings
+ * serialised afresh on every request at about half the cost (nothing is cached; the figures are in
+ * docs/performance.md). Strings
  * go through JSON.stringify itself, so escaping is JSON's; the timestamps need none.
  */
 export function organisationJson(o: Organisation): string {

@@ -15,6 +15,7 @@ import {
   UnauthorizedError,
   UnavailableError,
   ConflictError,
+  isDomainErrorWithCode,
   type ApiKeyStore,
   type Core,
   type Credential,
@@ -490,5 +491,26 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     );
     expect(refused?.message).to.equal(FENCE_UNAVAILABLE_MESSAGE);
     expect((await one.core.keyPolicies.get(OPERATOR, org.id)).maxLifetimeSeconds).to.equal(3_600);
+  });
+
+  it('C-54: a refused credential change says its reason, and its warning is logged at most once per 10 s of the Clock port', async () => {
+    const interval = 10_000;
+    shared.beginChange = () => Promise.reject(new Error('redis down'));
+    const refusals: unknown[] = [];
+    const refuse = async () => refusals.push(await one.core.apiKeys.revoke(OPERATOR, org.id, keyId).then(() => null, (e: unknown) => e));
+    const warnings = () => one.logger.entries.filter((e) => e.level === 'warn' && /credential changes refused/.test(e.message)).length;
+    await refuse();
+    await refuse();
+    expect(warnings(), 'the second refusal within the interval is not logged again').to.equal(1);
+    clock.advance(interval - 1);
+    await refuse();
+    expect(warnings()).to.equal(1);
+    clock.advance(1);
+    await refuse();
+    expect(warnings(), 'a full interval later on the fake clock').to.equal(2);
+    for (const e of refusals) {
+      expect(isDomainErrorWithCode(e, 'SERVICE_UNAVAILABLE') && e.reason).to.equal('credential_fence');
+    }
+    expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
   });
 });

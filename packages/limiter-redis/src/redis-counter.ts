@@ -27,7 +27,7 @@ export interface RedisCounterConfig {
   /** The namespace put in front of every key name the core gives: `<keyPrefix>:<name>` (e.g. `rl:{org:<id>}:<windowStartMs>`). Default 'rl'. */
   keyPrefix?: string;
   /**
-   * Credential freshness (issue 14): how long a change marker lives, and how long nothing counts as
+   * Credential freshness: how long a change marker lives, and how long nothing counts as
    * settled after the data was found gone (FLUSHALL, a restart). Must stay well above the store's
    * transaction bound (2 s). Default 10 s.
    */
@@ -82,7 +82,7 @@ export class RedisCounterError extends Error {
  * The caller's deadline (ARGV[2], absolute epoch ms on Redis's clock) travels with the call: a hit
  * that reaches Redis after its caller stopped waiting (a frozen Redis wakes up to a queue of them)
  * counts nothing and returns -1. Fail-open requests are thereby "allowed without being counted"
- * (operations.md), instead of filling the window once Redis answers again (issue 18).
+ * (operations.md), instead of filling the window once Redis answers again.
  */
 const EXPIRED = -1;
 const HIT_SCRIPT = defineScript({
@@ -593,9 +593,9 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
    * Redis TIME against this process's clock (hosts' clocks may differ), as the lower bound of what
    * one sample can prove: Redis read its clock somewhere between sending and receiving, so its
    * offset is at least `redis - after`. A deadline computed with that bound is never later on Redis's
-   * clock than the caller's own, so a hit that waited past its timeout is never counted (issue 18).
-   * The midpoint of one sample was off by half its round trip: on a busy host a 60 ms round trip
-   * let hits that had already failed open count up to 30 ms later. Of a few samples the one with the
+   * clock than the caller's own, so a hit that waited past its timeout is never counted.
+   * The midpoint of one sample would be off by half its round trip, letting hits that had already
+   * failed open count that much later. Of a few samples the one with the
    * shortest round trip is kept, so an in-time hit is refused (answered as failed open, uncounted)
    * only within that round trip of its deadline.
    */

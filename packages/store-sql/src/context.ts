@@ -63,8 +63,8 @@ export class StatementListeners {
 }
 
 /**
- * Runs `call`, handing any failure to the error translator: the one place where driver errors
- * become the core's errors (ConflictError, NotFoundError, UnavailableError).
+ * Runs `call`, handing any failure to the error translator, which turns driver errors into the
+ * core's errors (ConflictError, NotFoundError, UnavailableError).
  */
 export async function translated<T>(errors: ErrorTranslator, call: () => Promise<T>): Promise<T> {
   try {

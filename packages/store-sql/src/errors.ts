@@ -1,13 +1,15 @@
 /**
  * Driver errors -> the core's error family (architecture "Errors", C-13, C-17).
- *  - unique violations (SQLite SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY, Postgres 23505) -> ConflictError
- *    with the same details the in-memory store gives;
+ *  - unique violations (SQLite SQLITE_CONSTRAINT_UNIQUE / PRIMARYKEY, Postgres 23505) -> the
+ *    domain's uniqueness rule they broke -> core's uniqueConflict (the sentence and details are the
+ *    domain's, the same as the in-memory store's);
+ *  - a foreign key violation (an organisation deleted under a write) -> core's organisationNotFound;
  *  - a refused, lost or too slow connection -> UnavailableError (503 SERVICE_UNAVAILABLE).
  * Domain errors pass through untouched. A ConflictError never carries the driver error as its cause:
  * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
  */
-import { ConflictError, isDomainError, KEY_ALREADY_ROLLED_MESSAGE, NotFoundError, UnavailableError } from '@cos/core';
-import type { ErrorDetail, Logger, Metrics } from '@cos/core';
+import { isDomainError, LogThrottle, organisationNotFound, uniqueConflict, UnavailableError, type UniqueRule } from '@cos/core';
+import type { Logger, Metrics } from '@cos/core';
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',
@@ -71,9 +73,8 @@ export function isUnavailable(e: unknown): boolean {
   return typeof err.message === 'string' && UNAVAILABLE_MESSAGES.test(err.message) && !/constraint/i.test(err.message);
 }
 
-type UniqueTarget = 'slug' | 'email' | 'digest' | 'rolled_key' | 'id' | 'unknown';
-
-function uniqueTarget(err: DriverError): UniqueTarget | null {
+/** The domain's uniqueness rule a unique violation broke, from its constraint's name or message. */
+function uniqueTarget(err: DriverError): UniqueRule | null {
   const code = typeof err.code === 'string' ? err.code : '';
   const message = typeof err.message === 'string' ? err.message : '';
   if (code === '23505') {
@@ -101,28 +102,6 @@ function isForeignKeyViolation(err: DriverError): boolean {
   return err.code === '23503' || err.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || /FOREIGN KEY constraint failed/.test(message);
 }
 
-const NO_DETAILS: readonly ErrorDetail[] = Object.freeze([]);
-
-/** The same messages and details as the in-memory store of @cos/core/testing. */
-export function conflictFor(target: UniqueTarget): ConflictError {
-  switch (target) {
-    case 'slug':
-      return new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]);
-    case 'email':
-      return new ConflictError('A member with this e-mail already exists in the organisation', [
-        { field: 'email', issue: 'already taken' },
-      ]);
-    case 'digest':
-      return new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
-    case 'rolled_key':
-      return new ConflictError(KEY_ALREADY_ROLLED_MESSAGE, NO_DETAILS);
-    case 'id':
-      return new ConflictError('A record with this id already exists', [{ field: 'id', issue: 'already exists' }]);
-    case 'unknown':
-      return new ConflictError('The record conflicts with an existing one', NO_DETAILS);
-  }
-}
-
 const WARN_INTERVAL_MS = 10_000;
 
 /**
@@ -130,7 +109,7 @@ const WARN_INTERVAL_MS = 10_000;
  * counts every such error (Metrics.storeError).
  */
 export class ErrorTranslator {
-  private lastWarnAt = Number.NEGATIVE_INFINITY;
+  private readonly warnings = new LogThrottle(WARN_INTERVAL_MS, Date.now);
 
   constructor(
     private readonly logger: Logger | undefined,
@@ -141,8 +120,8 @@ export class ErrorTranslator {
     if (isDomainError(e)) return e;
     const err = asDriverError(e);
     const unique = uniqueTarget(err);
-    if (unique !== null) return conflictFor(unique);
-    if (isForeignKeyViolation(err)) return new NotFoundError('Organisation not found');
+    if (unique !== null) return uniqueConflict(unique);
+    if (isForeignKeyViolation(err)) return organisationNotFound();
     if (isUnavailable(e)) {
       this.metrics?.storeError();
       this.warn(err);
@@ -153,9 +132,7 @@ export class ErrorTranslator {
 
   private warn(err: DriverError): void {
     if (this.logger === undefined) return;
-    const now = Date.now();
-    if (now - this.lastWarnAt < WARN_INTERVAL_MS) return;
-    this.lastWarnAt = now;
+    if (this.warnings.pass() === null) return;
     // Only the code and the error class: messages may quote SQL, never bindings, but stay terse anyway.
     this.logger.warn(
       { code: typeof err.code === 'string' ? err.code : undefined, error: typeof err.name === 'string' ? err.name : 'Error' },

@@ -97,7 +97,7 @@ const initial: SqlMigration = {
 const ACTOR_TYPES_0002 = "('api_key', 'operator', 'secret_scanning')";
 
 /**
- * Leaked keys (issue 13, C-58, C-59): the exposure of an `api_key_exposed` audit entry and its
+ * Leaked keys (C-58, C-59): the exposure of an `api_key_exposed` audit entry and its
  * `secret_scanning` actor, each organisation's webhook endpoint, the webhook outbox with its claim
  * lease, and the (key, url) pairs already reported exposed.
  *
@@ -194,7 +194,7 @@ const leakedKeys: SqlMigration = {
 };
 
 /**
- * Key lifecycle (issue 16, C-58): a key's last successful authentication (written in batches,
+ * Key lifecycle (C-58): a key's last successful authentication (written in batches,
  * accurate to 60 s), the key a rolled key replaced (unique: a key is rolled at most once, which is
  * what lets exactly one of concurrent rolls commit, on both dialects; NULLs never collide), and
  * what an `api_key_rolled` audit entry records. ADD COLUMN only: nothing is rebuilt or rewritten
@@ -215,7 +215,7 @@ const keyLifecycle: SqlMigration = {
 };
 
 /**
- * Operator audit (issue 15, C-58): the operator's name as the actor of an entry (`--actor`, default
+ * Operator audit (C-58): the operator's name as the actor of an entry (`--actor`, default
  * the OS user name), and the member of `member_added` / `member_removed` entries. Only ADD COLUMN
  * (nullable): older entries keep no name and no member; `kind` has no CHECK, and the actor_type
  * CHECK of 0002 already admits 'operator'. One column per statement, as SQLite requires.

@@ -1,4 +1,4 @@
-import type { HealthProbe, Logger, Metrics, Stores, UnitOfWork } from '@cos/core';
+import { LogThrottle, type HealthProbe, type Logger, type Metrics, type Stores, type UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
 import { StatementListeners, translated, type SqlResult, type SqlSession, type SqlStatement } from './context.js';
@@ -95,10 +95,10 @@ type LogLine = (message: unknown) => void;
  * Logger port, never to stdout: the CLI's --json output must stay clean. Without a logger they are
  * dropped. Only a message's first line is kept (knex appends stacks), and each kind (the text before
  * its first ':') at most once per 10 s: during a database outage a driver may warn for every request,
- * which the store's own throttled "SQL store unavailable" already reports (issue 18).
+ * which the store's own throttled "SQL store unavailable" already reports.
  */
 function driverLog(logger: Logger | undefined, component: string): { debug: LogLine; warn: LogLine; error: LogLine } {
-  const lastLogged = new Map<string, number>();
+  const lines = new LogThrottle(KNEX_LOG_INTERVAL_MS, Date.now);
   const to =
     (level: 'debug' | 'warn' | 'error'): LogLine =>
     (message) => {
@@ -106,10 +106,7 @@ function driverLog(logger: Logger | undefined, component: string): { debug: LogL
       const text = typeof message === 'string' ? message : String((message as Error)?.message ?? message);
       const firstLine = text.split('\n', 1)[0] ?? '';
       if (level !== 'debug') {
-        const kind = `${level}:${firstLine.split(':', 1)[0]}`;
-        const now = Date.now();
-        if (now - (lastLogged.get(kind) ?? Number.NEGATIVE_INFINITY) < KNEX_LOG_INTERVAL_MS) return;
-        lastLogged.set(kind, now);
+        if (lines.pass(`${level}:${firstLine.split(':', 1)[0]}`) === null) return;
       }
       logger[level]({ component }, firstLine);
     };

@@ -3,8 +3,8 @@
  * own connection pool (as several service instances have), append to one organisation at once, in
  * units of work and alone; the chain never forks and never reuses or skips a seq.
  */
-import { randomUUID } from 'node:crypto';
 import { auditRecord, ChainVerifier, type AuditEntry, type ChainedAuditEntry } from '@cos/core';
+import { newAuditEntry } from '@cos/core/testing/contracts';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,15 +16,7 @@ import { testSchemaName } from './support/targets.js';
 const ORG = 'a8000000-0000-4000-8000-000000000000';
 
 function entry(i: number, writer: number): AuditEntry {
-  return {
-    id: randomUUID(),
-    kind: 'organisation_updated',
-    occurredAt: new Date(Date.UTC(2026, 5, 10) + i),
-    organisationId: ORG,
-    keyId: null,
-    keyPrefix: null,
-    actor: { type: 'operator', name: `writer ${writer}` },
-  };
+  return newAuditEntry(ORG, { occurredAt: new Date(Date.UTC(2026, 5, 10) + i), actor: { type: 'operator', name: `writer ${writer}` } });
 }
 
 async function wholeChain(store: SqlStore): Promise<ChainedAuditEntry[]> {

@@ -3,12 +3,11 @@
  * digestKey, stored through the stores (insert, revoke, audit), then every column of every table is
  * scanned for the raw keys and for their 48-character secret parts.
  */
-import { cryptoRandom, digestKey, generateRawKey, generateWebhookSecret, keyPrefixOf, newNotification } from '@cos/core';
+import { cryptoRandom, digestKey, generateRawKey, generateWebhookSecret, newNotification } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
-import { at, auditEntry, organisation } from './support/fixtures.js';
+import { at, auditEntry, issuedKey, organisation } from './support/fixtures.js';
 import { forEachTarget } from './support/targets.js';
-import { randomUUID } from 'node:crypto';
 
 async function tableNames(store: SqlStore): Promise<string[]> {
   if (store.dialect === 'sqlite') {
@@ -33,24 +32,14 @@ forEachTarget('C-31: no raw key at rest', (target) => {
     await store.stores.organisations.create(org);
     const raws: string[] = [];
     for (let i = 0; i < 25; i++) {
-      const raw = generateRawKey(i % 2 === 0 ? 'live' : 'test', cryptoRandom);
+      const { key, raw } = issuedKey(org.id, { label: `key ${i}`, expiresAt: i % 3 === 0 ? at(86_400_000) : null, createdAt: at(i) });
       raws.push(raw);
-      const key = {
-        id: randomUUID(),
-        organisationId: org.id,
-        label: `key ${i}`,
-        keyPrefix: keyPrefixOf(raw),
-        digest: digestKey(raw),
-        expiresAt: i % 3 === 0 ? at(86_400_000) : null,
-        createdAt: at(i),
-        revokedAt: null,
-      };
       await store.unitOfWork.run(async (tx) => {
         await tx.apiKeys.insert(key);
         await tx.audit.append(auditEntry(org.id, { kind: 'api_key_issued', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(i) }));
       });
       if (i % 4 === 1) {
-        // A leaked key (issue 13): exposure recorded, key revoked, exposed entry, webhook notification.
+        // A leaked key: exposure recorded, key revoked, exposed entry, webhook notification.
         const url = `https://gist.example.com/leak/${i}`;
         await store.unitOfWork.run(async (tx) => {
           await tx.apiKeys.recordExposure(key.id, url, at(200 + i));

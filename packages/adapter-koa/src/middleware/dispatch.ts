@@ -9,7 +9,7 @@
  * Before all of that, requests the service refuses whatever their route (client-error.ts's
  * refusedRequestAnswer: a Transfer-Encoding other than chunked, no Host, an unmet Expect) are
  * answered; and a route that takes no body runs only once a body sent anyway has fully arrived, so
- * a framing error in that body is the answer and the route never acts (issue 18).
+ * a framing error in that body is the answer and the route never acts.
  */
 import type Koa from 'koa';
 import { awaitBodyEnd } from '../body.js';

@@ -1,4 +1,4 @@
-/** GET /v1/me, the four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (issue 16, C-56). */
+/** GET /v1/me, the four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (C-56). */
 import type Koa from 'koa';
 import { apiKeyView, issuedKeyView, listView, organisationView, type ApiKey, type IssuedKey } from '@cos/core';
 import { markRawKeyAnswer } from '../middleware/idempotency.js';

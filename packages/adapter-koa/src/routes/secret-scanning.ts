@@ -1,6 +1,6 @@
 /**
  * POST /v1/secret-scanning/alerts: the provider side of the secret-scanning partner programme
- * (issue 13; spec §2 "Key format"). Present only when the scanner's public keys are configured.
+ * (spec §2 "Key format"). Present only when the scanner's public keys are configured.
  *
  * Authenticated by the alert's signature (ECDSA P-256 / SHA-256 over the exact bytes received), not
  * by an API key. In order:
@@ -15,7 +15,7 @@
  *  6. 200 with the programme's feedback: `[{token_hash, token_type, label}]`, never the token.
  */
 import type Koa from 'koa';
-import { KEY_IDENTIFIER_HEADER, SIGNATURE_HEADER, UnauthorizedError, type Logger, type ScannerKeySet } from '@cos/core';
+import { UnauthorizedError, type Logger, type ScannerKeySet } from '@cos/core';
 import { parseJson, readJsonBytes } from '../body.js';
 import type { SourceAddress } from '../middleware/source-address.js';
 import type { CosRequestState } from '../state.js';
@@ -25,6 +25,10 @@ import { signedRoute, type Route } from './route.js';
 export const SECRET_SCANNING_PATH = '/v1/secret-scanning/alerts';
 export const DEFAULT_ALERT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const INVALID_SIGNATURE_MESSAGE = 'Missing or invalid secret-scanning signature';
+/** The alert's base64 DER signature, as the partner programme sends it (lower case: Node's header names). */
+export const SIGNATURE_HEADER = 'github-public-key-signature';
+/** The identifier of the key that signed the alert. */
+export const KEY_IDENTIFIER_HEADER = 'github-public-key-identifier';
 
 export interface SecretScanningOptions {
   /** The scanner's current public keys (re-read by the host on SIGHUP: called on every alert). */

@@ -151,7 +151,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
         logger.error({ err: describeError(e) }, 'error while shutting down');
         exitCode = 1;
       }
-      // Bounded: stdout may be a pipe whose reader is gone or stalled (issue 18).
+      // Bounded: stdout may be a pipe whose reader is gone or stalled.
       await logger.close(LOG_CLOSE_MS);
       process.exit(exitCode);
     })();

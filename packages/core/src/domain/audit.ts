@@ -42,7 +42,7 @@ export type AuditActor =
   | { readonly type: 'secret_scanning' };
 
 /**
- * The operator, with the name the CLI ran under (`--actor`, default the OS user name; issue 15).
+ * The operator, with the name the CLI ran under (`--actor`, default the OS user name).
  * Entries written before names were recorded, and operators of embedders that give none, have no
  * `name` property.
  */

@@ -8,6 +8,7 @@
  * an error thrown by code built against one copy is no `instanceof` the other copy's classes. Every
  * instance carries the registry-wide brand Symbol.for('cos.DomainError'), which both copies see.
  */
+import { KEY_ALREADY_ROLLED_MESSAGE } from './api-key.js';
 import type { RateDecision } from './rate-window.js';
 
 export type DomainErrorCode =
@@ -108,6 +109,43 @@ export class ConflictError extends DomainError {
   }
 }
 
+/** The 404 of an organisation that does not exist (or was never visible to the caller). */
+export const ORGANISATION_NOT_FOUND_MESSAGE = 'Organisation not found';
+
+export function organisationNotFound(): NotFoundError {
+  return new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+}
+
+/**
+ * The uniqueness rules every store enforces. A store maps its own constraint (a SQL unique index,
+ * an in-memory map) to one of these and throws `uniqueConflict(rule)`: the sentence and details are
+ * the domain's, the same on every store.
+ */
+export type UniqueRule = 'slug' | 'email' | 'digest' | 'rolled_key' | 'id' | 'unknown';
+
+/**
+ * The ConflictError of a broken uniqueness rule. `record` names the record of a duplicated id
+ * ("Organisation id already exists"); without it the sentence speaks of a record.
+ */
+export function uniqueConflict(rule: UniqueRule, record?: string): ConflictError {
+  switch (rule) {
+    case 'slug':
+      return new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]);
+    case 'email':
+      return new ConflictError('A member with this e-mail already exists in the organisation', [{ field: 'email', issue: 'already taken' }]);
+    case 'digest':
+      return new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
+    case 'rolled_key':
+      return new ConflictError(KEY_ALREADY_ROLLED_MESSAGE);
+    case 'id':
+      return new ConflictError(record === undefined ? 'A record with this id already exists' : `${record} id already exists`, [
+        { field: 'id', issue: 'already exists' },
+      ]);
+    case 'unknown':
+      return new ConflictError('The record conflicts with an existing one');
+  }
+}
+
 /** The 429 message (the problem body's `detail`) for a refused decision. */
 export function rateLimitExceededMessage(decision: RateDecision): string {
   return `Rate limit of ${decision.limit} requests per minute exceeded; retry after ${decision.retryAfterSeconds} seconds`;
@@ -123,11 +161,23 @@ export class RateLimitedError extends DomainError {
   }
 }
 
-/** A dependency (the store) is unreachable or too slow; transient. */
+/**
+ * What was unavailable: `store`, the database (or whatever backs the store ports);
+ * `credential_fence`, the shared counter store that must register a credential change before it is
+ * made (credential-fence.ts): nothing was changed. Callers that explain a 503 (the CLI) branch on it.
+ */
+export type UnavailableReason = 'store' | 'credential_fence';
+
+/** A dependency is unreachable or too slow; transient. */
 export class UnavailableError extends DomainError {
   readonly code = 'SERVICE_UNAVAILABLE' as const;
-  constructor(message = 'Service temporarily unavailable; retry with exponential backoff', options?: { cause?: unknown }) {
+  readonly reason: UnavailableReason;
+  constructor(
+    message = 'Service temporarily unavailable; retry with exponential backoff',
+    options?: { cause?: unknown; reason?: UnavailableReason },
+  ) {
     super(message);
+    this.reason = options?.reason ?? 'store';
     if (options?.cause !== undefined) (this as { cause?: unknown }).cause = options.cause;
   }
 }

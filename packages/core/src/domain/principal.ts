@@ -20,7 +20,7 @@ export type Principal = KeyPrincipal | OperatorPrincipal;
 
 export const OPERATOR: OperatorPrincipal = Object.freeze({ kind: 'operator' });
 
-/** The operator under a name, recorded as the actor of what it does (issue 15). */
+/** The operator under a name, recorded as the actor of what it does. */
 export function namedOperator(name: string): OperatorPrincipal {
   return Object.freeze({ kind: 'operator', name });
 }

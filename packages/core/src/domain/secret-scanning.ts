@@ -1,15 +1,12 @@
 /**
  * The provider side of a public code-hosting secret-scanning partner programme: the scanner signs
- * each alert with ECDSA (P-256, SHA-256) over the exact raw body, puts the base64 DER signature in
- * `Github-Public-Key-Signature` and the signing key's id in `Github-Public-Key-Identifier`. The
+ * each alert with ECDSA (P-256, SHA-256) over the exact raw body and names the signing key by an
+ * identifier (how both travel is the HTTP adapter's business: adapter-koa's secret-scanning route). The
  * public keys come in the shape the programme publishes them in (a file, or the programme's URL):
  *
  *   {"public_keys":[{"key_identifier":"…","key":"-----BEGIN PUBLIC KEY-----…","is_current":true}]}
  */
 import { createPublicKey, hash, verify, type KeyObject } from 'node:crypto';
-
-export const SIGNATURE_HEADER = 'github-public-key-signature';
-export const KEY_IDENTIFIER_HEADER = 'github-public-key-identifier';
 
 /** The scanner's public keys by identifier. */
 export interface ScannerKeySet {

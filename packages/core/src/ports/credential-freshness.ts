@@ -1,5 +1,5 @@
 /**
- * The freshness of cached credentials (issue 14, C-36, C-57): one token per organisation in the
+ * The freshness of cached credentials (C-36, C-57): one token per organisation in the
  * shared counter store (Redis), replaced by every change that can affect an authentication or the
  * organisation record, and read in the same call that counts the request.
  *

@@ -5,13 +5,13 @@
  * `run` leaves no trace and writes made outside the run meanwhile are kept. Runs are serialised.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { digestsEqual, scopesOf, KEY_ALREADY_ROLLED_MESSAGE, type ApiKey } from '../domain/api-key.js';
+import { digestsEqual, scopesOf, type ApiKey } from '../domain/api-key.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
 import { sortedScopes } from '../domain/scopes.js';
 import type { AuditActor, AuditEntry } from '../domain/audit.js';
 import { linkAuditEntry, type AuditHead, type ChainedAuditEntry } from '../domain/audit-chain.js';
 import { fullEndpoint, type Notification, type WebhookEndpoint } from '../domain/webhook.js';
-import { ConflictError } from '../domain/errors.js';
+import { ConflictError, uniqueConflict } from '../domain/errors.js';
 import type { Member } from '../domain/member.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { ApiKeyStore, Credential, KeyUse } from '../ports/api-key-store.js';
@@ -217,7 +217,7 @@ function page<T>(records: Iterable<T>, position: (r: T) => KeysetPosition, reque
 }
 
 function duplicateId(what: string): ConflictError {
-  return new ConflictError(`${what} id already exists`, [{ field: 'id', issue: 'already exists' }]);
+  return uniqueConflict('id', what);
 }
 
 /** Where the stores read and write: the shared tables directly, or a transaction's copy. */
@@ -324,7 +324,7 @@ class InMemoryOrganisationStore implements OrganisationStore {
       if (t.organisations.has(record.id)) throw duplicateId('Organisation');
       for (const o of t.organisations.values()) {
         if (o.slug === record.slug) {
-          throw new ConflictError('Slug already taken', [{ field: 'slug', issue: 'already taken' }]);
+          throw uniqueConflict('slug');
         }
       }
       t.organisations.set(record.id, record);
@@ -400,9 +400,7 @@ class InMemoryMemberStore implements MemberStore {
       if (t.members.has(record.id)) throw duplicateId('Member');
       for (const m of t.members.values()) {
         if (m.organisationId === record.organisationId && m.email.toLowerCase() === email) {
-          throw new ConflictError('A member with this e-mail already exists in the organisation', [
-            { field: 'email', issue: 'already taken' },
-          ]);
+          throw uniqueConflict('email');
         }
       }
       t.members.set(record.id, record);
@@ -446,10 +444,10 @@ class InMemoryApiKeyStore implements ApiKeyStore {
       if (t.apiKeys.has(record.id)) throw duplicateId('API key');
       for (const k of t.apiKeys.values()) {
         if (digestsEqual(k.digest, record.digest)) {
-          throw new ConflictError('An API key with this digest already exists', [{ field: 'key', issue: 'already exists' }]);
+          throw uniqueConflict('digest');
         }
         if (record.rolledFromKeyId !== null && k.rolledFromKeyId === record.rolledFromKeyId) {
-          throw new ConflictError(KEY_ALREADY_ROLLED_MESSAGE);
+          throw uniqueConflict('rolled_key');
         }
       }
       t.apiKeys.set(record.id, record);

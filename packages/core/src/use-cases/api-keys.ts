@@ -11,7 +11,7 @@ import {
   type KeyEnvironment,
 } from '../domain/api-key.js';
 import type { AuditActor } from '../domain/audit.js';
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../domain/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, organisationNotFound, ValidationError } from '../domain/errors.js';
 import { DEFAULT_KEY_POLICY, type KeyPolicy } from '../domain/key-policy.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { KeyPrincipal, Principal } from '../domain/principal.js';
@@ -28,7 +28,7 @@ import { actorOf, authorise, authoriseRevocation } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
-import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
+import { requireOrganisation } from './require-organisation.js';
 
 /** The issuance result: the only place the raw key ever appears (spec §5.6, C-22). */
 export interface IssuedKey {
@@ -150,8 +150,7 @@ export async function issueKeyIn(
   now: Date,
   principal: Principal = { kind: 'operator' },
 ): Promise<IssuedKey> {
-  const organisation = await stores.organisations.findById(organisationId);
-  if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+  const organisation = await requireOrganisation(stores.organisations, organisationId);
   const policy = await keyPolicyIn(stores, organisationId);
   refuseEnvironment(policy, input.environment);
   const cap = await expiryCap(stores, principal, policy, now);
@@ -182,9 +181,7 @@ export class ApiKeys {
   async list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<ApiKey>> {
     authorise(principal, 'api_keys.list', orgId);
     const [id, q] = all(checkUuid(orgId, 'org_id'), checkListQuery(query));
-    if ((await this.deps.stores.organisations.findById(id)) === null) {
-      throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
-    }
+    await requireOrganisation(this.deps.stores.organisations, id);
     return paginate(q, (page) => this.deps.stores.apiKeys.list(id, page), (k) => k);
   }
 
@@ -267,7 +264,7 @@ export class ApiKeys {
       this.deps.stores.organisations.findById(principal.organisationId),
     ]);
     if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
-    if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    if (organisation === null) throw organisationNotFound();
     return { key, organisation };
   }
 

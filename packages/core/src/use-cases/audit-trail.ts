@@ -1,10 +1,8 @@
 import type { ChainedAuditEntry } from '../domain/audit-chain.js';
-import { NotFoundError } from '../domain/errors.js';
 import { encodeSeqCursor } from '../validation/cursor.js';
 import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkAuditEventsQuery } from '../validation/query.js';
-import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 import type { Principal } from '../domain/principal.js';
 import { unwrap } from '../validation/issues.js';
 import { checkAuditQuery } from '../validation/query.js';
@@ -12,6 +10,7 @@ import { authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
+import { requireOrganisation } from './require-organisation.js';
 
 /**
  * Reading the audit log: the operator's `cos-admin audit list` (query {org?, kind?, limit?, cursor?}),
@@ -36,7 +35,7 @@ export class AuditTrail {
   async events(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<ChainedAuditEntry>> {
     authorise(principal, 'audit_events.list', orgId);
     const [id, q] = all(checkUuid(orgId, 'org_id'), checkAuditEventsQuery(query));
-    if ((await this.deps.stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    await requireOrganisation(this.deps.stores.organisations, id);
     const rows = await this.deps.stores.audit.chain(id, {
       afterSeq: q.afterSeq,
       limit: q.limit + 1,

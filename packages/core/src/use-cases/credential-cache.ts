@@ -1,5 +1,5 @@
 /**
- * The production hot path's credential cache (issue 14, C-36, C-57): keys and their organisation
+ * The production hot path's credential cache (C-36, C-57): keys and their organisation
  * records kept in memory, trusted only when the shared counter store (Redis) confirms their
  * freshness in the same call that counts the request, so an authenticated request costs one Redis
  * round trip and no store read in the common case. One owner: this class holds every entry; the

@@ -27,6 +27,7 @@
  */
 import { freshnessKeys } from '../counter-keys.js';
 import { UnavailableError } from '../domain/errors.js';
+import type { LogThrottle } from '../log-throttle.js';
 import type { CredentialFreshness } from '../ports/credential-freshness.js';
 import type { Logger } from '../ports/logger.js';
 import type { Random } from '../ports/random.js';
@@ -45,16 +46,14 @@ export interface FenceOptions {
   readonly strict: boolean;
   readonly random: Random;
   readonly logger: Logger;
-  /** Each warning at most once per FENCE_WARN_INTERVAL_MS (C-54's rule for log lines): message -> last logged (ms). */
-  readonly lastWarned: Map<string, number>;
+  /** Each warning at most once per FENCE_WARN_INTERVAL_MS, by message, on the Clock port (C-54's rule for log lines). */
+  readonly warnings: LogThrottle;
 }
 
 export const FENCE_WARN_INTERVAL_MS = 10_000;
 
 function warn(options: FenceOptions, reason: string, message: string): void {
-  const now = Date.now();
-  if (now - (options.lastWarned.get(message) ?? Number.NEGATIVE_INFINITY) < FENCE_WARN_INTERVAL_MS) return;
-  options.lastWarned.set(message, now);
+  if (options.warnings.pass(message) === null) return;
   options.logger.warn({ component: 'credential-fence', reason }, message);
 }
 
@@ -90,7 +89,7 @@ class Change {
       return;
     }
     warn(this.options, reason, 'credential changes refused: the shared counter store is unreachable');
-    throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE, { cause: outcome.kind === 'error' ? outcome.error : undefined });
+    throw new UnavailableError(FENCE_UNAVAILABLE_MESSAGE, { cause: outcome.kind === 'error' ? outcome.error : undefined, reason: 'credential_fence' });
   }
 
   /** After the commit (or the rollback); a failure is logged, never thrown (the markers expire by themselves). */

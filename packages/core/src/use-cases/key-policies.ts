@@ -5,7 +5,6 @@
  * same unit of work. A policy applies when a key is issued or rolled; existing keys are unchanged.
  */
 import { keyStatus, keyEnvironmentOf, type ApiKey } from '../domain/api-key.js';
-import { NotFoundError } from '../domain/errors.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
 import type { Principal } from '../domain/principal.js';
 import { changesCredentialsOf } from '../credential-change.js';
@@ -16,7 +15,7 @@ import { keyPolicyIn } from './api-keys.js';
 import { auditEntry } from './audit-entry.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
-import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
+import { requireOrganisation } from './require-organisation.js';
 
 export class KeyPolicies {
   constructor(private readonly deps: CoreDeps) {}
@@ -27,7 +26,7 @@ export class KeyPolicies {
     const id = unwrap(checkUuid(orgId, 'org_id'));
     // Two plain reads: no transaction (on SQLite one would take the write lock).
     const { stores } = this.deps;
-    if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    await requireOrganisation(stores.organisations, id);
     return keyPolicyIn(stores, id);
   }
 
@@ -36,7 +35,7 @@ export class KeyPolicies {
     authorise(principal, 'organisations.key_policy.replace');
     const [id, policy] = all(checkUuid(orgId, 'org_id'), checkKeyPolicy(body));
     return this.deps.unitOfWork.run(async (stores) => {
-      if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      await requireOrganisation(stores.organisations, id);
       const old = await keyPolicyIn(stores, id);
       const now = this.deps.clock.now();
       await stores.organisations.putKeyPolicy(id, policy, now);

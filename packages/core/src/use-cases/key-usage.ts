@@ -28,6 +28,7 @@
 import type { Clock } from '../ports/clock.js';
 import type { KeyUse, ApiKeyStore } from '../ports/api-key-store.js';
 import type { Logger } from '../ports/logger.js';
+import { LogThrottle } from '../log-throttle.js';
 
 export const DEFAULT_KEY_USAGE_FLUSH_MS = 60_000;
 /** At most one "flush failed" warning this often; the next one says how many were left out. */
@@ -62,8 +63,7 @@ export class KeyUsage {
   private retryAtMs = Number.NEGATIVE_INFINITY;
   private flushing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private lastWarnMs = Number.NEGATIVE_INFINITY;
-  private suppressed = 0;
+  private readonly warnings = new LogThrottle(KEY_USAGE_WARN_INTERVAL_MS, () => this.deps.clock.now().getTime());
 
   constructor(private readonly deps: KeyUsageDeps) {
     this.flushIntervalMs = deps.flushIntervalMs ?? DEFAULT_KEY_USAGE_FLUSH_MS;
@@ -176,15 +176,11 @@ export class KeyUsage {
     this.recomputeDue();
     const now = this.deps.clock.now().getTime();
     this.retryAtMs = now + this.marginMs;
-    if (now - this.lastWarnMs < KEY_USAGE_WARN_INTERVAL_MS) {
-      this.suppressed += 1;
-      return;
-    }
+    const suppressed = this.warnings.pass();
+    if (suppressed === null) return;
     this.deps.logger.warn(
-      { err: e instanceof Error ? e.message : String(e), pending_keys: this.pending.size, suppressed: this.suppressed },
+      { err: e instanceof Error ? e.message : String(e), pending_keys: this.pending.size, suppressed },
       'last_used_at flush failed; the uses are kept and written at the next flush',
     );
-    this.lastWarnMs = now;
-    this.suppressed = 0;
   }
 }

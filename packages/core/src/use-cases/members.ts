@@ -8,9 +8,9 @@ import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
 import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
-import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
+import { requireOrganisation } from './require-organisation.js';
 
 export const MEMBER_NOT_FOUND_MESSAGE = 'Member not found';
 
@@ -22,9 +22,7 @@ export class Members {
   async list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<Member>> {
     authorise(principal, 'members.list', orgId);
     const [id, q] = all(checkUuid(orgId, 'org_id'), checkListQuery(query));
-    if ((await this.deps.stores.organisations.findById(id)) === null) {
-      throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
-    }
+    await requireOrganisation(this.deps.stores.organisations, id);
     return paginate(q, (page) => this.deps.stores.members.list(id, page), (m) => m);
   }
 
@@ -34,7 +32,7 @@ export class Members {
     const [id, input] = all(checkUuid(orgId, 'org_id'), checkAddMember(body));
     const now = this.deps.clock.now();
     return this.deps.unitOfWork.run(async (stores) => {
-      if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      await requireOrganisation(stores.organisations, id);
       const member: Member = { id: this.deps.random.uuid(), organisationId: id, email: input.email, createdAt: now };
       await stores.members.add(member);
       await stores.audit.append(auditEntry(this.deps.random, 'member_added', now, actorOf(principal), id, null, member));

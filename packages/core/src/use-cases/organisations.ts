@@ -1,6 +1,6 @@
 import { changesCredentialsOf } from '../credential-change.js';
 import type { AuditActor } from '../domain/audit.js';
-import { NotFoundError } from '../domain/errors.js';
+import { organisationNotFound } from '../domain/errors.js';
 import type { NaceSection, Organisation } from '../domain/organisation.js';
 import type { Principal } from '../domain/principal.js';
 import type { Stores } from '../ports/unit-of-work.js';
@@ -19,13 +19,12 @@ import { actorOf, authorise } from './authorise.js';
 import type { CoreDeps } from './deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
+import { requireOrganisation } from './require-organisation.js';
 
 export interface CreateOrganisationOptions {
   /** Only the operator may create a system (platform) organisation: `org create --system`, bootstrap. */
   readonly isSystem?: boolean;
 }
-
-export const ORGANISATION_NOT_FOUND_MESSAGE = 'Organisation not found';
 
 /**
  * Inserts an organisation and its `organisation_created` entry through `stores` (call it inside a
@@ -134,8 +133,7 @@ export class Organisations {
   private async apply(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
     if (Object.keys(requested).length === 0) return this.find(id);
     return this.deps.unitOfWork.run(async (stores) => {
-      const current = await stores.organisations.findById(id);
-      if (current === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      const current = await requireOrganisation(stores.organisations, id);
       const changes: { name?: string; industrySection?: NaceSection | null } = {};
       if (requested.name !== undefined && requested.name !== current.name) changes.name = requested.name;
       if (requested.industrySection !== undefined && requested.industrySection !== current.industrySection) {
@@ -144,15 +142,13 @@ export class Organisations {
       if (Object.keys(changes).length === 0) return current;
       const now = this.deps.clock.now();
       const updated = await stores.organisations.update(id, { ...changes, updatedAt: now });
-      if (updated === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      if (updated === null) throw organisationNotFound();
       await stores.audit.append(auditEntry(this.deps.random, 'organisation_updated', now, actorOf(principal), id));
       return updated;
     }, changesCredentialsOf(id));
   }
 
-  private async find(id: string): Promise<Organisation> {
-    const organisation = await this.deps.stores.organisations.findById(id);
-    if (organisation === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
-    return organisation;
+  private find(id: string): Promise<Organisation> {
+    return requireOrganisation(this.deps.stores.organisations, id);
   }
 }

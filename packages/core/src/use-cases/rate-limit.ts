@@ -5,6 +5,7 @@ import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWind
 import { counterKey } from '../counter-keys.js';
 import type { CoreDeps } from './deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
+import { LogThrottle } from '../log-throttle.js';
 
 /**
  * What is counted (C-50): an organisation, the global unauthenticated counter, a source address
@@ -52,10 +53,10 @@ export class RateLimiter {
   /** scope key -> start of the window in which that scope is already over its limit. */
   private readonly blocked = new Map<string, number>();
   private blockedWindowStart = Number.NEGATIVE_INFINITY;
-  /** When the last fail-open warning was logged; never reset by a recovery (C-54). */
-  private lastWarnMs = Number.NEGATIVE_INFINITY;
-  /** When the last "available again" line was logged. */
-  private lastRecoveryMs = Number.NEGATIVE_INFINITY;
+  /** The fail-open warning's window; never reset by a recovery (C-54). */
+  private readonly failOpenWarnings = new LogThrottle(FAIL_OPEN_WARN_INTERVAL_MS, () => this.deps.clock.now().getTime());
+  /** The "available again" line's window. */
+  private readonly recoveryLines = new LogThrottle(FAIL_OPEN_WARN_INTERVAL_MS, () => this.deps.clock.now().getTime());
   /** A warning was logged and no "available again" line since. */
   private recoveryUnannounced = false;
   /** Fail-open decisions since the last "available again" line (shown on that line). */
@@ -179,8 +180,7 @@ export class RateLimiter {
   private counterFailed(scope: string, reason: string, nowMs: number): void {
     this.failedOpen++;
     this.metrics.rateCounterFailOpen();
-    if (nowMs - this.lastWarnMs < FAIL_OPEN_WARN_INTERVAL_MS) return;
-    this.lastWarnMs = nowMs;
+    if (this.failOpenWarnings.pass('', nowMs) === null) return;
     this.recoveryUnannounced = true;
     this.deps.logger.warn({ scope, reason }, 'Rate counter unavailable; failing open, rate limits are not enforced');
   }
@@ -191,8 +191,7 @@ export class RateLimiter {
    * ends with the recovery once the counter stays up.
    */
   private counterAnswered(nowMs: number): void {
-    if (nowMs - this.lastRecoveryMs < FAIL_OPEN_WARN_INTERVAL_MS) return;
-    this.lastRecoveryMs = nowMs;
+    if (this.recoveryLines.pass('', nowMs) === null) return;
     this.recoveryUnannounced = false;
     const failedOpen = this.failedOpen;
     this.failedOpen = 0;

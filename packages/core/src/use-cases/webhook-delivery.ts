@@ -23,6 +23,7 @@ import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { WebhookRequest, WebhookResult, WebhookSender } from '../ports/webhook-sender.js';
 import { PLAINTEXT_WEBHOOK_SECRETS, WebhookSecretUnreadableError, type WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
+import { LogThrottle } from '../log-throttle.js';
 
 export interface WebhookDeliveryOptions {
   /** Bound on one attempt (WEBHOOK_TIMEOUT_MS). */
@@ -95,8 +96,7 @@ export class WebhookDelivery {
   readonly options: WebhookDeliveryOptions;
   private readonly claimPrefix: string;
   private claims = 0;
-  private lastWarnMs = Number.NEGATIVE_INFINITY;
-  private suppressed = 0;
+  private readonly warnings = new LogThrottle(DELIVERY_WARN_INTERVAL_MS, () => this.deps.clock.now().getTime());
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   /** Set by stop(): attempts claimed from now on are released at once instead of made. */
@@ -331,14 +331,8 @@ export class WebhookDelivery {
   }
 
   private warn(fields: Record<string, unknown>, message: string): void {
-    const nowMs = this.deps.clock.now().getTime();
-    if (nowMs - this.lastWarnMs < DELIVERY_WARN_INTERVAL_MS) {
-      this.suppressed += 1;
-      return;
-    }
-    this.lastWarnMs = nowMs;
-    const suppressed = this.suppressed;
-    this.suppressed = 0;
+    const suppressed = this.warnings.pass();
+    if (suppressed === null) return;
     this.deps.logger.warn(suppressed > 0 ? { ...fields, suppressed } : fields, message);
   }
 }

@@ -36,7 +36,7 @@ import { causeOf } from './key-events.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import type { CoreDeps } from './deps.js';
-import { ORGANISATION_NOT_FOUND_MESSAGE } from './organisations.js';
+import { requireOrganisation } from './require-organisation.js';
 
 export const WEBHOOK_NOT_FOUND_MESSAGE = 'The organisation has no webhook endpoint';
 export const DELIVERY_NOT_FOUND_MESSAGE = 'Delivery not found';
@@ -151,7 +151,7 @@ export class Webhooks {
     const [id, checked] = all(checkUuid(orgId, 'org_id'), checkWebhookUrl(url, 'url', policy));
     const [href] = all(await checkWebhookHost(checked, this.deps.webhookHosts, 'url', policy));
     return this.deps.unitOfWork.run(async (stores) => {
-      if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+      await requireOrganisation(stores.organisations, id);
       const now = this.deps.clock.now();
       const existing = await stores.webhooks.get(id);
       const newSecret = existing === null ? generateWebhookSecret(this.deps.random) : null;
@@ -178,7 +178,7 @@ export class Webhooks {
   async show(principal: Principal, orgId: string): Promise<WebhookEndpoint> {
     authoriseEndpoint(principal, 'read', orgId);
     const [id] = all(checkUuid(orgId, 'org_id'));
-    if ((await this.deps.stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    await requireOrganisation(this.deps.stores.organisations, id);
     const endpoint = await this.deps.stores.webhooks.get(id);
     if (endpoint === null) throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
     return endpoint;
@@ -191,7 +191,7 @@ export class Webhooks {
     await this.deps.unitOfWork.run(async (stores) => {
       const existing = await stores.webhooks.get(id);
       if (existing === null || !(await stores.webhooks.remove(id))) {
-        if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+        await requireOrganisation(stores.organisations, id);
         throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
       }
       await stores.audit.append(
@@ -214,7 +214,7 @@ export class Webhooks {
     return this.deps.unitOfWork.run(async (stores) => {
       const existing = await stores.webhooks.get(id);
       if (existing === null) {
-        if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+        await requireOrganisation(stores.organisations, id);
         throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
       }
       const newSecret = generateWebhookSecret(this.deps.random);
@@ -292,7 +292,7 @@ export class Webhooks {
   private async existingEndpoint(stores: Pick<CoreDeps['stores'], 'organisations' | 'webhooks'>, id: string): Promise<WebhookEndpoint> {
     const endpoint = await stores.webhooks.get(id);
     if (endpoint !== null) return endpoint;
-    if ((await stores.organisations.findById(id)) === null) throw new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+    await requireOrganisation(stores.organisations, id);
     throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
   }
 

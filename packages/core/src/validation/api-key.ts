@@ -72,7 +72,7 @@ export function checkIssueKey(body: unknown, now: Date, known?: readonly string[
   return checkBody(issueKeySchema(now, known), body);
 }
 
-/** Roll body (issue 16): {grace_period_seconds?, label?}; the new key keeps the old label unless one is given. */
+/** Roll body: {grace_period_seconds?, label?}; the new key keeps the old label unless one is given. */
 export interface RollKeyInput {
   readonly gracePeriodSeconds: number;
   readonly label: string | null;

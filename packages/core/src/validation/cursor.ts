@@ -2,7 +2,7 @@
  * Opaque keyset cursors (C-6): base64url of the JSON pair [createdAt ISO, id], never an offset.
  * A cursor that does not decode to a valid position (an ISO timestamp and a UUID: every record id
  * is one) is ValidationError with field "cursor". Nothing else reaches a store's keyset query: a
- * cursor id holding U+0000 was a 500 on Postgres, whose text cannot hold it (issue 18).
+ * cursor id holding U+0000, for one, would fail on Postgres, whose text cannot hold it.
  */
 import { ValidationError } from '../domain/errors.js';
 import type { KeysetPosition } from '../ports/pagination.js';

@@ -12,7 +12,7 @@ export const ISSUE_CONTROL_CHARACTERS = 'must not contain control characters';
 
 /**
  * Control characters (C0, DEL, C1; U+0000 included): never part of a name or label. Postgres text
- * cannot hold U+0000 at all, so one rule for every store refuses them all (issue 18).
+ * cannot hold U+0000 at all, so one rule for every store refuses them all.
  */
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 

@@ -1,77 +1,31 @@
-/** Record builders for store tests: real keys (generateRawKey + digestKey), distinct ids. */
-import { randomUUID } from 'node:crypto';
-import {
-  ALL_BUILTIN_SCOPES,
-  cryptoRandom,
-  digestKey,
-  generateRawKey,
-  keyPrefixOf,
-  type ApiKey,
-  type AuditEntry,
-  type Member,
-  type Organisation,
-} from '@cos/core';
+/**
+ * Record builders for store tests: the contract suites' own (@cos/core/testing/contracts), with
+ * real keys (generateRawKey + digestKey) where a test needs the raw key.
+ */
+import { ALL_BUILTIN_SCOPES, cryptoRandom, digestKey, generateRawKey, keyPrefixOf, type ApiKey, type AuditEntry } from '@cos/core';
+import { newApiKey, newAuditEntry } from '@cos/core/testing/contracts';
 
-export const T0 = new Date('2026-06-10T08:00:00.123Z');
+export { T0, at, newMember as member, newOrganisation as organisation } from '@cos/core/testing/contracts';
 
-export function at(offsetMs: number): Date {
-  return new Date(T0.getTime() + offsetMs);
-}
+let issued = 0;
 
-let seq = 0;
-
-export function organisation(overrides: Partial<Organisation> = {}): Organisation {
-  seq += 1;
-  return {
-    id: randomUUID(),
-    name: `Organisation ${seq}`,
-    slug: `org-${seq}-${randomUUID().slice(0, 8)}`,
-    industrySection: null,
-    isSystem: false,
-    createdAt: T0,
-    updatedAt: T0,
-    ...overrides,
-  };
-}
-
-export function member(organisationId: string, overrides: Partial<Member> = {}): Member {
-  seq += 1;
-  return { id: randomUUID(), organisationId, email: `person${seq}@example.com`, createdAt: T0, ...overrides };
-}
-
-/** A key record and the raw key it was made from (the raw key must never reach the store). */
+/** A key record and the raw key it was made from (the raw key must never reach the store); live and test alternate. */
 export function issuedKey(organisationId: string, overrides: Partial<ApiKey> = {}): { key: ApiKey; raw: string } {
-  const raw = generateRawKey(seq % 2 === 0 ? 'live' : 'test', cryptoRandom);
-  seq += 1;
+  issued += 1;
+  const raw = generateRawKey(issued % 2 === 1 ? 'live' : 'test', cryptoRandom);
   return {
     raw,
-    key: {
-      id: randomUUID(),
-      organisationId,
-      label: `key ${seq}`,
+    key: newApiKey(organisationId, {
       keyPrefix: keyPrefixOf(raw),
       digest: digestKey(raw),
-      expiresAt: null,
-      createdAt: T0,
-      revokedAt: null,
-      lastUsedAt: null,
-      rolledFromKeyId: null,
       scopes: ALL_BUILTIN_SCOPES,
       createdByKeyId: null,
       ...overrides,
-    },
+    }),
   };
 }
 
+/** An `organisation_created` entry (the kind these tests write first). */
 export function auditEntry(organisationId: string, overrides: Partial<AuditEntry> = {}): AuditEntry {
-  return {
-    id: randomUUID(),
-    kind: 'organisation_created',
-    occurredAt: T0,
-    organisationId,
-    keyId: null,
-    keyPrefix: null,
-    actor: { type: 'operator' },
-    ...overrides,
-  };
+  return newAuditEntry(organisationId, { kind: 'organisation_created', ...overrides });
 }

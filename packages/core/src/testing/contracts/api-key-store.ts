@@ -276,7 +276,7 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       });
     });
 
-    describe('shortenExpiry (issue 16: a roll never extends a key; C-36)', () => {
+    describe('shortenExpiry (a roll never extends a key; C-36)', () => {
       it('shortens an active key without expiry, or with a later one, and returns true', async () => {
         const open = newApiKey(orgA.id);
         const later = newApiKey(orgA.id, { expiresAt: at(1_000_000) });
@@ -329,7 +329,7 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       });
     });
 
-    describe('rolledFromKeyId (issue 16: a key is rolled at most once)', () => {
+    describe('rolledFromKeyId (a key is rolled at most once)', () => {
       it('round-trips; a second key rolled from the same key is a ConflictError and is not stored', async () => {
         const old = newApiKey(orgA.id);
         await keys().insert(old);
@@ -356,7 +356,7 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       });
     });
 
-    describe('recordUses (issue 16: last_used_at, written in batches)', () => {
+    describe('recordUses (last_used_at, written in batches)', () => {
       it('a new key has never been used: lastUsedAt is null, whatever the inserted record said', async () => {
         const k = newApiKey(orgA.id, { lastUsedAt: at(5) });
         await keys().insert(k);

@@ -166,7 +166,7 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expectAuditEntry((await audit().list({ kind: 'organisation_policy_updated' }, ALL))[0], e);
     });
 
-    it('issue 15: an operator without a name round-trips without a name property; a name never appears on another actor', async () => {
+    it('an operator without a name round-trips without a name property; a name never appears on another actor', async () => {
       const unnamed = newAuditEntry(orgA, { kind: 'organisation_updated', occurredAt: at(1), actor: { type: 'operator' } });
       const byKey = newAuditEntry(orgA, { kind: 'api_key_revoked', occurredAt: at(2), keyId: keyA.id, keyPrefix: keyA.keyPrefix, actor: { type: 'api_key', keyId: keyB.id } });
       await audit().append(unnamed);

@@ -1,5 +1,5 @@
 /**
- * Contract suite of CredentialFreshness (issue 14, C-36, C-57): the in-memory store and Redis.
+ * Contract suite of CredentialFreshness (C-36, C-57): the in-memory store and Redis.
  * The harness's change bound is short (a few hundred ms) so that expiry can be waited out.
  */
 import { randomUUID } from 'node:crypto';

@@ -16,3 +16,14 @@ export { describeUnitOfWork } from './unit-of-work.js';
 export { describeWebhookStore, expectWebhookEndpoint } from './webhook-store.js';
 export { describeWebhookHostResolver, describeWebhookSender } from './webhook-sender.js';
 export { describeCredentialFreshness, type FreshnessHarness } from './credential-freshness.js';
+export {
+  T0,
+  at,
+  newApiKey,
+  newAuditEntry,
+  newDigest,
+  newMember,
+  newOrganisation,
+  newOutboxNotification,
+  newWebhookEndpoint,
+} from './fixtures.js';

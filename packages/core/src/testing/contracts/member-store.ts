@@ -110,7 +110,7 @@ export function describeMemberStore(name: string, factory: StoreHarnessFactory):
     });
 
     describe('find', () => {
-      it('issue 15: finds a member of that organisation only; null for another organisation, an unknown id or once removed', async () => {
+      it('finds a member of that organisation only; null for another organisation, an unknown id or once removed', async () => {
         const m = newMember(orgA, { createdAt: at(3) });
         await members().add(m);
         expectMember(await members().find(orgA, m.id), m);
