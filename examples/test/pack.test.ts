@@ -1,15 +1,16 @@
 /**
- * Issue 7 "Done when": a package can be consumed from a packed tarball; issue 15: the way
- * docs/embedding.md tells an outside project to get the packages works as written. The guide's
- * install block is run by bash (its `npx -y pnpm@10 install` line aside: this workspace is
- * installed already): it builds the workspace, packs @cos/core and @cos/adapter-koa with
- * `pnpm pack` (which rewrites `workspace:*` and applies publishConfig) into $COS_TARBALLS, and
- * installs both by path into an empty ESM project outside the workspace with plain
- * `npm install` (zod, koa and chai come from the registry). The project then uses them the way a
- * host service would: by package name only, from JavaScript and from strict TypeScript.
+ * A package can be consumed from a packed tarball, the way docs/embedding.md tells an outside
+ * project to get the packages, followed literally. The guide's install block is run by bash (its
+ * `npx -y pnpm@10 install` line aside: this workspace is installed already): it builds the
+ * workspace, packs the six packages with `pnpm pack` (which rewrites `workspace:*` and applies
+ * publishConfig) into $COS_TARBALLS, and installs them by path, with `koa`, `knex` and `tsx` from
+ * the registry, into an empty ESM project outside the workspace with plain `npm install` (where
+ * store-sql's better-sqlite3 compiles: the slowest step of the whole suite). The project then uses
+ * them the way a host service would, by package name only, from JavaScript and from strict
+ * TypeScript, and runs each of the guide's four example files, copied in, with `node --import tsx`.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const RAW_KEY = /svc_(live|test)_[A-Za-z0-9]{48}/;
 const GUIDE = join(ROOT, 'docs', 'embedding.md');
+const PACKAGES = ['core', 'store-sql', 'adapter-koa', 'limiter-redis', 'webhook-sender', 'cli'];
+const EXAMPLES = readdirSync(join(ROOT, 'examples')).filter((f) => /^\d\d-.*\.ts$/.test(f)).sort();
 
 /** The sh block after `<!-- install: … -->` in docs/embedding.md. */
 function installBlock(): string {
@@ -108,14 +111,19 @@ export const section: string = input.industry_section;
 export { middleware };
 `;
 
-describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a scratch project', function () {
-  this.timeout(240_000);
+describe('packaging: the @cos packages from packed tarballs in a scratch project (docs/embedding.md)', function () {
+  // Each test runs an installed script or tsc (a few seconds). The before hook's install compiles
+  // better-sqlite3 (about 2 minutes on 2 idle cores): it has its own, longer budget below.
+  this.timeout(60_000);
   let work: string;
   let scratch: string;
   let coreTarball: string;
   let koaTarball: string;
+  let tarballs: string[];
+  let installOutput: string;
 
-  before(async () => {
+  before(async function () {
+    this.timeout(600_000);
     work = mkdtempSync(join(tmpdir(), 'cos-pack-'));
     scratch = join(work, 'scratch');
     mkdirSync(scratch);
@@ -131,13 +139,23 @@ describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a sc
       .join('\n');
     // No chai, no mocha: @cos/core/testing must work without a test framework (only
     // @cos/core/testing/contracts needs them, as optional peers).
-    await exec('bash', ['-euo', 'pipefail', '-c', script], {
+    const { stdout } = await exec('bash', ['-euo', 'pipefail', '-c', script], {
       cwd: ROOT,
-      timeout: 230_000,
+      timeout: 590_000,
+      maxBuffer: 16 * 1024 * 1024,
       env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_prefer_offline: 'true' },
     });
+    installOutput = stdout;
     coreTarball = join(work, 'cos-tarballs', 'cos-core-0.1.0.tgz');
     koaTarball = join(work, 'cos-tarballs', 'cos-adapter-koa-0.1.0.tgz');
+    tarballs = PACKAGES.map((p) => join(work, 'cos-tarballs', `cos-${p}-0.1.0.tgz`));
+  });
+
+  it('the install block packs all six packages quietly: its whole output is a few lines, not one per packed file', () => {
+    expect(readdirSync(join(work, 'cos-tarballs')).sort()).to.deep.equal(tarballs.map((t) => t.slice(t.lastIndexOf('/') + 1)).sort());
+    const lines = installOutput.trim().split('\n');
+    expect(lines.length, installOutput).to.be.below(20);
+    expect(installOutput).not.to.match(/\.d\.ts|dist\//);
   });
 
   it('issue 15: the guide never tells anyone to install an @cos package by name from a registry', () => {
@@ -150,11 +168,14 @@ describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a sc
     if (work !== undefined) rmSync(work, { recursive: true, force: true });
   });
 
-  it('the tarballs hold package.json, README.md, the LICENSE and dist/ only, with workspace:* rewritten and no "source" condition', async () => {
-    for (const tarball of [coreTarball, koaTarball]) {
+  it('the tarballs hold package.json, README.md, the LICENSE and dist/ only (no source maps: src/ is not shipped), with workspace:* rewritten and no "source" condition', async () => {
+    for (const tarball of tarballs) {
       const files = await tarList(tarball);
       expect(files).to.include.members(['package/package.json', 'package/README.md', 'package/LICENSE', 'package/dist/index.js', 'package/dist/index.d.ts']);
       expect(files.filter((f) => !/^package\/(package\.json|README\.md|LICENSE|dist\/.+)$/.test(f)), tarball).to.deep.equal([]);
+      expect(files.filter((f) => f.endsWith('.map')), tarball).to.deep.equal([]);
+      const { stdout: index } = await exec('tar', ['xzf', tarball, '-O', 'package/dist/index.js', 'package/dist/index.d.ts']);
+      expect(index, tarball).not.to.include('sourceMappingURL');
       const manifest = await tarManifest(tarball);
       expect(JSON.stringify(manifest)).not.to.include('workspace:');
       expect(JSON.stringify(manifest.exports)).not.to.include('source');
@@ -163,6 +184,27 @@ describe('packaging: @cos/core and @cos/adapter-koa from packed tarballs in a sc
     const koa = await tarManifest(koaTarball);
     expect((koa.dependencies as Record<string, string>)['@cos/core']).to.equal((await tarManifest(coreTarball)).version);
     expect(await tarList(coreTarball)).to.include('package/dist/testing/index.js');
+  });
+
+  for (const example of EXAMPLES) {
+    it(`example ${example} runs in the scratch project from the installed tarballs (node --import tsx)`, async () => {
+      copyFileSync(join(ROOT, 'examples', example), join(scratch, example));
+      const { stdout } = await exec(process.execPath, ['--import', 'tsx', example], { cwd: scratch });
+      const out = JSON.parse(stdout) as Record<string, unknown>;
+      expect(stdout).not.to.match(RAW_KEY);
+      const expected: Record<string, (r: Record<string, unknown>) => void> = {
+        '01': (r) => expect(r).to.deep.include({ dialect: 'sqlite', listAsStandardKey: 'FORBIDDEN', afterRevoke: 'UNAUTHORIZED' }),
+        '02': (r) => expect(r['created']).to.deep.include({ status: 201, slug: 'tenant-one' }),
+        '03': (r) => expect(r['statuses']).to.deep.equal([200, 200, 429, 200, 401]),
+        '04': (r) => expect(r['reportWithScope']).to.deep.include({ status: 200 }),
+      };
+      expected[example.slice(0, 2)]!(out);
+    });
+  }
+
+  it('the four examples are the files docs/embedding.md includes', () => {
+    expect(EXAMPLES.map((f) => f.slice(0, 2))).to.deep.equal(['01', '02', '03', '04']);
+    for (const f of EXAMPLES) expect(readFileSync(GUIDE, 'utf8')).to.include(`<!-- example: examples/${f} -->`);
   });
 
   it('npm installs one @cos/core, shared by @cos/adapter-koa', () => {
