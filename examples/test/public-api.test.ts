@@ -71,7 +71,9 @@ describe('public surface of the packages', function () {
       expect(m.engines?.node).to.equal('^20.19.0 || ^22.12.0');
       expect(m.engines?.node).to.equal((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node);
       // the cli also ships its bin shim (bin/cos-admin.js imports dist/main.js)
-      expect(m.files).to.deep.equal(pkg === 'cli' ? ['bin', 'dist', 'README.md'] : ['dist', 'README.md']);
+      // No source maps are shipped (they would point at src/, which is not): none is built, and a
+      // stale one left in dist/ by an older build is excluded too.
+      expect(m.files).to.deep.equal(pkg === 'cli' ? ['bin', 'dist', '!dist/**/*.map', 'README.md'] : ['dist', '!dist/**/*.map', 'README.md']);
       expect(existsSync(join(ROOT, 'packages', pkg, 'README.md')), 'README.md').to.equal(true);
       expect(m.main).to.equal('./dist/index.js');
       expect(m.types).to.equal('./dist/index.d.ts');

@@ -5,10 +5,9 @@
  * entries (C-58), the source-address and own rate scopes (C-50, C-52), the body rules (C-10), the
  * error shape (C-15) and the webhook events written in the same unit of work (C-59).
  *
- * Every response is validated against docs/openapi.yaml: the operation is documented under
- * `components/pathItems` (it is not one of the twelve v1 operations of `paths`), so the client of
- * these tests validates against the document plus that path item; without the option the path is
- * unknown and the plain client validates its 404 like any other (C-9).
+ * Every response is validated against docs/openapi.yaml, where the operation is under `paths`
+ * tagged `extensions`; without the option the path is unknown and its 404 is the one the operation
+ * documents for that case (C-9).
  */
 import { generateKeyPairSync, hash, sign, type KeyObject } from 'node:crypto';
 import { expect } from 'chai';
@@ -29,12 +28,9 @@ import { KEY_IDENTIFIER_HEADER, SIGNATURE_HEADER } from '@cos/adapter-koa';
 import { createInMemoryStore } from '@cos/core/testing';
 import type { StoreHarness } from '@cos/core/testing';
 import { Api, type ApiResponse } from './support/http.js';
-import { OpenApiDocument } from './support/openapi.js';
 import { UNKNOWN_KEY, createWorld, type World, type WorldOptions } from './support/world.js';
 
 const ALERTS = '/v1/secret-scanning/alerts';
-const ALERTS_TEMPLATE = '/secret-scanning/alerts';
-const ALERTS_PATH_ITEM = '#/components/pathItems/SecretScanningAlerts';
 const KEY_ID = 'scanner-key-1';
 const HOOK = 'https://receiver.example/hook';
 const LEAK_URL = 'https://github.example/acme/app/blob/abc123/.env';
@@ -64,29 +60,14 @@ interface Match {
 }
 const match = (token: string, url: string | null = LEAK_URL): Match => ({ token, type: 'cos_api_key', url, source: 'content' });
 
-/**
- * The document plus the extension's path item (C-56): `paths()` and `templateOf()` see the alert
- * path; every other check is the shared validator's own (every response of the path item is a $ref).
- */
-function withAlertsPathItem(doc: OpenApiDocument): OpenApiDocument {
-  const paths = { ...doc.paths(), [ALERTS_TEMPLATE]: doc.deref(doc.pointer(ALERTS_PATH_ITEM)) };
-  return new Proxy(doc, {
-    get(target, prop, receiver) {
-      if (prop === 'paths') return () => paths;
-      if (prop === 'templateOf') return (path: string) => (path === ALERTS_TEMPLATE ? path : target.templateOf(path));
-      return Reflect.get(target, prop, receiver) as unknown;
-    },
-  });
-}
-
 interface AlertWorld extends World {
-  /** A client whose exchanges are validated against the document and the alert path item. */
+  /** A client whose exchanges are validated against the document. */
   readonly scan: Api;
 }
 
 async function alertWorld(options: WorldOptions = {}): Promise<AlertWorld> {
   const world = await createWorld({ ...options, http: { secretScanning: { keys: () => keySet }, ...options.http } });
-  return { ...world, scan: new Api(world.listening.baseUrl, '', withAlertsPathItem(world.api.doc)) };
+  return { ...world, scan: new Api(world.listening.baseUrl, '', world.api.doc) };
 }
 
 interface SendOptions {

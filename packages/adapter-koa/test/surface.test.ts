@@ -153,6 +153,11 @@ describe('adapter-koa: HTTP surface', () => {
 
     it('C-9: the Allow header of every documented path equals the methods docs/openapi.yaml lists for it', async () => {
       for (const [template, item] of Object.entries(world.api.doc.paths())) {
+        // Off in this world (no scanner keys configured): an unknown path, 404 for every method.
+        if (template === '/secret-scanning/alerts') {
+          expect((await world.api.request('GET', `/v1${template}`)).status).to.equal(404);
+          continue;
+        }
         const methods = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH'].filter((m) => item[m.toLowerCase()] !== undefined);
         const missing = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH'].find((m) => !methods.includes(m))!;
         const path = `/v1${template.replace('{org_id}', world.own.orgId).replace('{key_id}', world.own.keyId)}`;

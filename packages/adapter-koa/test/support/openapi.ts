@@ -1,8 +1,9 @@
 /**
  * Validates real HTTP exchanges against docs/openapi.yaml with ajv (JSON Schema 2020-12, the
  * dialect of OpenAPI 3.1), so the document and the implementation cannot drift apart:
- * the operation must exist (or the exchange must be one of `x-unmatched-responses`), the status
- * must be documented for it, every required header must be present and match its schema, the
+ * the operation must exist (or the exchange must be the 404 of an unknown path or the 405 of a
+ * method a path does not have, both described in `info.description`), the status must be
+ * documented for it, every required header must be present and match its schema, the
  * content type must be one the response documents, and the body must match its schema (or be
  * empty when the response documents no content).
  */
@@ -42,8 +43,16 @@ const OPENAPI_ROOT_KEYWORDS = [
   'webhooks',
   'externalDocs',
   'jsonSchemaDialect',
-  'x-unmatched-responses',
 ];
+/** Paths the service answers only when configured to (info.description, "Extensions beyond v1"). */
+const OPTIONAL_PATHS = new Set(['/secret-scanning/alerts']);
+/** The tag of every operation beyond v1. */
+export const EXTENSIONS_TAG = 'extensions';
+/**
+ * The response whose headers and content type a 404 for an unknown path and a 405 share with an
+ * operation's 404; their bodies are the standard error with their own code and empty details.
+ */
+const UNMATCHED_RESPONSE = '#/components/responses/NotFound';
 export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
 export interface Exchange {
@@ -80,7 +89,7 @@ export class OpenApiDocument {
     addFormats(this.ajv);
     this.ajv.addVocabulary(OPENAPI_ROOT_KEYWORDS);
     this.ajv.addSchema({ ...doc, $id: DOC_ID });
-    this.templates = [...Object.keys(this.paths()), ...Object.keys(this.extensionPaths())].map((template) => ({
+    this.templates = Object.keys(this.paths()).map((template) => ({
       template,
       regex: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`),
     }));
@@ -96,31 +105,23 @@ export class OpenApiDocument {
     return this.doc['paths'] as Record<string, Json>;
   }
 
-  /**
-   * The extensions beyond v1 that are always on (C-56): path items of `components/pathItems` that
-   * name their path in `x-path` (relative to the server url), by that path, with the pointer of
-   * each. (`paths` holds exactly the twelve v1 operations, spec §9; an extension that only a
-   * configuration turns on, such as the secret-scanning alerts, has no `x-path`: its tests add it.)
-   */
-  extensionPaths(): Record<string, { readonly item: Json; readonly pointer: string }> {
-    const out: Record<string, { item: Json; pointer: string }> = {};
-    const items = ((this.doc['components'] as Json)['pathItems'] ?? {}) as Record<string, Json>;
-    for (const [name, item] of Object.entries(items)) {
-      if (typeof item['x-path'] === 'string') out[item['x-path']] = { item, pointer: `#/components/pathItems/${escapePointer(name)}` };
-    }
-    return out;
+  /** The operations beyond v1 (C-56): those tagged `extensions`. */
+  extensionOperations(): OperationRef[] {
+    return this.operations().filter((o) => this.tagsOf(o).includes(EXTENSIONS_TAG));
   }
 
-  /** The operations of the always-on extensions (see extensionPaths). */
-  extensionOperations(): OperationRef[] {
-    const out: OperationRef[] = [];
-    for (const [template, { item }] of Object.entries(this.extensionPaths())) {
-      for (const method of HTTP_METHODS) {
-        const op = item[method] as Json | undefined;
-        if (op !== undefined) out.push({ method: method.toUpperCase(), template, operationId: String(op['operationId']) });
-      }
-    }
-    return out;
+  /** The operations of v1 (spec §4): every operation without the `extensions` tag. */
+  v1Operations(): OperationRef[] {
+    return this.operations().filter((o) => !this.tagsOf(o).includes(EXTENSIONS_TAG));
+  }
+
+  /** The operation object of an operation of `paths`. */
+  operation(o: OperationRef): Json {
+    return (this.paths()[o.template] as Record<string, Json>)[o.method.toLowerCase()]!;
+  }
+
+  private tagsOf(o: OperationRef): string[] {
+    return (this.operation(o)['tags'] ?? []) as string[];
   }
 
   operations(): OperationRef[] {
@@ -176,26 +177,36 @@ export class OpenApiDocument {
     const where = `${x.method} ${x.path} -> ${x.status}`;
     const template = this.templateOf(x.path);
     const method = x.method.toLowerCase();
-    const extension = template === undefined ? undefined : this.extensionPaths()[template];
-    const item = template === undefined ? undefined : (this.paths()[template] ?? extension?.item);
-    const itemPointer = extension !== undefined && this.paths()[template!] === undefined ? extension.pointer : `#/paths/${escapePointer(template ?? '')}`;
+    const item = template === undefined ? undefined : this.paths()[template];
     let responsePointer: string;
-    if (item === undefined || (item[method] as Json | undefined) === undefined) {
-      const unmatched = this.doc['x-unmatched-responses'] as Json;
-      const expected = template === undefined ? '404' : '405';
+    /** For a request matching no operation: the error code its standard-shape body must carry. */
+    let unmatchedCode: string | undefined;
+    // A path that only a configuration turns on (the secret-scanning alerts) is unknown when off.
+    const off = template !== undefined && OPTIONAL_PATHS.has(template) && x.status === 404;
+    if (item === undefined || (item[method] as Json | undefined) === undefined || off) {
+      const expected = template === undefined || off ? '404' : '405';
       if (String(x.status) !== expected) {
-        throw new Error(`${where}: a request matching no operation must answer ${expected} (x-unmatched-responses)`);
+        throw new Error(`${where}: a request matching no operation must answer ${expected} (info.description, "Paths")`);
       }
-      const entry = unmatched[expected] as Json;
-      responsePointer = typeof entry['$ref'] === 'string' ? entry['$ref'] : `#/x-unmatched-responses/${expected}`;
+      // Both are the standard error with empty details and the standard headers, like NotFound;
+      // a 405 also names the path's methods in `Allow`.
+      responsePointer = UNMATCHED_RESPONSE;
+      unmatchedCode = expected === '404' ? 'NOT_FOUND' : 'METHOD_NOT_ALLOWED';
       this.seen.add(`unmatched ${expected}`);
+      if (expected === '405') {
+        const allow = x.headers.get('allow');
+        const methods = HTTP_METHODS.filter((m) => item![m] !== undefined).map((m) => m.toUpperCase());
+        if (allow === null || allow.split(', ').sort().join() !== methods.sort().join()) {
+          throw new Error(`${where}: Allow ${String(allow)} is not the path's methods ${methods.join(', ')}`);
+        }
+      }
     } else {
       const op = item[method] as Json;
       const responses = op['responses'] as Json;
       if (responses[String(x.status)] === undefined) {
         throw new Error(`${where}: status ${x.status} is not documented for ${String(op['operationId'])}`);
       }
-      responsePointer = `${itemPointer}/${method}/responses/${x.status}`;
+      responsePointer = `#/paths/${escapePointer(template!)}/${method}/responses/${x.status}`;
       const direct = responses[String(x.status)] as Json;
       if (typeof direct['$ref'] === 'string') responsePointer = direct['$ref'];
       this.seen.add(`${String(op['operationId'])} ${x.status}`);
@@ -238,7 +249,14 @@ export class OpenApiDocument {
         } catch {
           problems.push(`body is not JSON: ${x.text.slice(0, 200)}`);
         }
-        if (body !== undefined) {
+        if (body !== undefined && unmatchedCode !== undefined) {
+          const check = this.validatorAt('#/components/schemas/Error');
+          if (!check(body)) problems.push(`body ${JSON.stringify(body)} fails the schema: ${JSON.stringify(check.errors)}`);
+          const { error, details } = body as { error?: unknown; details?: unknown };
+          if (error !== unmatchedCode || !Array.isArray(details) || details.length !== 0) {
+            problems.push(`body ${JSON.stringify(body)} is not ${unmatchedCode} with empty details`);
+          }
+        } else if (body !== undefined) {
           const check = this.validatorAt(`${responsePointer}/content/${escapePointer(mediaType)}/schema`);
           if (!check(body)) problems.push(`body ${JSON.stringify(body)} fails the schema: ${JSON.stringify(check.errors)}`);
         }
