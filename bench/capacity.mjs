@@ -815,7 +815,7 @@ function render(r) {
   if (r.memory) {
     const m = r.memory;
     L.push(
-      `**Memory** (${n0(m.organisations)} organisations, one key each, each key used once, then twice more after the 10 s change bound): Redis used_memory +${n0(m.redisAfter.usedMemory)} B (+${n0(m.redisAfter.usedMemory / m.organisations)} B per organisation), +${n0(m.redisAfter.keys)} keys; service RSS ${n0(m.serviceRssMiB.before)} → ${n0(m.serviceRssMiB.after)} MiB. Keys in Redis afterwards:`,
+      `**Memory** (${n0(m.organisations)} organisations, one key each, each key used once, then twice more after the 10 s change bound): Redis used_memory +${n0(m.redisAfter.usedMemory)} B (+${n0(m.redisAfter.usedMemory / m.organisations)} B per organisation), +${n0(m.redisAfter.keys)} keys; service RSS ${n0(m.serviceRssMiB.before)} → ${n0(m.serviceRssMiB.after)} MiB. Every key in this Redis afterwards, earlier runs' included (the counts; sizes and TTLs from up to 200 of each shape):`,
     );
     L.push('');
     L.push('| key shape | keys | bytes each (MEMORY USAGE) | TTL |');
