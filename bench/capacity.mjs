@@ -199,7 +199,8 @@ async function redisObserver(url) {
     client,
     /** Command calls (without this observer's own INFO), network bytes and CPU seconds so far. */
     async snapshot() {
-      const all = parse(await client.info('all'));
+      const text = await client.info('all');
+      const all = parse(text);
       const commands = new Map();
       for (const [k, v] of Object.entries(all)) {
         if (!k.startsWith('cmdstat_')) continue;
@@ -215,11 +216,16 @@ async function redisObserver(url) {
         usedMemory: Number(all.used_memory),
         keys: Number(/keys=(\d+)/.exec(all.db0 ?? '')?.[1] ?? 0),
         version: all.redis_version,
+        // This INFO's answer as sent (a RESP3 verbatim string: =<length>\r\ntxt:<text>\r\n), counted in the next interval's output.
+        infoReplyBytes: Buffer.byteLength(text) + String(Buffer.byteLength(text) + 4).length + 9,
       };
     },
     close: () => client.close?.() ?? client.quit(),
   };
 }
+
+/** `INFO all` as a RESP request (*2, $4 INFO, $3 all): 23 bytes. */
+const INFO_REQUEST_BYTES = 23;
 
 function diffRedis(a, b) {
   const commands = new Map();
@@ -227,9 +233,9 @@ function diffRedis(a, b) {
     const d = v - (a.commands.get(k) ?? 0);
     if (d) commands.set(k, d);
   }
-  // INFO's own request and answer are in the byte counters: one INFO per snapshot, subtracted roughly
-  // by the caller comparing with an empty interval (see idleRedisBytes).
-  return { commands, netIn: b.netIn - a.netIn, netOut: b.netOut - a.netOut, cpu: b.cpu - a.cpu, usedMemory: b.usedMemory - a.usedMemory, keys: b.keys - a.keys };
+  // The observer's own traffic is in the byte counters: the closing INFO's request and the opening
+  // INFO's answer (sent after `a` was taken). Both are taken off.
+  return { commands, netIn: b.netIn - a.netIn - INFO_REQUEST_BYTES, netOut: b.netOut - a.netOut - a.infoReplyBytes, cpu: b.cpu - a.cpu, usedMemory: b.usedMemory - a.usedMemory, keys: b.keys - a.keys };
 }
 
 /** CPU seconds of every Postgres backend connected to `database` (the service's pool), by /proc. */
@@ -775,7 +781,7 @@ function render(r) {
   L.push(`Run of ${r.finishedAt} (${r.mode}, ${n0(r.totalSeconds)} s): \`node bench/capacity.mjs${r.mode === 'quick' ? ' --quick' : ''}\`; ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memGiB} GiB, Node ${r.machine.node}; ${r.infra ?? ''}; load generator ${r.loadGenerator}.`);
   L.push('');
   if (r.counts.length) {
-    L.push(`**Counts per request** (${r.counts.map((c) => `${c.id}: ${c.requests}`).join(', ')} requests, 8 concurrent; Postgres counted at the wire, Redis from INFO deltas):`);
+    L.push(`**Counts per request** (${r.counts.map((c) => `${c.id}: ${c.requests}`).join(', ')} requests, 8 concurrent; Postgres counted at the wire, Redis from INFO deltas less the observer's own INFO traffic):`);
     L.push('');
     L.push('| request kind | Redis commands | Redis bytes in / out | Postgres statements | of which | Postgres bytes to / from |');
     L.push('|---|---:|---:|---:|---|---:|');
