@@ -13,7 +13,7 @@
  * - A worker that exits unexpectedly is replaced in the same slot (its `worker` label), at once
  *   the first time and after a doubling delay (up to MAX_RESTART_DELAY_MS) while it keeps failing
  *   within STABLE_MS of starting.
- * - SIGTERM/SIGINT: every worker is asked to drain (a message, so a Ctrl-C that also reached the
+ * - SIGTERM/SIGINT: the primary logs its last line, then every worker is asked to drain (a message, so a Ctrl-C that also reached the
  *   workers directly is not a second signal to them); a second signal cuts the drains short. The
  *   primary exits once every worker has, 0 when all exited 0; past the grace period and the close
  *   bound it kills what is left and exits 1. SIGHUP is passed on to every worker.
@@ -41,7 +41,8 @@ const FIRST_RESTART_DELAY_MS = 500;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** Beyond the workers' own bound (grace period and closing, serve.ts): then they are killed. */
 const WORKER_EXIT_MARGIN_MS = 5_000;
-const LOG_CLOSE_MS = 500;
+/** How long the primary's last log lines may take to reach stdout at shutdown. */
+const LOG_CLOSE_MS = 300;
 const OPS_CLOSE_MS = 1_000;
 const OPS_MAX_CONNECTIONS = 32;
 /** A worker's probe answer (its store probe is bounded by 1 s) and its metrics. */
@@ -299,7 +300,6 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   const finish = (): Promise<void> =>
     (finishing ??= (async () => {
       await ops?.server.stop(OPS_CLOSE_MS).catch(() => undefined);
-      logger.info({ exit_code: exitCode }, 'every worker has stopped');
       await logger.close(LOG_CLOSE_MS);
       process.exit(exitCode);
     })());
@@ -318,22 +318,27 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   const shutdown = (signal: NodeJS.Signals): void => {
     signals += 1;
     if (signals > 1) {
-      logger.warn({ signal }, 'second signal: the workers close every connection now');
       stopWorkers(true);
       ops?.server.destroyAll();
       return;
     }
-    logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: every worker finishes its in-flight requests');
+    logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS, workers }, 'shutting down: every worker finishes its in-flight requests');
     phase = 'stopping';
     if (ops !== undefined) ops.app.phase = 'draining';
-    stopWorkers(false);
     setTimeout(() => {
-      logger.error({}, 'workers still running past the grace period: killing them');
       for (const s of slots.values()) s.worker?.process.kill('SIGKILL');
       exitCode = 1;
       void finish();
     }, SHUTDOWN_GRACE_MS + WORKER_EXIT_MARGIN_MS).unref();
-    if ([...slots.values()].every((x) => x.worker === null)) void finish();
+    // The primary's last line: its log is closed before the workers stop. stdout is one open file
+    // shared with the workers, and a Node process puts it back into blocking mode when it forks or
+    // exits; a write the primary started into a full pipe after that would hold a thread that
+    // process.exit waits for, so a stalled reader would keep the primary alive. The workers log
+    // their own shutdown; the exit status says how it ended.
+    void logger.close(LOG_CLOSE_MS).then(() => {
+      stopWorkers(false);
+      if ([...slots.values()].every((x) => x.worker === null)) void finish();
+    });
   };
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
