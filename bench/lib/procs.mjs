@@ -1,7 +1,7 @@
 // Child processes of the bench: the real service (`node packages/cli/dist/main.js serve`), the bare
 // Koa baseline, and one-shot `cos-admin` commands. Only processes started here are ever signalled.
 import { spawn, spawnSync } from 'node:child_process';
-import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
+import { openSync, closeSync, readFileSync, readdirSync, renameSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { CLI_MAIN, ROOT } from './resolve.mjs';
@@ -74,7 +74,7 @@ function serviceCpuSecondsOf(pid) {
   return childPidsOf(pid).reduce((sum, child) => sum + (cpuSecondsOf(child) ?? 0), own);
 }
 
-async function waitReady(url, child, logFile, timeoutMs = 30_000) {
+async function waitReady(url, child, logFile, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -140,7 +140,10 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
     ...(opsPort === null ? {} : { OPS_PORT: String(opsPort) }),
   };
   const args = [...nodeArgs];
-  if (profileDir) args.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`);
+  // serve's workers inherit the flags: each process writes its own profile into a directory of this
+  // service; stop() keeps the largest (a worker's: the primary answers no request) as <name>.cpuprofile.
+  const ownProfiles = profileDir ? path.join(profileDir, name) : null;
+  if (ownProfiles) args.push('--cpu-prof', `--cpu-prof-dir=${ownProfiles}`);
   args.push(CLI_MAIN, 'serve', ...serveArgs);
   const child = spawnLogged(args, { env: childEnv, logFile });
   const base = `http://127.0.0.1:${port}`;
@@ -159,7 +162,14 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
     logFile,
     memory: () => serviceMemoryOf(child.pid),
     cpuSeconds: () => serviceCpuSecondsOf(child.pid),
-    stop: () => stopChild(child),
+    stop: async () => {
+      const code = await stopChild(child);
+      if (ownProfiles) {
+        const largest = cpuProfilesIn(ownProfiles).sort((a, b) => statSync(b).size - statSync(a).size)[0];
+        if (largest) renameSync(largest, path.join(profileDir, `${name}.cpuprofile`));
+      }
+      return code;
+    },
   };
 }
 
