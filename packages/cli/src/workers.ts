@@ -71,8 +71,8 @@ export function workerSlot(): number {
   return Number(process.env[ENV_SLOT] ?? '1');
 }
 
-/** Whether this worker bootstraps: only the first worker of a start does. */
-export function workerRuns(_what: 'bootstrap'): boolean {
+/** Whether this worker is the first of a start (it alone bootstraps; the others start after it). */
+export function firstWorkerOfStart(): boolean {
   return process.env[ENV_FIRST] !== '0';
 }
 

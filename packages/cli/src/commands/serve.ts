@@ -73,7 +73,7 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
  * drains in-flight requests, closes pools and exits 0.
  */
 async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig, port: number): Promise<void> {
-  const { workerSlot, workerRuns, workerOpsUrl, onPrimaryMessage, tellPrimary } = await import('../workers.js');
+  const { workerSlot, firstWorkerOfStart, workerOpsUrl, onPrimaryMessage, tellPrimary } = await import('../workers.js');
   const slot = workerSlot();
   const { createLogger } = await import('../logger.js');
   const logger = createLogger({ level: config.logLevel, fd: 1, base: { worker: slot, pid: process.pid } });
@@ -99,7 +99,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     const { NotificationRetention } = await import('@cos/core');
     retention = new NotificationRetention({ notifications: core.notifications, logger, retentionMs: config.notificationRetentionMs });
     // Only the first worker of a start bootstraps (and, on SQLite, migrates first: the others start after it).
-    if (opts.bootstrap === true && workerRuns('bootstrap')) {
+    if (opts.bootstrap === true && firstWorkerOfStart()) {
       const result = await core.bootstrap.run();
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
       else logger.info({ organisation_id: result.organisation.id }, 'a system organisation exists: bootstrap skipped');
