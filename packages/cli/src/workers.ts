@@ -236,11 +236,11 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
   let first = true;
   let allReady: (() => void) | undefined;
   let startFailed: ((code: number) => void) | undefined;
-  const fork = (s: Slot, first: boolean): void => {
+  const fork = (s: Slot, firstOfStart: boolean): void => {
     s.restartTimer = undefined;
     s.startedAt = Date.now();
     s.ready = false;
-    s.worker = cluster.fork({ [ENV_SLOT]: String(s.slot), [ENV_FIRST]: first ? '1' : '0', ...(ops === undefined ? {} : { [ENV_OPS]: ops.server.url }) });
+    s.worker = cluster.fork({ [ENV_SLOT]: String(s.slot), [ENV_FIRST]: firstOfStart ? '1' : '0', ...(ops === undefined ? {} : { [ENV_OPS]: ops.server.url }) });
   };
   const bySlot = (worker: Worker): Slot | undefined => [...slots.values()].find((s) => s.worker === worker);
 

@@ -165,6 +165,8 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   let signals = 0;
   shutdown = (signal: NodeJS.Signals | 'primary' | 'second'): void => {
     if (signal === 'primary' && signals > 0) return;
+    // The primary's second stop can overtake its first (it closes its log in between): drain first.
+    if (signal === 'second' && signals === 0) shutdown('primary');
     signals = signal === 'second' ? Math.max(signals, 1) + 1 : signals + 1;
     if (signals > 1) {
       logger.warn({ signal }, 'second signal: closing every connection now');
