@@ -1,7 +1,7 @@
 // Child processes of the bench: the real service (`node packages/cli/dist/main.js serve`), the bare
 // Koa baseline, and one-shot `cos-admin` commands. Only processes started here are ever signalled.
 import { spawn, spawnSync } from 'node:child_process';
-import { openSync, closeSync, readFileSync, readdirSync } from 'node:fs';
+import { openSync, closeSync, readFileSync, readdirSync, renameSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { CLI_MAIN, ROOT } from './resolve.mjs';
@@ -45,7 +45,36 @@ export function memoryOf(pid) {
   }
 }
 
-async function waitReady(url, child, logFile, timeoutMs = 30_000) {
+/** The pids of a process's children (serve's workers), from /proc; [] when unknown. */
+export function childPidsOf(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Memory of `serve`: its primary and its workers, each process on its own (the target is per
+ * process). hwmMiB is the largest worker's peak (the primary's own when it has no child).
+ */
+function serviceMemoryOf(pid) {
+  const primary = memoryOf(pid);
+  if (primary === null) return null;
+  const workers = childPidsOf(pid).map(memoryOf).filter((m) => m !== null);
+  if (workers.length === 0) return { ...primary, primaryHwmMiB: null, workerHwmMiB: [] };
+  const peak = workers.reduce((a, b) => (b.hwmMiB > a.hwmMiB ? b : a));
+  return { hwmMiB: peak.hwmMiB, rssMiB: peak.rssMiB, primaryHwmMiB: primary.hwmMiB, workerHwmMiB: workers.map((w) => w.hwmMiB) };
+}
+
+/** CPU seconds of a process and its children (serve's primary and workers) so far; null without /proc. */
+function serviceCpuSecondsOf(pid) {
+  const own = cpuSecondsOf(pid);
+  if (own === null) return null;
+  return childPidsOf(pid).reduce((sum, child) => sum + (cpuSecondsOf(child) ?? 0), own);
+}
+
+async function waitReady(url, child, logFile, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -94,8 +123,10 @@ async function stopChild(child, graceMs = 15_000) {
  * Starts `cos-admin serve` as a child process. `env` adds to a minimal environment (the parent's
  * DATABASE_URL/REDIS_URL never leak in). With `profileDir`, node writes a .cpuprofile there on exit.
  */
-export async function startService({ name, env, logFile, profileDir, nodeArgs = [] }) {
+export async function startService({ name, env, logFile, profileDir, nodeArgs = [], serveArgs = [], readyz = false }) {
   const port = await freePort();
+  // With readyz: the operations listener on, and the service counted ready when /readyz says every worker is.
+  const opsPort = readyz ? await freePort() : null;
   const childEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -106,14 +137,20 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
     UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000000',
     ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
     ...env,
+    ...(opsPort === null ? {} : { OPS_PORT: String(opsPort) }),
   };
   const args = [...nodeArgs];
-  if (profileDir) args.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`);
-  args.push(CLI_MAIN, 'serve');
+  // serve's workers inherit the flags: each process writes its own profile into a directory of this
+  // service; stop() keeps the largest (a worker's: the primary answers no request) as <name>.cpuprofile.
+  const ownProfiles = profileDir ? path.join(profileDir, name) : null;
+  if (ownProfiles) args.push('--cpu-prof', `--cpu-prof-dir=${ownProfiles}`);
+  args.push(CLI_MAIN, 'serve', ...serveArgs);
   const child = spawnLogged(args, { env: childEnv, logFile });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitReady(`${base}/v1/health`, child, logFile);
+    // The port answers once the first worker listens; /readyz once every worker does.
+    if (opsPort !== null) await waitReady(`http://127.0.0.1:${opsPort}/readyz`, child, logFile);
   } catch (err) {
     await stopChild(child, 2000);
     throw err;
@@ -123,9 +160,16 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
     base,
     pid: child.pid,
     logFile,
-    memory: () => memoryOf(child.pid),
-    cpuSeconds: () => cpuSecondsOf(child.pid),
-    stop: () => stopChild(child),
+    memory: () => serviceMemoryOf(child.pid),
+    cpuSeconds: () => serviceCpuSecondsOf(child.pid),
+    stop: async () => {
+      const code = await stopChild(child);
+      if (ownProfiles) {
+        const largest = cpuProfilesIn(ownProfiles).sort((a, b) => statSync(b).size - statSync(a).size)[0];
+        if (largest) renameSync(largest, path.join(profileDir, `${name}.cpuprofile`));
+      }
+      return code;
+    },
   };
 }
 

@@ -3,6 +3,7 @@
  * A bad value stops the process with one line that names the variable and what is wrong with it.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import ms from 'ms';
@@ -94,6 +95,10 @@ export interface AppConfig {
   readonly webhookSecrets: WebhookSecretCipher;
   /** NOTIFICATION_RETENTION in ms: delivered and failed notifications older than this are purged by `serve`. */
   readonly notificationRetentionMs: number;
+  /** WORKERS: `serve`'s worker processes behind one port (`auto` resolved to the cores available). */
+  readonly workers: number;
+  /** MEMORY_LIMIT_MB, or null (unset): the cgroup limit, else the documented default (memory-limit.ts). */
+  readonly memoryLimitMb: number | null;
 }
 
 export class ConfigError extends Error {
@@ -184,6 +189,29 @@ function secretKeys(name: string, list: boolean) {
       }
       return keys;
     });
+}
+
+/** Most worker processes `serve` runs (WORKERS, --workers). */
+export const MAX_WORKERS = 64;
+
+/** A number of workers, `1` to MAX_WORKERS, or `auto`: the cores available to this process. */
+export function parseWorkers(text: string): number | null {
+  const s = text.trim().toLowerCase();
+  if (s === 'auto') return Math.min(MAX_WORKERS, Math.max(1, availableParallelism()));
+  if (!/^\d{1,3}$/.test(s)) return null;
+  const n = Number(s);
+  return n >= 1 && n <= MAX_WORKERS ? n : null;
+}
+
+export function workersMessage(name: string): string {
+  return `${name} must be a whole number from 1 to ${MAX_WORKERS}, or auto`;
+}
+
+function workers(name: string) {
+  return z
+    .string()
+    .refine((s) => parseWorkers(s) !== null, { error: workersMessage(name) })
+    .transform((s) => parseWorkers(s) as number);
 }
 
 /** The CLI's duration form: a whole number and d, h or m (`30d`, `12h`, `90m`) -> milliseconds. */
@@ -382,6 +410,16 @@ const VARIABLES = {
     'how long delivered and failed webhook notifications are kept after they completed (`30d`, `12h`, `90m`); each `serve` purges older ones at start and then hourly (or once per retention period if that is shorter); pending ones are never purged',
     duration('NOTIFICATION_RETENTION', '30d'),
   ),
+  WORKERS: variable(
+    '1',
+    "`serve`'s worker processes behind one port (`node:cluster`; a primary process forks, supervises and relays signals), or `auto`: the cores available (`os.availableParallelism()`); `--workers` overrides it. More than 1 needs `REDIS_URL` or `REDIS_CLUSTER_NODES` (each worker would otherwise count rate limits on its own) (operations guide, section 12)",
+    workers('WORKERS').default(1),
+  ),
+  MEMORY_LIMIT_MB: variable(
+    'unset',
+    "memory all of `serve`'s processes may use together, in MiB; each worker runs with a V8 heap limit derived from it (the primary's reserve taken off, the rest shared among the workers, less each worker's memory outside the heap). Unset: the container's cgroup memory limit when there is one, else 192 per worker plus 96 (operations guide, section 12)",
+    int('MEMORY_LIMIT_MB', 128, 16_777_216).optional(),
+  ),
   OPS_PORT: variable(
     'unset',
     'unset: no operations listener; set: `serve` also answers `GET /livez`, `/readyz` and `/metrics` (Prometheus) on this port (`0`: any free port), without key or rate limit, never on the API port',
@@ -501,6 +539,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     credentialCache: v.CREDENTIAL_CACHE,
     webhookSecrets: new WebhookSecretCipher({ current: v.WEBHOOK_SECRET_ENCRYPTION_KEY[0] ?? null, previous: v.WEBHOOK_SECRET_PREVIOUS_KEYS }),
     notificationRetentionMs: v.NOTIFICATION_RETENTION,
+    workers: v.WORKERS,
+    memoryLimitMb: v.MEMORY_LIMIT_MB ?? null,
   });
 }
 

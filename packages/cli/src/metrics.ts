@@ -8,7 +8,7 @@
  * the text format; the service's own counters and histogram are plain numbers on the request path
  * (one Map lookup and an addition per observation), rendered only when /metrics is read.
  */
-import { collectDefaultMetrics, Gauge, Registry, type Metric } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { AuthFailureReason, Metrics, RateLimitOutcome, RateLimitScopeKind, WebhookDeliveryResult } from '@cos/core';
 
 /** Seconds; most answers take a few ms, a store at its limit up to 2 s (C-17). */
@@ -190,6 +190,8 @@ export class PrometheusMetrics implements Metrics {
       name: 'cos_webhook_outbox_pending',
       help: 'Webhook notifications waiting for delivery (read from the store at scrape time).',
       registers: [registry],
+      // One store for every worker: a cluster's /metrics shows it once (the largest answer), unlabelled.
+      aggregator: 'max',
       async collect() {
         const source = pending();
         if (source === null) return;
@@ -275,4 +277,66 @@ async function bounded<T>(work: Promise<T>, ms: number): Promise<T | undefined> 
 
 export function createPrometheusMetrics(): PrometheusMetrics {
   return new PrometheusMetrics();
+}
+
+/** A worker's metrics as its registry gives them (`getMetricsAsJSON`), sent to the primary over IPC. */
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
+
+/** Metrics about the store every worker shares: shown once, without a worker label. */
+const SHARED_METRICS: ReadonlySet<string> = new Set(['cos_webhook_outbox_pending']);
+
+/**
+ * The registry of `serve`'s primary process: its own process metrics (label worker="primary") and
+ * the supervision counters (restarts per worker slot, workers ready).
+ */
+export class PrimaryMetrics {
+  readonly registry = new Registry();
+  private readonly restarts: Counter;
+  private readonly ready: Gauge;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, labels: { worker: 'primary' } });
+    this.restarts = new Counter({
+      name: 'cos_worker_restarts_total',
+      help: 'Workers that exited unexpectedly and were replaced, by worker slot.',
+      labelNames: ['worker'],
+      registers: [this.registry],
+    });
+    this.ready = new Gauge({ name: 'cos_workers_ready', help: 'Workers listening and answering, of cos_workers.', registers: [this.registry] });
+    new Gauge({ name: 'cos_workers', help: 'Worker processes serve runs (WORKERS, --workers).', registers: [this.registry] }).set(0);
+  }
+
+  workers(configured: number): void {
+    (this.registry.getSingleMetric('cos_workers') as Gauge).set(configured);
+  }
+
+  workersReady(n: number): void {
+    this.ready.set(n);
+  }
+
+  restarted(slot: number): void {
+    this.restarts.inc({ worker: String(slot) });
+  }
+
+  /**
+   * One exposition for the whole service: every worker's series with a `worker` label (its slot,
+   * 1 to N, kept by its replacement), the shared store gauges once, and the primary's own. Per
+   * process rather than summed: a counter summed over workers would drop when one is replaced, which
+   * Prometheus reads as a reset and counts again.
+   */
+  async render(workers: readonly { readonly slot: number; readonly metrics: MetricsJson }[]): Promise<string> {
+    const labelled = workers.map(({ slot, metrics }) =>
+      metrics.map((m) =>
+        SHARED_METRICS.has(m.name)
+          ? m
+          : { ...m, aggregator: 'first', values: m.values.map((v) => ({ ...v, labels: { ...v.labels, worker: String(slot) } })) },
+      ),
+    );
+    const own = (await this.registry.getMetricsAsJSON()).map((m) => ({ ...m, aggregator: 'first' }));
+    return AggregatorRegistry.aggregate([...labelled, own]).metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
 }

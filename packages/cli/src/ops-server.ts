@@ -6,7 +6,8 @@
  *   GET /livez    200 while the process serves requests at all; touches no dependency.
  *   GET /readyz   200 when the API is listening and the store answers within its health budget
  *                 (C-4's probe, 1 s); 503 before that, when the store does not, and while draining
- *                 after SIGTERM (so a load balancer stops sending before the port closes).
+ *                 after SIGTERM (so a load balancer stops sending before the port closes). Under
+ *                 `serve`'s primary: 200 only when every worker is listening and its probe answers.
  *   GET /metrics  the Prometheus text format (metrics.ts).
  *
  * HEAD is answered like GET without a body; other methods get 405, other paths 404 (plain text).
@@ -19,6 +20,11 @@ import type { PrometheusMetrics } from './metrics.js';
 export interface OpsDeps {
   /** The store probe of /v1/health (Core.health), bounded by its own timeout; never throws. */
   readonly health: { check(): Promise<HealthReport> };
+  /**
+   * Instead of `health`, when given: null when ready, else why not (the answer's text). `serve`'s
+   * primary answers with its workers' readiness, each worker's store probe asked over IPC.
+   */
+  readonly readiness?: () => Promise<string | null>;
   readonly metrics: Pick<PrometheusMetrics, 'render' | 'contentType'>;
 }
 
@@ -57,6 +63,11 @@ export function createOpsApp(deps: OpsDeps): OpsApp {
     if (path === '/livez') return answer(req, res, 200, 'ok\n');
     if (path === '/metrics') return answer(req, res, 200, await deps.metrics.render(), deps.metrics.contentType);
     if (app.phase !== 'serving') return answer(req, res, 503, `${app.phase}\n`);
+    if (deps.readiness !== undefined) {
+      const notReady = await deps.readiness();
+      if (app.phase !== 'serving') return answer(req, res, 503, `${app.phase}\n`);
+      return notReady === null ? answer(req, res, 200, 'ok\n') : answer(req, res, 503, `${notReady}\n`);
+    }
     const report = await deps.health.check();
     // The store may have answered after SIGTERM arrived: draining wins.
     if (app.phase !== 'serving') return answer(req, res, 503, `${app.phase}\n`);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { loadConfig, type AppConfig } from '../config.js';
+import { getHeapStatistics } from 'node:v8';
+import { loadConfig, parseWorkers, workersMessage, type AppConfig } from '../config.js';
 import { CliError, describeError } from '../errors.js';
 import { routeConsoleTo } from '../console.js';
 import { emit } from '../output.js';
@@ -13,16 +14,13 @@ import { jsonWanted, withJson } from './shared.js';
 const LOG_CLOSE_MS = 1_000;
 /** Beyond the grace period: closing the pools and the log (each bounded on its own). */
 const SHUTDOWN_CLOSE_MS = 3_000;
-/** The operations listener closes after the API: what it still has in flight (a scrape) gets this long. */
-const OPS_CLOSE_MS = 1_000;
-/** Connections the operations listener holds at once (probes and scrapes); part of the descriptor reserve. */
-const OPS_MAX_CONNECTIONS = 32;
 /** How often `serve` deletes expired Idempotency-Key answers (they expire after 24 h). */
 const IDEMPOTENCY_SWEEP_INTERVAL_MS = 15 * 60_000;
 
 interface ServeOptions {
   port?: string;
   bootstrap?: boolean;
+  workers?: string;
 }
 
 function portOption(text: string | undefined, config: AppConfig): number {
@@ -32,21 +30,60 @@ function portOption(text: string | undefined, config: AppConfig): number {
   return port;
 }
 
+function workersOption(text: string | undefined, config: AppConfig): { workers: number; from: string } {
+  if (text === undefined) return { workers: config.workers, from: 'WORKERS' };
+  const workers = parseWorkers(text);
+  if (workers === null) throw new CliError(workersMessage('--workers'), { usage: true });
+  return { workers, from: '--workers' };
+}
+
 /**
- * `serve`: the composition root at work. Resolves once the server is listening; the process then
- * lives until SIGTERM/SIGINT, when it drains in-flight requests, closes pools and exits 0.
+ * `serve`: a primary process that forks the workers (workers.ts), or, in a worker, the service
+ * itself. Validates the command line and the configuration before anything is forked.
  */
 async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   const config = loadConfig();
   const port = portOption(opts.port, config);
+  const { default: cluster } = await import('node:cluster');
+  if (cluster.isWorker) {
+    try {
+      return await serveWorker(opts, json, config, port);
+    } catch (e) {
+      // A worker lives by its channel to the primary (its listening socket is the primary's): one
+      // that failed to start lets go of it, so it exits once main has reported the failure.
+      process.channel?.unref();
+      throw e;
+    }
+  }
+  const { workers, from } = workersOption(opts.workers, config);
+  // Each worker would keep its own in-process counter: N workers would allow N times the limits.
+  if (workers > 1 && config.redisUrl === null) {
+    throw new CliError(
+      `${from === '--workers' ? `--workers ${workers}` : `WORKERS=${workers}`} needs REDIS_URL (or REDIS_CLUSTER_NODES): without it each worker counts rate limits on its own; set REDIS_URL or run one worker`,
+      from === '--workers' ? { usage: true } : { code: 'CONFIG_ERROR' },
+    );
+  }
+  const { runPrimary } = await import('../workers.js');
+  await runPrimary({ config, workers });
+}
+
+/**
+ * A worker: the composition root at work. Resolves once the server is listening and the primary has
+ * been told; the process then lives until the primary asks it to stop (or SIGTERM/SIGINT), when it
+ * drains in-flight requests, closes pools and exits 0.
+ */
+async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig, port: number): Promise<void> {
+  const { workerSlot, firstWorkerOfStart, workerOpsUrl, onPrimaryMessage, tellPrimary } = await import('../workers.js');
+  const slot = workerSlot();
   const { createLogger } = await import('../logger.js');
-  const logger = createLogger({ level: config.logLevel, fd: 1 });
+  const logger = createLogger({ level: config.logLevel, fd: 1, base: { worker: slot, pid: process.pid } });
   routeConsoleTo(logger);
   const { buildContainer, closeContainer, coreOf, limiterOf, storeOf, CLI_TOKENS } = await import('../container.js');
   const { listen } = await import('../server.js');
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
-  let ops: { app: import('../ops-server.js').OpsApp; server: Awaited<ReturnType<typeof listen>> } | undefined;
+  let draining = false;
+  let shutdown: (signal: NodeJS.Signals | 'primary' | 'second') => void = () => undefined;
   let delivery: import('@cos/core').WebhookDelivery | undefined;
   let keyUsage: import('@cos/core').KeyUsage | undefined;
   let retention: import('@cos/core').NotificationRetention | undefined;
@@ -61,7 +98,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
     keyUsage = core.keyUsage;
     const { NotificationRetention } = await import('@cos/core');
     retention = new NotificationRetention({ notifications: core.notifications, logger, retentionMs: config.notificationRetentionMs });
-    if (opts.bootstrap === true) {
+    // Only the first worker of a start bootstraps (and, on SQLite, migrates first: the others start after it).
+    if (opts.bootstrap === true && firstWorkerOfStart()) {
       const result = await core.bootstrap.run();
       if (result.created) emit(json, bootstrapView(result, core), () => bootstrapText(result));
       else logger.info({ organisation_id: result.organisation.id }, 'a system organisation exists: bootstrap skipped');
@@ -85,18 +123,15 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       logger.warn({ max_connections: maxConnections, descriptor_limit: descriptorLimit }, 'MAX_CONNECTIONS is not below the descriptor limit (ulimit -n): at the limit new connections are reset');
     }
     const timeouts = { headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs };
+    // The operations listener is the primary's: it asks this worker for its probe and its metrics.
     const prometheus = container.get<import('../metrics.js').PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics);
-    if (config.opsPort !== null && prometheus !== null) {
-      const { createOpsApp } = await import('../ops-server.js');
-      const opsApp = createOpsApp({ health: core.health, metrics: prometheus });
-      // Idle probe connections need no grace at shutdown: probes are short and retried.
-      const opsServer = await listen(opsApp, config.opsHost, config.opsPort, logger, { idleGraceMs: 0, maxConnections: OPS_MAX_CONNECTIONS, ...timeouts }).catch(cannotListen(config.opsHost, config.opsPort, ' (OPS_HOST, OPS_PORT)'));
-      ops = { app: opsApp, server: opsServer };
-    }
+    onPrimaryMessage({
+      health: async () => (draining ? 'draining' : (await core.health.check()).status === 'ok' ? null : 'store unavailable'),
+      metrics: async () => (prometheus === null ? [] : prometheus.registry.getMetricsAsJSON()),
+      stop: (force) => shutdown(force ? 'second' : 'primary'),
+    });
     running = await listen(app, config.host, port, logger, { maxConnections, ...timeouts }).catch(cannotListen(config.host, port, ''));
-    if (ops !== undefined) ops.app.phase = 'serving';
   } catch (e) {
-    await ops?.server.stop(0).catch(() => undefined);
     await closeContainer(container).catch(() => undefined);
     await logger.close(LOG_CLOSE_MS);
     throw e;
@@ -124,18 +159,23 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   idempotencySweeper.unref();
   purger.start();
   lifecycle.daemon = true;
+  // A signal reaches a worker directly (a terminal's Ctrl-C goes to the whole process group) and
+  // from the primary as a message: the primary's first stop starts the drain once, its second
+  // ('second') cuts it short, as a second direct signal does.
   let signals = 0;
-  const shutdown = (signal: NodeJS.Signals): void => {
-    signals += 1;
+  shutdown = (signal: NodeJS.Signals | 'primary' | 'second'): void => {
+    if (signal === 'primary' && signals > 0) return;
+    // The primary's second stop can overtake its first (it closes its log in between): drain first.
+    if (signal === 'second' && signals === 0) shutdown('primary');
+    signals = signal === 'second' ? Math.max(signals, 1) + 1 : signals + 1;
     if (signals > 1) {
       logger.warn({ signal }, 'second signal: closing every connection now');
       server.destroyAll();
-      ops?.server.destroyAll();
       return;
     }
     logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
-    // Not ready from now on; the operations listener stays open (livez 200, readyz 503) until the API has drained.
-    if (ops !== undefined) ops.app.phase = 'draining';
+    // Not ready from now on (the primary's readyz answers 503).
+    draining = true;
     // Whatever hangs (a pool that does not close, stdout that takes nothing), the process ends.
     setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS + SHUTDOWN_CLOSE_MS).unref();
     void (async () => {
@@ -143,7 +183,6 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       try {
         clearInterval(idempotencySweeper);
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop(), purger.stop()]);
-        await ops?.server.stop(OPS_CLOSE_MS);
         // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
@@ -173,6 +212,21 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       logger.error({ err: describeError(e) }, 'SIGHUP: secret-scanning public keys not reloaded; the previous keys stay in use');
     }
   });
+  const heapLimitMb = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
+  // The start-up line once the primary has counted this worker (its /readyz then answers for it).
+  await tellPrimary({
+    type: 'ready',
+    info: {
+      address: server.url,
+      host: server.host,
+      port: server.port,
+      store: storeKind,
+      limiter: limiterOf(container).kind,
+      max_connections: maxConnections,
+      heap_limit_mb: heapLimitMb,
+      version: container.get<string>(CLI_TOKENS.ServiceVersion),
+    },
+  });
   logger.info(
     {
       address: server.url,
@@ -183,8 +237,10 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       secret_scanning: config.secretScanningPublicKeys === null && config.secretScanningKeysUrl === null ? 'off' : 'on',
       // The id of the key new webhook secrets are encrypted under (never the key), or "clear".
       webhook_secrets: config.webhookSecrets.currentKeyId ?? 'clear',
-      ops: ops === undefined ? 'off' : ops.server.url,
+      ops: workerOpsUrl() ?? 'off',
       max_connections: maxConnections,
+      // V8's heap limit of this worker (the old space serve derived from MEMORY_LIMIT_MB, plus the young generation).
+      heap_limit_mb: heapLimitMb,
       version: container.get<string>(CLI_TOKENS.ServiceVersion),
     },
     `cos listening on ${server.url}`,
@@ -198,6 +254,7 @@ export function registerServe(program: Command): void {
       .description('run the HTTP server (SQLite migrates on start; Postgres must be migrated with `cos-admin migrate`)')
       .option('--port <port>', 'listen port, overrides PORT (0: any free port)')
       .option('--bootstrap', 'run bootstrap first when no system organisation exists (prints the platform key once)')
+      .option('--workers <n>', 'worker processes behind the one port (a number, or auto: the cores available), overrides WORKERS')
       .action(async (opts: ServeOptions, cmd: Command) => {
         await serve(opts, jsonWanted(cmd));
       }),
