@@ -25,7 +25,7 @@ import {
   type Stores,
 } from '@cos/core';
 import { KEY_IDENTIFIER_HEADER, SIGNATURE_HEADER } from '@cos/adapter-koa';
-import { createInMemoryStore } from '@cos/core/testing';
+import { createInMemoryStore, RecordingMetrics } from '@cos/core/testing';
 import type { StoreHarness } from '@cos/core/testing';
 import { Api, type ApiResponse } from './support/http.js';
 import { UNKNOWN_KEY, createWorld, type World, type WorldOptions } from './support/world.js';
@@ -280,6 +280,34 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => 
         }
         expect(await snapshot(w)).to.equal(before);
         expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key })).status).to.equal(200);
+      });
+
+      it('C-50: each refused alert is logged with its reason and counted in cos_auth_failures_total under it; the answer is the same for every reason', async () => {
+        const metrics = new RecordingMetrics();
+        const m = await alertWorld({ metrics });
+        try {
+          const body = JSON.stringify([match(m.own.key)]);
+          const reasons: Record<string, string> = {
+            'no identifier header': 'scanner_signature_missing',
+            'no signature header': 'scanner_signature_missing',
+            'an unknown key identifier': 'scanner_unknown_key_identifier',
+            'a signature by another key': 'scanner_bad_signature',
+            'a tampered body (one byte changed after signing)': 'scanner_bad_signature',
+            'a signature that is not base64': 'scanner_bad_signature',
+            'an empty signature': 'scanner_signature_missing',
+          };
+          for (const [name, make] of badRequests) {
+            const { send, ...options } = make(body);
+            expect((await sendAlert(m.scan, send ?? body, options)).status, name).to.equal(401);
+          }
+          const expected = badRequests.map(([name]) => reasons[name]);
+          expect(metrics.events.filter((e) => e.kind === 'authFailure').map((e) => (e as { reason: string }).reason)).to.deep.equal(expected);
+          const lines = m.httpLogger.entries.filter((e) => e.message === 'secret-scanning alert refused (401)');
+          expect(lines.map((e) => [e.level, e.fields['reason']])).to.deep.equal(expected.map((r) => ['warn', r]));
+          expect(lines.find((e) => e.fields['reason'] === 'scanner_unknown_key_identifier')?.fields['key_identifier']).to.equal('another-key');
+        } finally {
+          await m.close();
+        }
       });
 
       it('C-50: after rateLimitPerMinute bad signatures from one address the next is 429, a good one still passes', async () => {

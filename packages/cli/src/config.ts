@@ -6,11 +6,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import ms from 'ms';
 import { parseWebhookSecretKey, WebhookSecretCipher, type CoreConfig } from '@cos/core';
 import { parseDatabaseUrl } from '@cos/store-sql';
 import { parseEnvFile } from './env-file.js';
 import { clusterRef } from './redis-target.js';
+import { DURATION_GRAMMAR, parseDuration } from './values.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -214,14 +214,21 @@ function workers(name: string) {
     .transform((s) => parseWorkers(s) as number);
 }
 
-/** The CLI's duration form: a whole number and d, h or m (`30d`, `12h`, `90m`) -> milliseconds. */
+/** The CLI's duration grammar (values.ts, as every duration option), more than zero -> milliseconds. */
 function duration(name: string, d: string) {
-  const error = `${name} must be a whole number followed by d, h or m (e.g. 30d, 12h, 90m)`;
+  const error = `${name} must be more than zero and ${DURATION_GRAMMAR}`;
+  const parse = (s: string): number | null => {
+    try {
+      return parseDuration(s);
+    } catch {
+      return null;
+    }
+  };
   return z
     .string()
     .default(d)
-    .refine((s) => /^\d{1,6}[dhm]$/.test(s) && ms(s as ms.StringValue) >= 1, { error })
-    .transform((s) => ms(s as ms.StringValue));
+    .refine((s) => parse(s) !== null, { error })
+    .transform((s) => parse(s) as number);
 }
 
 /**

@@ -52,10 +52,19 @@ export function failureOf(e: unknown): Failure {
   const message = describeError(e);
   if (e instanceof CliError) return { error: e.code, message, exitCode: e.usage ? EXIT_USAGE : EXIT_FAILURE };
   if (e instanceof ConfigError) return { error: 'CONFIG_ERROR', message, exitCode: EXIT_FAILURE };
-  if (isDomainError(e)) return { error: e.code, message, exitCode: EXIT_FAILURE };
+  if (isDomainError(e)) return { error: e.code, message, exitCode: isOptionValueError(e) ? EXIT_USAGE : EXIT_FAILURE };
   const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return { error: 'SERVICE_UNAVAILABLE', message, exitCode: EXIT_FAILURE };
   return { error: 'COMMAND_FAILED', message, exitCode: EXIT_FAILURE };
+}
+
+/**
+ * A validation failure of values the operator gave as options (every detail names a flag, such as
+ * `--name` or `--expires-at`): the command line is wrong, exit status 2, as for the option values
+ * the CLI checks itself. A failure that names an argument or the stored state stays exit status 1.
+ */
+function isOptionValueError(e: { readonly code: string; readonly details: readonly { readonly field: string }[] }): boolean {
+  return e.code === 'VALIDATION_ERROR' && e.details.length > 0 && e.details.every((d) => (FIELD_LABELS[d.field] ?? '').startsWith('--'));
 }
 
 /** The failure on stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
@@ -90,6 +99,10 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   max_lifetime_seconds: '--max-lifetime',
   allowed_environments: '--environments',
   exposure_response: '--exposure-response',
+  grace_period_seconds: '--grace',
+  overlap_seconds: '--overlap',
+  since: '--since',
+  until: '--until',
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);

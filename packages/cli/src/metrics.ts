@@ -18,7 +18,16 @@ export const OUTBOX_PENDING_TIMEOUT_MS = 1_000;
 
 const SCOPES: readonly RateLimitScopeKind[] = ['organisation', 'unauthenticated', 'source', 'secret_scanning'];
 const DECISIONS: readonly RateLimitOutcome[] = ['allowed', 'limited'];
-const AUTH_REASONS: readonly AuthFailureReason[] = ['missing', 'malformed', 'unknown_key', 'revoked', 'expired'];
+const AUTH_REASONS: readonly AuthFailureReason[] = [
+  'missing',
+  'malformed',
+  'unknown_key',
+  'revoked',
+  'expired',
+  'scanner_signature_missing',
+  'scanner_unknown_key_identifier',
+  'scanner_bad_signature',
+];
 const DELIVERY_RESULTS: readonly WebhookDeliveryResult[] = ['delivered', 'retry', 'failed'];
 
 type Labels = Readonly<Record<string, string>>;

@@ -18,8 +18,16 @@ function configHelp(): string {
     'Configuration (environment variables; a .env file in the working directory is read when present):',
     ...configHelpTable(),
     '',
+    'Durations (--expires-in, --grace, --overlap, --max-lifetime, --unused-for, --older-than): whole',
+    'numbers with units w, d, h, m, s, largest first, each once: 30s, 15m, 12h, 7d, 2w, 1h30m. Zero (0)',
+    'only where the option says so (--grace, --overlap).',
+    'Timestamps (--expires-at, --since, --until): a date, 2027-01-01 = that day 00:00 UTC, or an RFC 3339',
+    'time with its offset, 2027-01-01T09:30:00Z or 2027-01-01T10:30:00+01:00.',
+    '',
     'Exit status: 0 on success; 2 when the command line is wrong (unknown command or option, missing',
-    'argument, malformed option value); 1 on any other failure. A failure prints one line on stderr:',
+    'argument, malformed or invalid option value: the message names the option); 1 on any other failure',
+    '(including "not found"). Removing what is already gone (key revoke, member remove, org webhook',
+    'remove) changes nothing and exits 0, saying so. A failure prints one line on stderr:',
     '"cos-admin: <message>", or with --json {"error": "<CODE>", "message": "<message>"} (stdout stays empty).',
   ].join('\n');
 }
@@ -31,6 +39,9 @@ export function buildProgram(): Command {
     .option('--json', 'print machine-readable JSON on stdout (and nothing else there)')
     .option('--actor <name>', 'who is acting, recorded as the operator in the audit log (default: the OS user name)')
     .showSuggestionAfterError(true)
+    // Every subcommand's help lists --json and --actor too (under "Global Options"); subcommands
+    // created after this inherit the setting.
+    .configureHelp({ showGlobalOptions: true })
     // commander's errors are thrown (not printed, no process.exit) and reported by main.ts, in
     // the --json form when asked, with exit status 2. Subcommands inherit both settings.
     .exitOverride()

@@ -143,10 +143,10 @@ for (const target of databaseTargets()) {
       expect((await row()).previous_secret).to.equal(null);
       const bad = await runCli(['org', 'webhook', 'rotate-secret', orgId, '--overlap', '2 days'], env, cwd);
       expect(bad.code).to.equal(2);
-      expect(bad.stderr).to.include('invalid --overlap');
+      expect(bad.stderr).to.include("option '--overlap <duration>' argument '2 days' is invalid");
       const tooLong = await runCli(['org', 'webhook', 'rotate-secret', orgId, '--overlap', '25h'], env, cwd);
-      expect(tooLong.code).to.not.equal(0);
-      expect(tooLong.stderr).to.include('overlap_seconds');
+      expect(tooLong.code).to.equal(2);
+      expect(tooLong.stderr).to.include("option '--overlap <duration>' argument '25h' is invalid. It must be at most 24h.");
     });
 
     it('C-59: with WEBHOOK_SECRET_ENCRYPTION_KEY no whsec_ is stored and serve signs with the secret shown once; the key rotates with previous keys and reencrypt-secrets', async () => {
@@ -254,7 +254,7 @@ for (const target of databaseTargets()) {
       expect((await notifications(env, cwd)).map((n) => n.id)).to.deep.equal([aged.pending]);
       const bad = await runCli(['notifications', 'purge', '--older-than', '30'], env, cwd);
       expect(bad.code).to.equal(2);
-      expect(bad.stderr).to.match(/invalid --older-than "30"/);
+      expect(bad.stderr).to.match(/option '--older-than <duration>' argument '30' is invalid/);
       expect(await runCli(['notifications', 'purge'], env, cwd)).to.deep.include({ code: 2 });
     });
 

@@ -41,15 +41,15 @@ describe('cos-admin: webhook destinations (C-59, SSRF)', function () {
     await db?.drop();
   });
 
-  /** Runs `org webhook set` and expects exit 1 with one line `invalid input: --url: <issue>` and nothing stored. */
+  /** Runs `org webhook set` and expects exit 2 (an option value refused) with one line `invalid input: --url: <issue>` and nothing stored. */
   async function expectRefused(url: string, issue: string, extra: Env = {}): Promise<void> {
     const r = await runCli(['org', 'webhook', 'set', orgId, '--url', url, '--json'], { ...env, ...extra }, db.cwd);
-    expect(r.code, `${url}: ${r.stderr}`).to.equal(1);
+    expect(r.code, `${url}: ${r.stderr}`).to.equal(2);
     expect(r.stdout).to.equal('');
     expect(JSON.parse(r.stderr)).to.deep.equal({ error: 'VALIDATION_ERROR', message: `invalid input: --url: ${issue}` });
   }
 
-  it('C-59 (SSRF): org webhook set refuses internal endpoints (each kind of form of the issue, and the service\'s own API) with exit 1 and a line naming --url and why; nothing is stored', async () => {
+  it('C-59 (SSRF): org webhook set refuses internal endpoints (each kind of form of the issue, and the service\'s own API) with exit 2 and a line naming --url and why; nothing is stored', async () => {
     // Every form of the issue is checked in-process by the core's tests; here one of each kind goes
     // through the command (each is a process): a name, a numeric spelling, an IPv4-mapped address,
     // one never allowed, cloud metadata by address and by name, a private address.

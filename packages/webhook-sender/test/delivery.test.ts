@@ -303,16 +303,25 @@ describe('webhook-sender: WebhookDelivery over real HTTP (C-59)', () => {
     s.tc.clock.advance(24 * 60 * 60 * 1000);
     expect(await s.delivery.deliverDue()).to.equal(0);
     expect(receiver.hooks()).to.have.length(4);
-    expect(s.tc.logger.entries.some((e) => e.level === 'warn' && /giving up/.test(e.message))).to.equal(true);
+    const givenUp = s.tc.logger.entries.filter((e) => /given up/.test(e.message));
+    expect(givenUp.map((e) => [e.level, e.fields['notification_id'], e.fields['attempts'], e.fields['error']])).to.deep.equal([
+      ['error', notification.id, 4, 'answered 503'],
+    ]);
   });
 
-  it('C-59: a notification whose organisation has no endpoint any more fails at once, nothing sent', async () => {
+  it('C-59: a notification whose organisation has no endpoint any more fails at once, nothing sent; each one given up is logged once with its id', async () => {
     const s = await setup(receiver.url);
     const { notification } = await issue(s);
+    const second = (await issue(s, 'second')).notification;
     await s.tc.core.webhooks.remove(OPERATOR, s.orgId);
-    expect(await s.delivery.deliverDue()).to.equal(1);
+    expect(await s.delivery.deliverDue()).to.equal(2);
     expect(await find(s, notification.id)).to.include({ status: 'failed', attempts: 1, lastError: NO_ENDPOINT_ERROR });
     expect(receiver.received).to.deep.equal([]);
+    // Both within the interval that folds failed-attempt lines together: a give-up is never folded.
+    const givenUp = s.tc.logger.entries.filter((e) => /given up/.test(e.message)).map((e) => e.fields['notification_id']);
+    expect(givenUp.sort()).to.deep.equal([notification.id, second.id].sort());
+    expect(await s.delivery.deliverDue()).to.equal(0);
+    expect(s.tc.logger.entries.filter((e) => /given up/.test(e.message))).to.have.length(2);
   });
 
   it('C-59: a redirect (302) is a failure and is not followed', async () => {

@@ -15,7 +15,7 @@
  *  6. 200 with the programme's feedback: `[{token_hash, token_type, label}]`, never the token.
  */
 import type Koa from 'koa';
-import { UnauthorizedError, type Logger, type ScannerKeySet } from '@cos/core';
+import { UnauthorizedError, type AuthFailureReason, type Core, type Logger, type ScannerKeySet } from '@cos/core';
 import { parseJson, readJsonBytes } from '../body.js';
 import type { SourceAddress } from '../middleware/source-address.js';
 import type { CosRequestState } from '../state.js';
@@ -43,6 +43,12 @@ export interface SecretScanningOptions {
   bodyLimitBytes?: number;
 }
 
+/** Why an alert is refused with 401 (the `reason` of the log line and of cos_auth_failures_total). */
+type ScannerRefusal = Extract<AuthFailureReason, `scanner_${string}`>;
+
+/** A key identifier is public (the programme publishes it), but a caller chooses it: logged at most this long. */
+const MAX_LOGGED_IDENTIFIER = 100;
+
 function header(ctx: Koa.Context, name: string): string | undefined {
   const value = ctx.req.headers[name];
   return typeof value === 'string' && value.length > 0 ? value : undefined;
@@ -51,16 +57,24 @@ function header(ctx: Koa.Context, name: string): string | undefined {
 export function secretScanningRoutes(kit: RouteKit, options: SecretScanningOptions, sourceAddress: SourceAddress, logger: Logger): Route[] {
   const { core } = kit;
   const limit = options.bodyLimitBytes ?? DEFAULT_ALERT_BODY_LIMIT_BYTES;
-  const refuse = async (ctx: Koa.Context, state: CosRequestState): Promise<never> => {
+  // `core.metrics` may be absent on a Core from an older copy of @cos/core.
+  const metrics = (core as Partial<Core>).metrics;
+  const refuse = async (ctx: Koa.Context, state: CosRequestState, reason: ScannerRefusal, identifier?: string): Promise<never> => {
     // Counted like every other 401 (C-50); over the limit this throws the 429 instead.
     state.decision = await core.rateLimiter.enforce({ kind: 'source', address: sourceAddress(ctx) });
+    // The answer stays the same for every reason (a caller learns nothing); the log and the metric say which.
+    metrics?.authFailure(reason);
+    logger.warn(
+      { request_id: state.requestId, reason, ...(identifier !== undefined ? { key_identifier: identifier.slice(0, MAX_LOGGED_IDENTIFIER) } : {}) },
+      'secret-scanning alert refused (401)',
+    );
     throw new UnauthorizedError(INVALID_SIGNATURE_MESSAGE);
   };
   return [
     signedRoute('POST', SECRET_SCANNING_PATH, async (ctx, state) => {
       const identifier = header(ctx, KEY_IDENTIFIER_HEADER);
       const signature = header(ctx, SIGNATURE_HEADER);
-      if (identifier === undefined || signature === undefined) return refuse(ctx, state);
+      if (identifier === undefined || signature === undefined) return refuse(ctx, state, 'scanner_signature_missing');
       const raw = await readJsonBytes(ctx.req, limit);
       let keys = options.keys();
       if (options.refreshFor !== undefined && keys.has?.(identifier.trim()) === false) {
@@ -68,7 +82,10 @@ export function secretScanningRoutes(kit: RouteKit, options: SecretScanningOptio
         await options.refreshFor(identifier.trim());
         keys = options.keys();
       }
-      if (!keys.verify(identifier, signature, raw)) return refuse(ctx, state);
+      if (!keys.verify(identifier, signature, raw)) {
+        const unknown = keys.has?.(identifier.trim()) === false;
+        return refuse(ctx, state, unknown ? 'scanner_unknown_key_identifier' : 'scanner_bad_signature', identifier);
+      }
       state.decision = await core.rateLimiter.enforce({ kind: 'secret_scanning' });
       const report = await core.secretScanning.report(parseJson(raw));
       logger.info({ request_id: state.requestId, ...report.outcomes }, 'secret-scanning alert handled');

@@ -7,6 +7,7 @@ import { exportLog, openCheckpoint, reportLine, signCheckpoint, verifyFile, veri
 import { CliError } from '../errors.js';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
+import { TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
 import { fetchPaged, jsonWanted, nextPageCommand, withJson, withPaging, type PagingOptions } from './shared.js';
 
 interface AuditOptions extends PagingOptions {
@@ -28,8 +29,8 @@ export function registerAudit(program: Command): void {
   const list = audit
     .command('list')
     .description('list audit entries, oldest first, a page at a time (--all: every one)')
-    .option('--org <org_id>', 'only entries of this organisation')
-    .option('--kind <kind>', `only entries of this kind: ${AUDIT_KINDS.join(', ')}`);
+    .option('--org <org_id>', 'only entries of this organisation', uuid)
+    .addOption(new Option('--kind <kind>', 'only entries of this kind').choices(AUDIT_KINDS));
   withJson(
     withPaging(list, 'entries', 'entry').action(async (opts: AuditOptions, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
@@ -72,25 +73,12 @@ interface VerifyOptions {
 
 interface ExportOptions {
   org?: string;
-  since?: string;
-  until?: string;
+  since?: Date;
+  until?: Date;
   format: string;
   out?: string;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function orgOption(org: string | undefined): string | undefined {
-  if (org !== undefined && !UUID.test(org)) throw new CliError('--org must be an organisation id (UUID)', { usage: true });
-  return org?.toLowerCase();
-}
-
-function instantOption(name: string, value: string | undefined): Date | undefined {
-  if (value === undefined) return undefined;
-  const at = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(at.getTime())) throw new CliError(`${name} must be an ISO 8601 timestamp`, { usage: true });
-  return at;
-}
 
 function readText(path: string, what: string): string {
   try {
@@ -126,13 +114,13 @@ function registerIntegrity(audit: Command): void {
     audit
       .command('verify')
       .description('recompute every organisation\'s hash chain (or one with --org, or an export with --file): exit 0 when all hold, 1 when any is broken')
-      .option('--org <org_id>', 'only this organisation')
+      .option('--org <org_id>', 'only this organisation', uuid)
       .option('--checkpoint <file>', 'also prove the log still extends this signed checkpoint (needs --public-key)')
       .option('--public-key <file>', 'the Ed25519 public key (PEM) the checkpoint was signed for')
       .option('--file <export.jsonl>', 'verify this export file alone (no database)')
       .action(async (opts: VerifyOptions, cmd: Command) => {
         const json = jsonWanted(cmd);
-        const org = orgOption(opts.org);
+        const org = opts.org;
         if ((opts.checkpoint === undefined) !== (opts.publicKey === undefined)) {
           throw new CliError('--checkpoint and --public-key go together', { usage: true });
         }
@@ -175,16 +163,14 @@ function registerIntegrity(audit: Command): void {
     audit
       .command('export')
       .description('write the audit log as JSON Lines (one entry per line with seq, prev_hash and hash), organisation by organisation in chain order')
-      .option('--org <org_id>', 'only this organisation')
-      .option('--since <iso>', "from each organisation's first entry at or after this time")
-      .option('--until <iso>', "up to each organisation's first entry at or after this time (excluded)")
+      .option('--org <org_id>', 'only this organisation', uuid)
+      .option('--since <time>', `from each organisation's first entry at or after this time: ${TIMESTAMP_GRAMMAR}`, timestamp)
+      .option('--until <time>', `up to each organisation's first entry at or after this time (excluded): ${TIMESTAMP_GRAMMAR}`, timestamp)
       .addOption(new Option('--format <format>', 'output format').choices(['jsonl']).makeOptionMandatory())
       .option('--out <file>', 'write to this file (never over an existing one) instead of stdout'),
   ).action(async (opts: ExportOptions, cmd: Command) => {
     const json = jsonWanted(cmd);
-    const org = orgOption(opts.org);
-    const since = instantOption('--since', opts.since);
-    const until = instantOption('--until', opts.until);
+    const { org, since, until } = opts;
     await runCommand(json, async ({ store }) => {
       const options = { ...(org !== undefined ? { org } : {}), ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
       if (opts.out === undefined) {

@@ -1,37 +1,11 @@
 import { Option, type Command } from 'commander';
-import ms from 'ms';
-import { apiKeyView, exceedsPolicy, issuedKeyView, keyStatus, listView, OPERATOR, type ApiKey, type Core } from '@cos/core';
+import { apiKeyView, exceedsPolicy, issuedKeyView, keyStatus, listView, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
+import { DURATION_GRAMMAR, durationMs, durationSeconds, TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
-import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
-
-/**
- * The duration forms the CLI documents: a whole number and one unit letter, nothing else. `ms`
- * converts; these patterns gate first, because `ms` alone would also take forms the docs do not
- * promise and that would mislead: `1.5h`, `2 weeks`, `1y`, `-1d`, `1D`, and a bare number as
- * milliseconds (`--grace 3600` would be 3.6 s, not an hour).
- */
-const EXPIRY = /^\d{1,6}[dhm]$/;
-const GRACE = /^(?:0|\d{1,7}[dhms])$/;
-
-/** `90d`, `12h`, `30m` -> milliseconds (`option` names the flag in the error). */
-export function parseDuration(text: string, option = '--expires-in'): number {
-  const value = EXPIRY.test(text.trim()) ? ms(text.trim() as ms.StringValue) : 0;
-  if (value < 1) {
-    throw new CliError(`invalid ${option} "${text}": use a whole number followed by d, h or m (e.g. 90d, 12h, 30m)`, { usage: true });
-  }
-  return value;
-}
-
-/** `--grace`: `0`, or a whole number followed by d, h, m or s -> seconds (the core checks 0..604800). */
-export function parseGrace(text: string, option = '--grace'): number {
-  if (!GRACE.test(text.trim())) {
-    throw new CliError(`invalid ${option} "${text}": use 0 or a whole number followed by d, h, m or s (e.g. 24h, 90m)`, { usage: true });
-  }
-  return ms(text.trim() as ms.StringValue) / 1000;
-}
+import { fetchPaged, inOrganisation, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 /** `--unused-for`: active keys whose last use (or, never used, whose creation) is before `cutoff`. */
 function isStale(k: ApiKey, now: Date, cutoff: number): boolean {
@@ -88,14 +62,14 @@ function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
 }
 
 interface ListOptions extends PagingOptions {
-  unusedFor?: string;
+  unusedFor?: number;
   createdBy?: string;
   transitive?: boolean;
   exceedingPolicy?: boolean;
 }
 
 interface RollOptions {
-  grace?: string;
+  grace: number;
   label?: string;
   scopes?: string;
 }
@@ -103,8 +77,8 @@ interface RollOptions {
 interface IssueOptions {
   label: string;
   test?: boolean;
-  expiresAt?: string;
-  expiresIn?: string;
+  expiresAt?: Date;
+  expiresIn?: number;
   scopes?: string;
 }
 
@@ -118,17 +92,16 @@ export function registerKey(program: Command): void {
       .argument('<org_id>', 'organisation id (UUID)')
       .requiredOption('--label <label>', 'free-text label (1 to 100 characters)')
       .option('--test', 'a test key (prefix svc_test_) instead of a live one (svc_live_)')
-      .addOption(new Option('--expires-at <iso>', 'expiry as an ISO 8601 timestamp in the future').conflicts('expiresIn'))
-      .addOption(new Option('--expires-in <duration>', 'expiry from now: 90d, 12h or 30m').conflicts('expiresAt'))
+      .addOption(new Option('--expires-at <time>', `expiry, in the future: ${TIMESTAMP_GRAMMAR}`).argParser(timestamp).conflicts('expiresIn'))
+      .addOption(new Option('--expires-in <duration>', `expiry from now, ${DURATION_GRAMMAR}`).argParser(durationMs()).conflicts('expiresAt'))
       .option(
         '--scopes <scopes>',
         'comma-separated scopes the key holds, e.g. organisations:read,api_keys:read (default: all of them); fixed for the life of the key',
       )
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
-        const expiresInMs = opts.expiresIn !== undefined ? parseDuration(opts.expiresIn) : undefined;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
-            expiresInMs !== undefined ? new Date(core.clock.now().getTime() + expiresInMs).toISOString() : opts.expiresAt;
+            opts.expiresIn !== undefined ? new Date(core.clock.now().getTime() + opts.expiresIn).toISOString() : opts.expiresAt?.toISOString();
           const issued = await core.apiKeys.issue(operator, orgId, {
             label: opts.label,
             environment: opts.test === true ? 'test' : 'live',
@@ -153,16 +126,17 @@ export function registerKey(program: Command): void {
     )
       .option(
         '--unused-for <duration>',
-        'only active keys not used for that long (never used: created that long ago), e.g. 90d; looks through every key of the organisation (as --all); last use is accurate to 60 s',
+        `only active keys not used for that long (never used: created that long ago), ${DURATION_GRAMMAR}, e.g. 90d; looks through every key of the organisation (as --all); last use is accurate to 60 s`,
+        durationMs(),
       )
-      .option('--created-by <key_id>', 'only keys that key issued or rolled (any status); looks through every key of the organisation (as --all)')
+      .option('--created-by <key_id>', 'only keys that key issued or rolled (any status); looks through every key of the organisation (as --all)', uuid)
       .option('--transitive', 'with --created-by: also the keys those keys issued or rolled, and so on')
       .option(
         '--exceeding-policy',
         "only active keys that would not be issued today under the organisation's key policy (environment not allowed, or expiry further off than its maximum lifetime); looks through every key (as --all)",
       )
       .action(async (orgId: string, opts: ListOptions, cmd: Command) => {
-        const unusedForMs = opts.unusedFor !== undefined ? parseDuration(opts.unusedFor, '--unused-for') : undefined;
+        const unusedForMs = opts.unusedFor;
         if (opts.transitive === true && opts.createdBy === undefined) throw new CliError('--transitive needs --created-by', { usage: true });
         const filtered = unusedForMs !== undefined || opts.createdBy !== undefined || opts.exceedingPolicy === true;
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
@@ -212,17 +186,23 @@ export function registerKey(program: Command): void {
       .description('replace a key with a new one (same environment, label and expiry); the old key stops after the grace period')
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<key_id>', 'id of the key to replace (UUID)')
-      .option('--grace <duration>', 'how long the old key keeps working: 0 (default: it is revoked now) up to 7d, e.g. 24h')
+      .option(
+        '--grace <duration>',
+        `how long the old key keeps working: 0 (it is revoked now) or ${DURATION_GRAMMAR}, at most 7d`,
+        durationSeconds({ zero: true, max: { ms: MAX_ROLL_GRACE_SECONDS * 1000, text: '7d' } }),
+        0,
+      )
       .option('--label <label>', "the new key's label (default: the old key's)")
       .option('--scopes <scopes>', "comma-separated scopes of the new key (default: the old key's), e.g. organisations:read")
       .action(async (orgId: string, keyId: string, opts: RollOptions, cmd: Command) => {
-        const grace = opts.grace !== undefined ? parseGrace(opts.grace) : 0;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
-          const rolled = await core.apiKeys.roll(operator, orgId, keyId, {
-            grace_period_seconds: grace,
-            ...(opts.label !== undefined ? { label: opts.label } : {}),
-            ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),
-          });
+          const rolled = await inOrganisation(core, orgId, () =>
+            core.apiKeys.roll(operator, orgId, keyId, {
+              grace_period_seconds: opts.grace,
+              ...(opts.label !== undefined ? { label: opts.label } : {}),
+              ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),
+            }),
+          );
           const old = await core.apiKeys.get(OPERATOR, orgId, keyId);
           const oldView = apiKeyView(old, core.clock.now());
           const oldEnd = oldView.status === 'active' ? `works until ${orNone(oldView.expires_at, 'never')}` : oldView.status;
@@ -238,14 +218,22 @@ export function registerKey(program: Command): void {
   withJson(
     key
       .command('revoke')
-      .description('revoke an API key at once and for good (revoking a revoked key changes nothing)')
+      .description(
+        'revoke an API key at once and for good; revoking a revoked key changes nothing and exits 0 (says so; --json: "changed": false)',
+      )
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<key_id>', 'key id (UUID)')
       .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const before = await inOrganisation(core, orgId, () => core.apiKeys.get(OPERATOR, orgId, keyId));
+          const changed = before.revokedAt === null || before.revokedAt.getTime() > core.clock.now().getTime();
           await core.apiKeys.revoke(operator, orgId, keyId);
           const revoked = await core.apiKeys.get(OPERATOR, orgId, keyId);
-          emit(json, apiKeyView(revoked, core.clock.now()), () => `Revoked API key:\n${fields(keyRows(revoked, core))}`);
+          emit(json, { ...apiKeyView(revoked, core.clock.now()), changed }, () =>
+            changed
+              ? `Revoked API key:\n${fields(keyRows(revoked, core))}`
+              : `API key ${revoked.id} was already revoked; nothing changed:\n${fields(keyRows(revoked, core))}`,
+          );
         });
       }),
   );

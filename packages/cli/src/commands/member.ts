@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
-import { listView, memberView, OPERATOR } from '@cos/core';
+import { auditEntryView, listView, memberView, OPERATOR, type Core } from '@cos/core';
 import { emit, fields, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
+import { collectAll, fetchPaged, isNotFound, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 export function registerMember(program: Command): void {
   const member = program.command('member').description('members of an organisation: add, remove, list');
@@ -31,14 +31,28 @@ export function registerMember(program: Command): void {
   withJson(
     member
       .command('remove')
-      .description('remove a member from an organisation')
+      .description(
+        'remove a member from an organisation; removing a member already removed changes nothing and exits 0 (says so; --json: "changed": false)',
+      )
       .argument('<org_id>', 'organisation id (UUID)')
       .argument('<member_id>', 'member id')
       .action(async (orgId: string, memberId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
-          await core.members.remove(operator, orgId, memberId);
-          emit(json, { id: memberId, organisation_id: orgId, removed: true }, () =>
-            `Removed member ${memberId} from organisation ${orgId}.`,
+          let changed = true;
+          try {
+            await core.members.remove(operator, orgId, memberId);
+          } catch (e) {
+            if (!isNotFound(e)) throw e;
+            // Not there: the organisation itself may be missing (its own "not found"), or the member
+            // was removed before (nothing to do), or it never was a member (not found).
+            await core.organisations.get(OPERATOR, orgId);
+            if (!(await wasRemoved(core, orgId, memberId))) throw e;
+            changed = false;
+          }
+          emit(json, { id: memberId, organisation_id: orgId, removed: true, changed }, () =>
+            changed
+              ? `Removed member ${memberId} from organisation ${orgId}.`
+              : `Member ${memberId} was already removed from organisation ${orgId}; nothing changed.`,
           );
         });
       }),
@@ -70,4 +84,12 @@ export function registerMember(program: Command): void {
       });
     }),
   );
+}
+
+/** Whether the organisation's audit log records the removal of that member (member ids are never reused). */
+async function wasRemoved(core: Core, orgId: string, memberId: string): Promise<boolean> {
+  const entries = await collectAll((cursor) =>
+    core.audit.list(OPERATOR, { org: orgId, kind: 'member_removed', limit: '100', ...(cursor !== undefined ? { cursor } : {}) }),
+  );
+  return entries.some((e) => auditEntryView(e).member?.id === memberId.toLowerCase());
 }

@@ -1,16 +1,14 @@
 /** `cos-admin notifications list|retry|purge`: the webhook outbox (C-59). */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { listView, notificationView, NOTIFICATION_STATUSES, OPERATOR } from '@cos/core';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { parseDuration } from './key.js';
-import { jsonWanted, nextPageCommand, plural, withJson } from './shared.js';
+import { DURATION_GRAMMAR, durationMs, uuid } from '../values.js';
+import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
-interface ListOptions {
+interface ListOptions extends PagingOptions {
   org?: string;
   status?: string;
-  limit?: string;
-  cursor?: string;
 }
 
 
@@ -18,21 +16,24 @@ export function registerNotifications(program: Command): void {
   const notifications = program.command('notifications').description('the webhook outbox: list, retry, purge');
 
   withJson(
-    notifications
-      .command('list')
-      .description('list webhook notifications, oldest first')
-      .option('--org <org_id>', 'only notifications of this organisation')
-      .option('--status <status>', `only notifications in this state: ${NOTIFICATION_STATUSES.join(', ')}`)
-      .option('--limit <n>', 'at most this many (1 to 100, default 20)')
-      .option('--cursor <cursor>', 'continue after the previous page (its next_cursor)')
+    withPaging(
+      notifications
+        .command('list')
+        .description('list webhook notifications, oldest first, a page at a time (--all: every one)')
+        .option('--org <org_id>', 'only notifications of this organisation', uuid)
+        .addOption(new Option('--status <status>', 'only notifications in this state').choices(NOTIFICATION_STATUSES)),
+      'notifications',
+      'notification',
+    )
       .action(async (opts: ListOptions, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
-          const page = await core.notifications.list(OPERATOR, {
-            ...(opts.org !== undefined ? { org: opts.org } : {}),
-            ...(opts.status !== undefined ? { status: opts.status } : {}),
-            ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
-            ...(opts.cursor !== undefined ? { cursor: opts.cursor } : {}),
-          });
+          const page = await fetchPaged(opts, (query) =>
+            core.notifications.list(OPERATOR, {
+              ...(opts.org !== undefined ? { org: opts.org } : {}),
+              ...(opts.status !== undefined ? { status: opts.status } : {}),
+              ...query,
+            }),
+          );
           const view = listView(page, notificationView);
           emit(json, view, () =>
             [
@@ -74,9 +75,9 @@ export function registerNotifications(program: Command): void {
     notifications
       .command('purge')
       .description('delete delivered and failed notifications completed longer ago than --older-than (never pending ones); serve does this on its own after NOTIFICATION_RETENTION')
-      .requiredOption('--older-than <duration>', 'completed at least this long ago: a whole number and d, h or m (e.g. 30d, 12h, 90m)')
-      .action(async (opts: { olderThan: string }, cmd: Command) => {
-        const olderThanMs = parseDuration(opts.olderThan, '--older-than');
+      .requiredOption('--older-than <duration>', `completed at least this long ago: ${DURATION_GRAMMAR}, e.g. 30d`, durationMs())
+      .action(async (opts: { olderThan: number }, cmd: Command) => {
+        const olderThanMs = opts.olderThan;
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
           const { before, purged } = await core.notifications.purge(OPERATOR, olderThanMs);
           emit(json, { purged, completed_before: before.toISOString() }, () =>

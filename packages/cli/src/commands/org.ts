@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
-import { keyPolicyView, listView, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
+import { keyPolicyView, listView, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
 import { CliError } from '../errors.js';
-import { parseDuration } from './key.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
+import { DURATION_GRAMMAR, listOf, naceSection, parseDuration } from '../values.js';
 import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 import { registerWebhook } from './webhook.js';
 
@@ -73,7 +73,7 @@ export function registerOrg(program: Command): void {
       .command('classify')
       .description('set the NACE Rev. 2 industry section of an organisation (A to U), or none')
       .argument('<org_id>', 'organisation id (UUID)')
-      .requiredOption('--section <section>', 'a NACE Rev. 2 section letter A..U, or none')
+      .requiredOption('--section <section>', 'a NACE Rev. 2 section letter A..U, or none', naceSection)
       .addHelpText('after', naceHelp())
       .action(async (orgId: string, opts: { section: string }, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
@@ -104,15 +104,22 @@ function lifetimeText(seconds: number): string {
 }
 
 interface PolicySetOptions {
-  maxLifetime?: string;
-  environments?: string;
+  maxLifetime?: { readonly seconds: number | null };
+  environments?: string[];
   exposureResponse?: string;
 }
 
-/** `--max-lifetime`: `none`, or a duration as --expires-in takes it (90d, 12h, 30m) -> seconds (the core checks 1h..730d). */
-export function parseMaxLifetime(text: string): number | null {
-  if (text.trim() === 'none') return null;
-  return parseDuration(text, '--max-lifetime') / 1000;
+/**
+ * `--max-lifetime`: `none`, or a duration from 1h to 730d (104w2d) -> seconds (null: none). Wrapped,
+ * as commander takes a parser's null for "no value".
+ */
+export function parseMaxLifetime(text: string): { readonly seconds: number | null } {
+  if (text.trim() === 'none') return { seconds: null };
+  const rule = {
+    min: { ms: MIN_POLICY_LIFETIME_SECONDS * 1000, text: '1h' },
+    max: { ms: MAX_POLICY_LIFETIME_SECONDS * 1000, text: '730d' },
+  };
+  return { seconds: parseDuration(text, rule) / 1000 };
 }
 
 function registerPolicy(org: Command): void {
@@ -136,8 +143,8 @@ function registerPolicy(org: Command): void {
       .command('set')
       .description('change an organisation\'s key policy; options not given keep their value. Applies to keys issued or rolled from now on (and to exposures); existing keys are not changed')
       .argument('<org_id>', 'organisation id (UUID)')
-      .option('--max-lifetime <duration>', 'longest life of a new key: 90d, 12h, 30m (1h to 730d), or none')
-      .option('--environments <list>', 'comma-separated environments keys may be issued in: live, test or live,test')
+      .option('--max-lifetime <duration>', `longest life of a new key: ${DURATION_GRAMMAR}, from 1h to 730d; or none`, parseMaxLifetime)
+      .option('--environments <list>', 'comma-separated environments keys may be issued in: live, test or live,test', listOf(['live', 'test']))
       .addOption(
         new Option('--exposure-response <response>', 'what a secret-scanning exposure revokes').choices(['revoke_key', 'revoke_key_and_descendants']),
       )
@@ -145,13 +152,13 @@ function registerPolicy(org: Command): void {
         if (opts.maxLifetime === undefined && opts.environments === undefined && opts.exposureResponse === undefined) {
           throw new CliError('nothing to change: give --max-lifetime, --environments or --exposure-response', { usage: true });
         }
-        const maxLifetime = opts.maxLifetime !== undefined ? parseMaxLifetime(opts.maxLifetime) : undefined;
+        const maxLifetime = opts.maxLifetime?.seconds;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const current = keyPolicyView(await core.keyPolicies.get(operator, orgId));
           const changed = await core.keyPolicies.replace(operator, orgId, {
             max_lifetime_seconds: maxLifetime !== undefined ? maxLifetime : current.max_lifetime_seconds,
             allowed_environments:
-              opts.environments !== undefined ? opts.environments.split(',').map((e) => e.trim()).filter((e) => e !== '') : current.allowed_environments,
+              opts.environments ?? current.allowed_environments,
             exposure_response: opts.exposureResponse ?? current.exposure_response,
           });
           emit(json, keyPolicyView(changed), () => `Changed key policy:\n${policyText(orgId, changed)}`);

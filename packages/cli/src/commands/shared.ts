@@ -1,9 +1,14 @@
 import { Option, type Command } from 'commander';
-import type { Page } from '@cos/core';
+import { isDomainError, OPERATOR, type Core, type Page } from '@cos/core';
+import { pageSize } from '../values.js';
 
-/** Every command takes --json (contract, "Operator interface"). */
+/**
+ * Every command takes --json (contract, "Operator interface"): it is the program's global option,
+ * taken anywhere on the command line and listed under "Global Options" in every command's help.
+ * This marks the commands that honour it.
+ */
 export function withJson(cmd: Command): Command {
-  return cmd.option('--json', 'print machine-readable JSON on stdout (and nothing else there)');
+  return cmd;
 }
 
 /** True when --json was given on the command or before it. */
@@ -24,7 +29,7 @@ export interface PagingOptions {
 /** Adds --limit, --cursor and --all to a list command; `what` and `one` name its items ("organisations", "organisation"). */
 export function withPaging(cmd: Command, what: string, one: string): Command {
   return cmd
-    .addOption(new Option('--limit <n>', `at most this many ${what} per page (1 to 100, default 20)`))
+    .addOption(new Option('--limit <n>', `at most this many ${what} per page (1 to 100, default 20)`).argParser(pageSize))
     .addOption(new Option('--cursor <cursor>', 'continue after the previous page (its next_cursor)').conflicts('all'))
     .addOption(new Option('--all', `every ${one}, following each next_cursor to the last page`).conflicts('cursor'));
 }
@@ -72,4 +77,23 @@ export function nextPageCommand(command: string, options: Readonly<Record<string
   for (const [flag, value] of Object.entries(options)) if (value !== undefined) parts.push(`--${flag} ${value}`);
   parts.push(`--cursor ${cursor}`);
   return parts.join(' ');
+}
+
+/** True for the core's "not found" failure (404 over HTTP). */
+export function isNotFound(e: unknown): boolean {
+  return isDomainError(e) && e.code === 'NOT_FOUND';
+}
+
+/**
+ * Runs `work` on something of organisation `orgId` (a key, a member). When it is not found and the
+ * organisation itself does not exist, the failure names the organisation ("Organisation not
+ * found"), not the thing looked for in it.
+ */
+export async function inOrganisation<T>(core: Core, orgId: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if (isNotFound(e)) await core.organisations.get(OPERATOR, orgId);
+    throw e;
+  }
 }

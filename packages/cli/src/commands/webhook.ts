@@ -2,13 +2,16 @@
  * `cos-admin org webhook set|show|remove|rotate-secret|reencrypt-secrets`: an organisation's signed
  * webhook endpoint (C-59). Changes are audited with the operator's name (`--actor`).
  */
-import type { Command } from 'commander';
-import { isoTimestamp, OPERATOR, webhookView, type ReencryptReport, type WebhookView } from '@cos/core';
-import { parseGrace } from './key.js';
+import { Option, type Command } from 'commander';
+import { DEFAULT_OVERLAP_SECONDS, isoTimestamp, OPERATOR, WEBHOOK_NOT_FOUND_MESSAGE, webhookView, type ReencryptReport, type WebhookView } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { jsonWanted, plural, withJson } from './shared.js';
+import { DURATION_GRAMMAR, durationSeconds } from '../values.js';
+import { isNotFound, jsonWanted, plural, withJson } from './shared.js';
+
+/** The longest overlap the core allows (24 h). */
+const MAX_OVERLAP_MS = 86_400_000;
 
 const EVENTS_HELP = '\nEvents: api_key.issued, api_key.revoked, api_key.exposed (Standard Webhooks signatures: webhook-id, webhook-timestamp, webhook-signature).';
 
@@ -64,12 +67,23 @@ export function registerWebhook(org: Command): void {
   withJson(
     webhook
       .command('remove')
-      .description('remove the endpoint (undelivered notifications then fail)')
+      .description(
+        'remove the endpoint (undelivered notifications then fail); with no endpoint set it changes nothing and exits 0 (says so; --json: "changed": false)',
+      )
       .argument('<org_id>', 'organisation id (UUID)')
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
-          await core.webhooks.remove(operator, orgId);
-          emit(json, { organisation_id: orgId.toLowerCase(), removed: true }, () => `Webhook endpoint of ${orgId} removed.`);
+          let changed = true;
+          try {
+            await core.webhooks.remove(operator, orgId);
+          } catch (e) {
+            // The organisation exists (else its own "not found") but has no endpoint: already removed.
+            if (!(isNotFound(e) && (e as Error).message === WEBHOOK_NOT_FOUND_MESSAGE)) throw e;
+            changed = false;
+          }
+          emit(json, { organisation_id: orgId.toLowerCase(), removed: true, changed }, () =>
+            changed ? `Webhook endpoint of ${orgId} removed.` : `Organisation ${orgId} has no webhook endpoint; nothing changed.`,
+          );
         });
       }),
   );
@@ -81,9 +95,13 @@ export function registerWebhook(org: Command): void {
         'replace the signing secret (printed once); during the overlap (default 24h) deliveries carry both signatures, the new one first, then only the new one',
       )
       .argument('<org_id>', 'organisation id (UUID)')
-      .option('--overlap <duration>', 'how long the old secret keeps signing: 0 (stop at once) or e.g. 24h, 90m, 3600s; at most 24h', '24h')
-      .action(async (orgId: string, opts: { overlap: string }, cmd: Command) => {
-        const overlapSeconds = parseGrace(opts.overlap, '--overlap');
+      .addOption(
+        new Option('--overlap <duration>', `how long the old secret keeps signing: 0 (stop at once) or ${DURATION_GRAMMAR}, at most 24h`)
+          .argParser(durationSeconds({ zero: true, max: { ms: MAX_OVERLAP_MS, text: '24h' } }))
+          .default(DEFAULT_OVERLAP_SECONDS, '24h'),
+      )
+      .action(async (orgId: string, opts: { overlap: number }, cmd: Command) => {
+        const overlapSeconds = opts.overlap;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const { endpoint, newSecret, previousSecretExpiresAt } = await core.webhooks.rotateSecret(operator, orgId, overlapSeconds);
           const until = previousSecretExpiresAt === null ? null : isoTimestamp(previousSecretExpiresAt);

@@ -29,8 +29,20 @@ export type RateLimitScopeKind = 'organisation' | 'unauthenticated' | 'source' |
 export type RateLimitOutcome = 'allowed' | 'limited';
 /**
  * missing: no Authorization header; malformed: not `Bearer <well-formed key>`; unknown_key: no such
- * key; revoked, expired: the key's status.
+ * key; revoked, expired: the key's status. A secret-scanning alert refused with 401:
+ * scanner_signature_missing: no key identifier or signature header; scanner_unknown_key_identifier:
+ * the identifier names no key of the programme's (after fetching its list again when configured);
+ * scanner_bad_signature: the signature does not verify with that key (or, for a key set that cannot
+ * say which keys it holds, with any key).
  */
-export type AuthFailureReason = 'missing' | 'malformed' | 'unknown_key' | 'revoked' | 'expired';
+export type AuthFailureReason =
+  | 'missing'
+  | 'malformed'
+  | 'unknown_key'
+  | 'revoked'
+  | 'expired'
+  | 'scanner_signature_missing'
+  | 'scanner_unknown_key_identifier'
+  | 'scanner_bad_signature';
 /** delivered; retry: failed, another attempt is scheduled; failed: no attempt left (or no endpoint). */
 export type WebhookDeliveryResult = 'delivered' | 'retry' | 'failed';

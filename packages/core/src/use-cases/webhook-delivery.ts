@@ -273,7 +273,14 @@ export class WebhookDelivery {
       }
       const recorded = await this.deps.stores.outbox.complete(n.id, claim, outcome);
       this.deps.onAttempt?.(outcome.status === 'delivered' ? 'delivered' : outcome.status === 'failed' ? 'failed' : 'retry');
-      if (outcome.status !== 'delivered') {
+      if (outcome.status === 'failed' && recorded) {
+        // Given up: one line per notification, from the claim that recorded it, never folded into
+        // the throttled lines of failed attempts (an operator retries it by this id).
+        this.deps.logger.error(
+          { notification_id: n.id, organisation_id: n.organisationId, event: n.type, attempts: n.attempts, error: outcome.error },
+          'webhook notification given up: no attempts left (cos-admin notifications retry <id> makes it due again)',
+        );
+      } else if (outcome.status !== 'delivered') {
         this.warn(
           {
             notification_id: n.id,
@@ -284,7 +291,7 @@ export class WebhookDelivery {
             ...(outcome.status === 'pending' ? { next_attempt_at: outcome.nextAttemptAt.toISOString() } : {}),
             ...(recorded ? {} : { stale_claim: true }),
           },
-          outcome.status === 'failed' ? 'webhook delivery failed; giving up' : 'webhook delivery attempt failed; will retry',
+          outcome.status === 'failed' ? 'webhook delivery failed; another instance recorded the outcome' : 'webhook delivery attempt failed; will retry',
         );
       }
     } catch (e) {
