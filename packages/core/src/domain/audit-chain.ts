@@ -171,9 +171,10 @@ function actorJson(actor: AuditActor): string {
 /** The detail member: `{}` for an entry with no kind-specific field (most of them), else as auditRecord builds it. */
 function detailJson(entry: AuditEntry): string {
   let detail: Record<string, unknown> | null = null;
-  for (const [k, v] of Object.entries(entry)) {
-    if (BASE_FIELDS.has(k) || v === undefined) continue;
-    (detail ??= {})[snake(k)] = jsonOf(v);
+  for (const k of Object.keys(entry)) {
+    if (BASE_FIELDS.has(k)) continue;
+    const v = (entry as unknown as Record<string, unknown>)[k];
+    if (v !== undefined) (detail ??= {})[snake(k)] = jsonOf(v);
   }
   return detail === null ? '{}' : canonicalJson(detail);
 }
