@@ -1,5 +1,8 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import {
+  auditHashPrefix,
+  auditLinkHash,
   auditRecord,
   canonicalJson,
   ChainVerifier,
@@ -127,6 +130,40 @@ describe('audit chain: canonical encoding and hash (C-63)', () => {
     expect(recordHash({ ...auditRecord(base), extra: null })).to.equal(base.hash);
     const unkeyed = linkAuditEntry(updated, null);
     expect(recordHash({ ...auditRecord(unkeyed), key_id: null, key_prefix: null })).to.equal(unkeyed.hash);
+  });
+
+  it('C-63: the append path\'s written-out encoding (auditHashPrefix + auditLinkHash) hashes exactly as the generic record encoding, for any entry', () => {
+    const text = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('é\n"', '\u2028\u0000', '😀\\'));
+    const id = fc.uuid();
+    const actor = fc.oneof(
+      id.map((keyId) => ({ type: 'api_key' as const, keyId })),
+      fc.constant({ type: 'operator' as const }),
+      text.map((name) => ({ type: 'operator' as const, name })),
+      fc.constant({ type: 'secret_scanning' as const }),
+    );
+    const extra = fc.record(
+      {
+        roll: fc.record({ toKeyId: id, gracePeriodSeconds: fc.nat() }),
+        exposure: fc.record({ type: text, url: fc.option(text), source: fc.option(text) }),
+        member: fc.record({ id }),
+        descendantKeyIds: fc.array(id, { maxLength: 3 }),
+        laterColumn: fc.constant(null),
+        futureField: fc.record({ nestedName: text, at: fc.date({ noInvalidDate: true }) }),
+      },
+      { requiredKeys: [] },
+    );
+    const entry = fc
+      .tuple(id, fc.constantFrom('api_key_issued', 'api_key_revoked', 'api_key_rolled', 'member_added'), fc.date({ noInvalidDate: true }), id, fc.option(id), fc.option(text), actor, extra)
+      .map(([entryId, kind, occurredAt, organisationId, keyId, keyPrefix, who, more]) => ({ id: entryId, kind, occurredAt, organisationId, keyId, keyPrefix, actor: who, ...more }) as unknown as AuditEntry);
+    const head = fc.option(fc.record({ seq: fc.integer({ min: 1, max: 2 ** 40 }), hash: fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => Buffer.from(b).toString('hex')) }));
+    fc.assert(
+      fc.property(entry, head, (e, h) => {
+        const linked = linkAuditEntry(e, h);
+        expect(linked.hash).to.equal(recordHash(auditRecord(linked)));
+        expect(auditLinkHash(auditHashPrefix(e), linked.prevHash, linked.seq)).to.equal(linked.hash);
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('C-63: canonical JSON sorts members at every depth, keeps arrays in order, escapes as JSON does, refuses non-integers', () => {

@@ -48,7 +48,7 @@ export function createRequestLogger(logger: Logger): RequestLogger {
       );
       return;
     }
-    const status = ctx.status;
+    const status = ctx.res.statusCode; // what ctx.status reads, without Koa's delegation
     // Nothing to build (no redaction, no field object) for a line the logger would drop.
     if (!enabled(status === 500 ? 'error' : status >= 500 ? 'warn' : 'info')) return;
     const fields: Record<string, unknown> = {

@@ -35,8 +35,19 @@ export function createErrorResponder(errorsUrl: string): ErrorResponder {
 }
 
 export function createRateLimitResponder(errorsUrl: string): RateLimitResponder {
+  // The last answer rendered: a flood of refused requests (one organisation's path, the same second)
+  // asks for the same body again and again. Kept only while everything it was made from is the same.
+  let last: { instance: string; limit: number; retryAfter: number; rendered: RenderedError } | null = null;
   return (ctx, state, decision) => {
-    const rc = { requestId: state.requestId, instance: originalPath(ctx), errorsUrl };
-    write(ctx, state, renderRateLimited(decision, rateLimitExceededMessage(decision), rc), undefined);
+    const instance = originalPath(ctx);
+    let rendered: RenderedError;
+    if (last !== null && last.instance === instance && last.limit === decision.limit && last.retryAfter === decision.retryAfterSeconds) {
+      rendered = { ...last.rendered, decision };
+    } else {
+      const rc = { requestId: state.requestId, instance, errorsUrl };
+      rendered = renderRateLimited(decision, rateLimitExceededMessage(decision), rc);
+      last = { instance, limit: decision.limit, retryAfter: decision.retryAfterSeconds, rendered };
+    }
+    write(ctx, state, rendered, undefined);
   };
 }

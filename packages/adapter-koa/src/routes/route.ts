@@ -100,26 +100,45 @@ export function compileRoutes(routes: readonly Route[]): (method: string, path: 
     };
   });
 
+  // Templates by their number of segments: a path is compared only with those of its own length.
+  const byLength = new Map<number, PathEntry[]>();
+  for (const entry of entries) {
+    const list = byLength.get(entry.segments.length) ?? [];
+    list.push(entry);
+    byLength.set(entry.segments.length, list);
+  }
+  /** Where each segment of `path` ends (its `/` or the end), without splitting the path into strings. */
+  const ends: number[] = [];
+
   return (method, path) => {
-    const parts = path.split('/');
-    for (const entry of entries) {
+    ends.length = 0;
+    for (let at = path.indexOf('/'); at !== -1; at = path.indexOf('/', at + 1)) ends.push(at);
+    ends.push(path.length);
+    const candidates = byLength.get(ends.length);
+    if (candidates === undefined) return UNKNOWN_PATH;
+    for (const entry of candidates) {
       const segments = entry.segments;
-      if (segments.length !== parts.length) continue;
       let ok = true;
+      let start = 0;
       for (let i = 0; i < segments.length; i++) {
-        const literal = segments[i];
-        const part = parts[i]!;
-        if (literal === null ? part.length === 0 : literal !== part) {
+        const literal = segments[i]!;
+        const end = ends[i]!;
+        if (literal === null ? end === start : end - start !== literal.length || !path.startsWith(literal, start)) {
           ok = false;
           break;
         }
+        start = end + 1;
       }
       if (!ok) continue;
       const route = entry.byMethod.get(method);
       if (route === undefined) return entry.notAllowed;
       if (!entry.hasParams) return entry.staticMatches.get(method)!;
       const params: string[] = [];
-      for (let i = 0; i < segments.length; i++) if (segments[i] === null) params.push(decodeParam(parts[i]!));
+      start = 0;
+      for (let i = 0; i < segments.length; i++) {
+        if (segments[i] === null) params.push(decodeParam(path.slice(start, ends[i])));
+        start = ends[i]! + 1;
+      }
       return { kind: 'route', route, params };
     }
     return UNKNOWN_PATH;

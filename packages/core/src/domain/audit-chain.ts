@@ -12,7 +12,7 @@
  * hashes unchanged), no whitespace, strings escaped as JSON.stringify escapes them, numbers only as
  * safe integers. docs/operations.md ("Auditing the audit trail") gives the same rules for auditors.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { AuditActor, AuditEntry } from './audit.js';
 
 /** The `prev_hash` of seq 1. */
@@ -139,12 +139,51 @@ export function recordHash(record: object): string {
   return createHash('sha256').update(canonicalJson(rest), 'utf8').digest('hex');
 }
 
+/**
+ * The canonical JSON of an entry's public record up to its `prev_hash` value: every member but
+ * `prev_hash` and `seq`, which sort last of all (…, `organisation_id`, `prev_hash`, `seq`), so the
+ * hash of the entry at any place in the chain is `auditLinkHash(prefix, prevHash, seq)`. Written out
+ * for the record's fixed members instead of building the record and sorting it (the append path);
+ * byte for byte what `canonicalJson` gives for the same record (tested against it).
+ */
+export function auditHashPrefix(entry: AuditEntry): string {
+  let text = `{"actor":${actorJson(entry.actor)},"detail":${detailJson(entry)},"id":${JSON.stringify(entry.id)}`;
+  if (entry.keyId !== null && entry.keyId !== undefined) text += `,"key_id":${JSON.stringify(entry.keyId)}`;
+  if (entry.keyPrefix !== null && entry.keyPrefix !== undefined) text += `,"key_prefix":${JSON.stringify(entry.keyPrefix)}`;
+  return `${text},"kind":${JSON.stringify(entry.kind)},"occurred_at":"${entry.occurredAt.toISOString()}","organisation_id":${JSON.stringify(entry.organisationId)},"prev_hash":`;
+}
+
+/**
+ * The hash of the entry whose `auditHashPrefix` is `prefix`, linked at `seq` after `prevHash`: its
+ * canonical JSON ends `"prev_hash":"<prevHash>","seq":<seq>}`. Postgres computes the same for its
+ * lower-case hex heads in the append statement (store-sql's audit log): a change here goes there too.
+ */
+export function auditLinkHash(prefix: string, prevHash: string, seq: number): string {
+  return hash('sha256', `${prefix}${JSON.stringify(prevHash)},"seq":${seq}}`, 'hex');
+}
+
+/** The actor member: the common shapes written out, any other through the generic encoding. */
+function actorJson(actor: AuditActor): string {
+  if (actor.type === 'api_key') return `{"key_id":${JSON.stringify(actor.keyId)},"type":"api_key"}`;
+  return canonicalJson(actorRecord(actor));
+}
+
+/** The detail member: `{}` for an entry with no kind-specific field (most of them), else as auditRecord builds it. */
+function detailJson(entry: AuditEntry): string {
+  let detail: Record<string, unknown> | null = null;
+  for (const k of Object.keys(entry)) {
+    if (BASE_FIELDS.has(k)) continue;
+    const v = (entry as unknown as Record<string, unknown>)[k];
+    if (v !== undefined) (detail ??= {})[snake(k)] = jsonOf(v);
+  }
+  return detail === null ? '{}' : canonicalJson(detail);
+}
+
 /** The entry as the next link after `head` (null: the organisation's first entry). */
 export function linkAuditEntry(entry: AuditEntry, head: { readonly seq: number; readonly hash: string } | null): ChainedAuditEntry {
   const seq = head === null ? 1 : head.seq + 1;
   const prevHash = head === null ? GENESIS_HASH : head.hash;
-  const unhashed = { ...entry, seq, prevHash, hash: '' };
-  return { ...unhashed, hash: recordHash(auditRecord(unhashed)) };
+  return { ...entry, seq, prevHash, hash: auditLinkHash(auditHashPrefix(entry), prevHash, seq) };
 }
 
 /** Recomputes the hash of a chained entry from its content (what `cos-admin audit verify` compares with the stored hash). */

@@ -155,7 +155,8 @@ export class Admission {
     const status = statusOf(credential, digest, now);
     if (status !== 'active' || credential === null) return this.refuse(limiter, status === 'active' ? 'unknown_key' : status, sourceAddress);
     const scope = organisationScope(credential.key.organisationId);
-    const decision = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : await limiter.check(scope);
+    let decision: RateDecision | Promise<RateDecision> = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : limiter.checkAt(scope, now.getTime());
+    if (decision instanceof Promise) decision = await decision;
     this.usage?.record(credential.key.id, now);
     return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
   }

@@ -81,18 +81,26 @@ export class RateLimiter {
 
   /** Counts the hit and returns the decision; never throws. */
   async check(scope: RateScope): Promise<RateDecision> {
+    return this.checkAt(scope, this.deps.clock.now().getTime());
+  }
+
+  /**
+   * check() for a caller that has just read the clock (`nowMs`): the decision itself when the
+   * counter answers synchronously (the in-process counter: no promise, no clock read of its own),
+   * else a promise of it, decided when the counter's answer arrives. Never throws or rejects.
+   */
+  checkAt(scope: RateScope, nowMs: number): RateDecision | Promise<RateDecision> {
     const key = scopeKey(scope);
     const limit = this.limitFor(scope);
-    const startNow = this.deps.clock.now().getTime();
-    const window = windowAt(startNow);
+    const window = windowAt(nowMs);
     this.forgetEndedWindows(window.startMs);
     if (this.blocked.get(key) === window.startMs) {
       this.metrics.rateLimitDecision(scope.kind, 'limited');
-      return decide(limit + 1, limit, window, startNow);
+      return decide(limit + 1, limit, window, nowMs);
     }
-
-    const outcome = await this.count(key, window.startMs);
-    return this.decideAfter(scope, key, limit, window, outcome);
+    const outcome = this.count(key, window.startMs);
+    if (!(outcome instanceof Promise)) return this.decideAfter(scope, key, limit, window, outcome, nowMs);
+    return outcome.then((answer) => this.decideAfter(scope, key, limit, window, answer));
   }
 
   /**
@@ -113,8 +121,14 @@ export class RateLimiter {
     return this.decideAfter(scope, scopeKey(scope), this.limitFor(scope), window, outcome);
   }
 
-  private decideAfter(scope: RateScope, key: string, limit: number, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
-    const nowMs = this.deps.clock.now().getTime();
+  private decideAfter(
+    scope: RateScope,
+    key: string,
+    limit: number,
+    window: RateWindow,
+    outcome: Bounded<number | null>,
+    nowMs: number = this.deps.clock.now().getTime(),
+  ): RateDecision {
     if (outcome.kind !== 'value' || typeof outcome.value !== 'number' || !Number.isFinite(outcome.value)) {
       const reason =
         outcome.kind === 'error'

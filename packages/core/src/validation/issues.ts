@@ -98,6 +98,7 @@ type Values<T extends readonly Checked<unknown>[]> = { -readonly [K in keyof T]:
  * in one ValidationError, one per field (the first wins), or all values.
  */
 export function all<T extends readonly Checked<unknown>[]>(...checks: T): Values<T> {
+  if (checks.every((c) => c.ok)) return checks.map((c) => (c as { value: unknown }).value) as Values<T>;
   const details: ErrorDetail[] = [];
   const seen = new Set<string>();
   for (const c of checks) {

@@ -1,4 +1,6 @@
 import {
+  auditHashPrefix,
+  GENESIS_HASH,
   linkAuditEntry,
   type AuditActor,
   type AuditChainQuery,
@@ -74,12 +76,21 @@ function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
 const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
 /**
- * Postgres: serialises appends to one organisation's chain across every connection and process
- * until the transaction ends, then reads the head, in one round trip (the function of migration
- * 0009: an advisory lock per organisation; organisations whose ids share a hashtext merely wait
- * for each other).
+ * Postgres: the whole append in one statement, one round trip. `cos_audit_lock_head` (migration
+ * 0009) serialises appends to one organisation's chain across every connection and process until
+ * the transaction ends (an advisory lock per organisation; organisations whose ids share a hashtext
+ * merely wait for each other), then reads the head with a snapshot taken after the lock (a VOLATILE
+ * function under READ COMMITTED), so it sees the commit of the writer that held the lock before.
+ * The entry is linked after that head here: seq, prev_hash, and the hash, SHA-256 of the canonical
+ * JSON whose members before `prev_hash` the core wrote out (`auditHashPrefix`, the last parameter
+ * but one) followed by `"<prev_hash>","seq":<seq>}` (core's `auditLinkHash`, for a hex head).
  */
-const LOCK_AND_HEAD = 'SELECT head_seq AS seq, head_hash AS hash FROM cos_audit_lock_head(?)';
+const APPEND_POSTGRES = `INSERT INTO audit_entries (${COLUMNS})
+  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
+    encode(sha256(convert_to(?::text || '"' || link.prev_hash || '","seq":' || link.seq || '}', 'UTF8')), 'hex')
+  FROM (SELECT coalesce(head.head_seq, 0) + 1 AS seq, coalesce(head.head_hash, '${GENESIS_HASH}') AS prev_hash
+        FROM (SELECT 1) AS one LEFT JOIN cos_audit_lock_head(?) AS head ON true) AS link
+  RETURNING seq, prev_hash, hash`;
 /** One pass over the (organisation_id, seq) index for the maxima, then one lookup per organisation. */
 const HEADS =
   'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
@@ -87,6 +98,32 @@ const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organi
 
 /** The SQL of each shape of `chain` (which filters are given), built once: a fixed set of statement texts. */
 const CHAIN_SHAPES = new Map<string, string>();
+
+/** The values of ENTRY_COLUMNS for an entry, in order. */
+function entryColumns(e: AuditEntry): unknown[] {
+  return [
+    e.id,
+    e.kind,
+    e.occurredAt.getTime(),
+    e.organisationId,
+    e.keyId,
+    e.keyPrefix,
+    e.actor.type,
+    e.actor.type === 'api_key' ? e.actor.keyId : null,
+    e.exposure?.type ?? null,
+    e.exposure?.url ?? null,
+    e.exposure?.source ?? null,
+    e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
+    e.member?.id ?? null,
+    e.roll?.toKeyId ?? null,
+    e.roll?.gracePeriodSeconds ?? null,
+    e.webhook?.origin ?? null,
+    e.notification?.id ?? null,
+    e.notification?.type ?? null,
+    e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
+    e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
+  ];
+}
 
 /** Append-only (C-41): this class has no update and no delete. */
 export class SqlAuditLog implements AuditLog {
@@ -96,42 +133,24 @@ export class SqlAuditLog implements AuditLog {
   /**
    * Links the entry after its organisation's head, in a transaction: the caller's unit of work, or
    * one of its own. The chain is serialised before the head is read (Postgres: the advisory lock
-   * of LOCK_AND_HEAD, held until the transaction ends; SQLite: BEGIN IMMEDIATE already holds the
-   * database's write lock), so the head is the last committed one and UNIQUE (organisation_id, seq)
-   * is never what decides.
+   * taken in APPEND_POSTGRES, held until the transaction ends; SQLite: BEGIN IMMEDIATE already holds
+   * the database's write lock), so the head is the last committed one and UNIQUE (organisation_id,
+   * seq) is never what decides. Postgres links and inserts in that one statement; SQLite reads the
+   * head, then inserts (two calls into the embedded library, no round trip).
    */
   async append(e: AuditEntry): Promise<ChainedAuditEntry> {
     const { transaction } = this.ctx;
     if (!this.ctx.inTransaction && transaction !== undefined) {
       return translated(this.ctx.errors, () => transaction((session) => new SqlAuditLog({ ...this.ctx, session, inTransaction: true }).append(e)));
     }
-    const [row] = await query(this.ctx, this.ctx.dialect === 'postgres' ? LOCK_AND_HEAD : HEAD, [e.organisationId]);
+    const columns = entryColumns(e);
+    if (this.ctx.dialect === 'postgres') {
+      const [row] = await query(this.ctx, APPEND_POSTGRES, [...columns, auditHashPrefix(e), e.organisationId]);
+      return { ...e, seq: Number(row!.seq), prevHash: String(row!.prev_hash), hash: String(row!.hash) };
+    }
+    const [row] = await query(this.ctx, HEAD, [e.organisationId]);
     const chained = linkAuditEntry(e, row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) });
-    await execute(this.ctx, INSERT, [
-      e.id,
-      e.kind,
-      e.occurredAt.getTime(),
-      e.organisationId,
-      e.keyId,
-      e.keyPrefix,
-      e.actor.type,
-      e.actor.type === 'api_key' ? e.actor.keyId : null,
-      e.exposure?.type ?? null,
-      e.exposure?.url ?? null,
-      e.exposure?.source ?? null,
-      e.actor.type === 'operator' ? (e.actor.name ?? null) : null,
-      e.member?.id ?? null,
-      e.roll?.toKeyId ?? null,
-      e.roll?.gracePeriodSeconds ?? null,
-      e.webhook?.origin ?? null,
-      e.notification?.id ?? null,
-      e.notification?.type ?? null,
-      e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
-      e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
-      chained.seq,
-      chained.prevHash,
-      chained.hash,
-    ]);
+    await execute(this.ctx, INSERT, [...columns, chained.seq, chained.prevHash, chained.hash]);
     return chained;
   }
 
