@@ -71,7 +71,20 @@ interface TimeoutUse {
   readonly timeout: number;
 }
 
+let fileStarted = 0;
+
 export const mochaHooks = {
+  // In a parallel run the root hooks run once per file: the file's wall time, hooks included.
+  beforeAll(): void {
+    fileStarted = performance.now();
+  },
+  afterAll(this: Mocha.Context): void {
+    const dir = process.env[REPORT_DIR_ENV];
+    const file = this.test?.parent?.suites[0]?.file;
+    if (dir === undefined || file === undefined || process.env['MOCHA_WORKER_ID'] === undefined) return;
+    const line = JSON.stringify({ file, ms: Math.round(performance.now() - fileStarted) });
+    appendFileSync(join(dir, `files-${process.pid}.jsonl`), `${line}\n`);
+  },
   afterEach(this: Mocha.Context): void {
     const test = this.currentTest;
     const dir = process.env[REPORT_DIR_ENV];
@@ -171,6 +184,16 @@ function reason(file: string, title: string): string {
   return 'skipped by the test itself';
 }
 
+/** The JSON lines every process wrote to the report folder under `prefix`. */
+function reportLines<T>(prefix: string): T[] {
+  if (reportDir === undefined) return [];
+  const out: T[] = [];
+  for (const name of readdirSync(reportDir).filter((n) => n.startsWith(prefix))) {
+    for (const line of readFileSync(join(reportDir, name), 'utf8').split('\n')) if (line !== '') out.push(JSON.parse(line) as T);
+  }
+  return out;
+}
+
 function closingLines(): string[] {
   const lines: string[] = [];
   const root = process.cwd();
@@ -188,11 +211,12 @@ function closingLines(): string[] {
     const parts = [...byReason].map(([why, files]) => `${why}: ${[...files].map(([f, n]) => `${f} (${n})`).join(', ')}`);
     lines.push(`Skipped ${pending.length} tests. ${parts.join('; ')}.`);
   }
-  const uses: TimeoutUse[] = [];
-  if (reportDir !== undefined) {
-    for (const name of readdirSync(reportDir)) {
-      for (const line of readFileSync(join(reportDir, name), 'utf8').split('\n')) if (line !== '') uses.push(JSON.parse(line) as TimeoutUse);
-    }
+  const uses = reportLines<TimeoutUse>('timeouts-');
+  const files = reportLines<{ file: string; ms: number }>('files-').sort((a, b) => b.ms - a.ms);
+  if (files.length > 0) {
+    const total = files.reduce((sum, f) => sum + f.ms, 0);
+    const slowest = files.slice(0, 8).map((f) => `${relative(root, f.file)} ${(f.ms / 1000).toFixed(1)} s`);
+    lines.push(`Files: ${files.length}, ${(total / 1000).toFixed(0)} s in all; slowest: ${slowest.join(', ')}.`);
   }
   if (uses.length === 0) {
     lines.push('Timeouts: every test used at most a third of its timeout.');
@@ -207,7 +231,8 @@ function closingLines(): string[] {
 
 export async function mochaGlobalTeardown(): Promise<void> {
   const lines = closingLines();
-  process.stdout.write(`\n${lines.join('\n')}\n`);
+  // stderr: stdout may carry a machine-read report (--reporter json).
+  process.stderr.write(`\n${lines.join('\n')}\n`);
   for (const proc of redisServers.splice(0)) proc.kill('SIGKILL');
   if (reportDir !== undefined) rmSync(reportDir, { recursive: true, force: true });
 }
