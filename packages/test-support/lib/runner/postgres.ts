@@ -5,9 +5,8 @@
  */
 import pg from 'pg';
 
-export async function createDatabases(url: string, count: number): Promise<string[]> {
-  const base = new URL(url);
-  const name = decodeURIComponent(base.pathname.replace(/^\//, '')) || 'postgres';
+/** `name`: the base of the names, by default the database `url` names (the one connected to). */
+export async function createDatabases(url: string, count: number, name = decodeURIComponent(new URL(url).pathname.slice(1)) || 'postgres'): Promise<string[]> {
   const names = Array.from({ length: count }, (_, i) => `${name}_w${i}`);
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -19,6 +19,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabases } from './postgres.js';
+import { skipReason, topologyRanges } from './slots.js';
 
 /** Environment handed from the main process to its workers. */
 const WORKERS_ENV = 'COS_TEST_WORKERS';
@@ -41,13 +42,6 @@ function workerCount(runner: Mocha.Runner, argv: readonly string[] = process.arg
   const value = i === -1 ? process.env['COS_TEST_JOBS'] : argv[i]!.startsWith('--jobs=') ? argv[i]!.slice('--jobs='.length) : argv[i + 1];
   const n = Number(value);
   return Number.isInteger(n) && n > 0 ? n : Math.max(1, availableParallelism() - 1);
-}
-
-function topologyRanges(workers: number): string[] {
-  const [low, high] = (process.env['REDIS_TOPOLOGY_PORTS'] ?? '7100-7199').split('-').map(Number) as [number, number];
-  const size = Math.floor((high - low + 1) / workers);
-  if (size < 12) throw new Error(`REDIS_TOPOLOGY_PORTS ${low}-${high} is too small for ${workers} workers (12 ports each)`);
-  return Array.from({ length: workers }, (_, i) => `${low + i * size}-${low + (i + 1) * size - 1}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,7 +154,7 @@ export async function mochaGlobalSetup(this: Mocha.Runner): Promise<void> {
   if (workers === 1) return;
   const databaseUrl = process.env['TEST_DATABASE_URL'] || undefined;
   const redisUrl = process.env['TEST_REDIS_URL'] || undefined;
-  const ranges = topologyRanges(workers);
+  const ranges = topologyRanges(workers, process.env['REDIS_TOPOLOGY_PORTS'] || undefined);
   const databases = databaseUrl === undefined ? [] : await createDatabases(databaseUrl, workers);
   const ownRedis = redisUrl !== undefined && redisServerOnPath();
   const redis = ownRedis ? await Promise.all(ranges.map(() => startRedis())) : [];
@@ -170,18 +164,6 @@ export async function mochaGlobalSetup(this: Mocha.Runner): Promise<void> {
     topologyPorts,
   }));
   process.env[WORKERS_ENV] = JSON.stringify(slotsOut);
-}
-
-/** Why a skipped test did not run, from the words of its file and titles. */
-function reason(file: string, title: string): string {
-  const text = `${file} ${title}`;
-  const set = (name: string): boolean => (process.env[name] ?? '') !== '';
-  if (/postgres|TEST_DATABASE_URL/i.test(text)) return set('TEST_DATABASE_URL') ? 'Postgres (TEST_DATABASE_URL is set)' : 'Postgres: no TEST_DATABASE_URL';
-  if (/TEST_REDIS_URL/i.test(text) || (/redis/i.test(text) && !set('TEST_REDIS_URL'))) {
-    return set('TEST_REDIS_URL') ? 'Redis (TEST_REDIS_URL is set)' : 'Redis: no TEST_REDIS_URL';
-  }
-  if (/redis-server|redis-cli/i.test(text)) return 'redis-server / redis-cli not on the PATH';
-  return 'skipped by the test itself';
 }
 
 /** The JSON lines every process wrote to the report folder under `prefix`. */
@@ -202,7 +184,7 @@ function closingLines(): string[] {
   } else {
     const byReason = new Map<string, Map<string, number>>();
     for (const p of pending) {
-      const why = reason(p.file, p.title);
+      const why = skipReason(p.file, p.title, process.env);
       const files = byReason.get(why) ?? new Map<string, number>();
       const name = relative(root, p.file) || p.title;
       files.set(name, (files.get(name) ?? 0) + 1);
