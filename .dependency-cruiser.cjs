@@ -55,10 +55,18 @@ module.exports = {
     },
     {
       name: 'test-support-imports-only-node',
-      comment: 'packages/test-support may import only node: built-ins and its own files (the test runner and chai come from its callers).',
+      comment:
+        'packages/test-support may import only node: built-ins and its own files (the test runner and chai come from its callers); the run setup (lib/runner/) may also use pg, to create each parallel worker its own database.',
       severity: 'error',
       from: { path: '^packages/test-support/lib/' },
-      to: { pathNot: ['^packages/test-support/lib/', '^node:'], dependencyTypesNot: ['core'] },
+      to: { pathNot: ['^packages/test-support/lib/', '^node:', 'node_modules/pg/'], dependencyTypesNot: ['core'] },
+    },
+    {
+      name: 'test-support-pg-only-in-runner',
+      comment: 'Only the run setup (lib/runner/) uses pg; the helpers tests import stay on node: built-ins.',
+      severity: 'error',
+      from: { path: '^packages/test-support/lib/', pathNot: '^packages/test-support/lib/runner/' },
+      to: { path: 'node_modules/pg/' },
     },
     {
       name: 'test-support-only-from-tests',

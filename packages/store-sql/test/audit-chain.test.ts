@@ -64,7 +64,10 @@ describe('audit chain: concurrent writers (C-63)', function () {
     const schema = testSchemaName();
     const admin = knexFactory({ client: 'pg', connection: url!, pool: { min: 0, max: 1 } });
     await admin.raw('CREATE SCHEMA ??', [schema]);
-    const stores = Array.from({ length: 4 }, () => createSqlStore({ databaseUrl: url!, schema, poolMax: 4 }));
+    // Every append waits in line for the organisation's chain: on a loaded machine the last of 80
+    // queued transactions may wait longer than the 2 s default budget. The subject here is the
+    // chain, not the budget (C-17 has its own tests), so the budget is generous.
+    const stores = Array.from({ length: 4 }, () => createSqlStore({ databaseUrl: url!, schema, poolMax: 4, statementTimeoutMs: 15_000 }));
     try {
       await stores[0]!.migrate();
       const appended = await hammer(stores, 40);
