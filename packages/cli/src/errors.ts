@@ -7,6 +7,7 @@
  */
 import { FENCE_UNAVAILABLE_MESSAGE, isDomainError } from '@cos/core';
 import { ConfigError } from './config.js';
+import { currentIo } from './io.js';
 
 /** Exit status of a failed command: 2 when it was called wrongly (usage), 1 for any other failure. */
 export const EXIT_FAILURE = 1;
@@ -58,10 +59,10 @@ export function failureOf(e: unknown): Failure {
   return { error: 'COMMAND_FAILED', message, exitCode: EXIT_FAILURE };
 }
 
-/** The failure on stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
+/** The failure on the run's stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
 export function reportFailure(e: unknown, json: boolean): number {
   const f = failureOf(e);
-  process.stderr.write(json ? `${JSON.stringify({ error: f.error, message: f.message })}\n` : `cos-admin: ${f.message}\n`);
+  currentIo().stderr.write(json ? `${JSON.stringify({ error: f.error, message: f.message })}\n` : `cos-admin: ${f.message}\n`);
   return f.exitCode;
 }
 

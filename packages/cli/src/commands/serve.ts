@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { loadConfig, type AppConfig } from '../config.js';
+import type { AppConfig } from '../config.js';
+import { currentIo } from '../io.js';
 import { CliError, describeError } from '../errors.js';
 import { routeConsoleTo } from '../console.js';
 import { emit } from '../output.js';
 import { lifecycle } from '../lifecycle.js';
-import { makeStoreReady } from '../runtime.js';
+import { makeStoreReady, runConfig } from '../runtime.js';
 import { SHUTDOWN_GRACE_MS } from '../server.js';
 import { bootstrapText, bootstrapView } from './bootstrap.js';
 import { jsonWanted, withJson } from './shared.js';
@@ -37,8 +38,10 @@ function portOption(text: string | undefined, config: AppConfig): number {
  * lives until SIGTERM/SIGINT, when it drains in-flight requests, closes pools and exits 0.
  */
 async function serve(opts: ServeOptions, json: boolean): Promise<void> {
-  const config = loadConfig();
+  const config = runConfig();
   const port = portOption(opts.port, config);
+  // The server owns the process (signal handlers, exit): it cannot run inside another program.
+  if (!currentIo().ownsProcess) throw new CliError('serve runs in a process of its own: start `cos-admin serve` as a command');
   const { createLogger } = await import('../logger.js');
   const logger = createLogger({ level: config.logLevel, fd: 1 });
   routeConsoleTo(logger);
