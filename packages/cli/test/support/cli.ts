@@ -8,10 +8,12 @@
  * of the time tsx needs; COS_CLI_TEST_FROM=source runs the TypeScript sources through tsx instead.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CONFIG_TABLE } from '../../src/config.js';
 import { runCli as runInProcess } from '../../src/run.js';
@@ -24,17 +26,50 @@ const FROM_SOURCE = process.env['COS_CLI_TEST_FROM'] === 'source';
 
 let built: Promise<void> | undefined;
 
-/** Builds packages/cli (and what it references) once per test run, unless running from source. */
+/**
+ * Builds packages/cli (and what it references) once per test process, unless running from source.
+ * Test processes side by side (mocha --parallel workers, two suites) take turns through a lock
+ * directory, so no two `tsc -b` write dist at once; a later one finds everything up to date.
+ */
 export function ensureBuilt(): Promise<void> {
   if (FROM_SOURCE) return Promise.resolve();
-  built ??= new Promise<void>((resolve, reject) => {
-    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
-    execFile(process.execPath, [tsc, '-b', 'packages/cli'], { cwd: ROOT }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`tsc -b packages/cli failed:\n${stdout}${stderr}`));
-      else resolve();
-    });
-  });
+  built ??= withBuildLock(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+        execFile(process.execPath, [tsc, '-b', 'packages/cli'], { cwd: ROOT }, (error, stdout, stderr) => {
+          if (error) reject(new Error(`tsc -b packages/cli failed:\n${stdout}${stderr}`));
+          else resolve();
+        });
+      }),
+  );
   return built;
+}
+
+/** A build older than this holding the lock has died: its lock is taken over. */
+const STALE_BUILD_LOCK_MS = 300_000;
+
+async function withBuildLock(work: () => Promise<void>): Promise<void> {
+  const lock = join(tmpdir(), `cos-cli-build-${createHash('sha256').update(ROOT).digest('hex').slice(0, 16)}.lock`);
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > STALE_BUILD_LOCK_MS) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        // released meanwhile
+      }
+      await sleep(100);
+    }
+  }
+  try {
+    await work();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /** Every configuration variable (the one table, config.ts): a child starts without any of them. */
