@@ -45,7 +45,7 @@ export function buildProgram(): Command {
     .option('--json', 'print machine-readable JSON on stdout (and nothing else there)')
     .option('--actor <name>', 'who is acting, recorded as the operator in the audit log (default: the OS user name)')
     .showSuggestionAfterError(true)
-    // commander's errors are thrown (not printed, no process.exit) and reported by main.ts, in
+    // commander's errors are thrown (not printed, no process.exit) and reported by run.ts, in
     // the --json form when asked, with exit status 2. Subcommands inherit both settings.
     .exitOverride()
     .configureOutput({ outputError: () => undefined, ...runOutput() })
