@@ -452,7 +452,10 @@ export const CONFIG_TABLE: readonly { variable: string; default: string; meaning
 );
 
 export interface LoadConfigOptions {
-  /** A `.env` file to read when it exists (variables already set win). Default `./.env`; false: none. */
+  /**
+   * A `.env` file to read when it exists (variables already set win; the file's are added to `env`).
+   * Default: `./.env` when `env` is process.env, else none; false: none.
+   */
   readonly envFile?: string | false;
 }
 
@@ -461,10 +464,10 @@ export interface LoadConfigOptions {
  * line naming every bad variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): AppConfig {
-  const envFile = options.envFile ?? '.env';
+  const envFile = options.envFile ?? (env === process.env ? '.env' : false);
   /** Variable -> where its value came from, for those taken from the .env file. */
   const fromFile = new Map<string, string>();
-  if (envFile !== false && env === process.env) {
+  if (envFile !== false) {
     const path = resolve(envFile);
     if (existsSync(path)) {
       let text: string;

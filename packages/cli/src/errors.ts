@@ -7,6 +7,7 @@
  */
 import { isDomainError, isDomainErrorWithCode } from '@cos/core';
 import { ConfigError } from './config.js';
+import { currentIo } from './io.js';
 
 /** Exit status of a failed command: 2 when it was called wrongly (usage), 1 for any other failure. */
 export const EXIT_FAILURE = 1;
@@ -67,10 +68,10 @@ function isOptionValueError(e: { readonly code: string; readonly details: readon
   return e.code === 'VALIDATION_ERROR' && e.details.length > 0 && e.details.every((d) => (FIELD_LABELS[d.field] ?? '').startsWith('--'));
 }
 
-/** The failure on stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
+/** The failure on the run's stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
 export function reportFailure(e: unknown, json: boolean): number {
   const f = failureOf(e);
-  process.stderr.write(json ? `${JSON.stringify({ error: f.error, message: f.message })}\n` : `cos-admin: ${f.message}\n`);
+  currentIo().stderr.write(json ? `${JSON.stringify({ error: f.error, message: f.message })}\n` : `cos-admin: ${f.message}\n`);
   return f.exitCode;
 }
 

@@ -30,18 +30,12 @@ export interface CreateLoggerOptions {
   /** Synchronous writes: nothing lost on exit (operator commands); the server buffers. */
   readonly sync?: boolean;
   readonly base?: Record<string, unknown>;
+  /** Writes into this stream instead of `fd` (a command run inside another program: that run's stderr). */
+  readonly stream?: NodeJS.WritableStream;
 }
 
-export function createLogger(options: CreateLoggerOptions): CosLogger {
-  const destination = pino.destination({ dest: options.fd ?? 1, sync: options.sync ?? false, minLength: 0 });
-  // A write error (EPIPE: the reader of stdout is gone) ends logging instead of crashing the process
-  // or looping: the service keeps serving and shuts down on time without its log.
-  let broken = false;
-  let closed = false;
-  destination.on('error', () => {
-    broken = true;
-  });
-  const p = pino(
+function newPino(options: CreateLoggerOptions, destination: pino.DestinationStream): PinoLogger {
+  return pino(
     {
       level: options.level,
       base: { service: 'cos', ...options.base },
@@ -50,6 +44,9 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
     },
     destination,
   );
+}
+
+function ported(p: PinoLogger, flush: () => void, close: (timeoutMs: number) => Promise<void>): CosLogger {
   return {
     pino: p,
     debug: (fields, message) => p.debug(fields, message),
@@ -58,7 +55,32 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
     error: (fields, message) => p.error(fields, message),
     // pino's own check: follows later level changes on `pino` too.
     isLevelEnabled: (level) => p.isLevelEnabled(level),
-    flush: () => {
+    flush,
+    close,
+  };
+}
+
+export function createLogger(options: CreateLoggerOptions): CosLogger {
+  if (options.stream !== undefined) {
+    // The stream is the caller's: writes go straight into it, and closing only stops logging.
+    const p = newPino(options, options.stream);
+    return ported(p, () => undefined, () => {
+      p.level = 'silent';
+      return Promise.resolve();
+    });
+  }
+  const destination = pino.destination({ dest: options.fd ?? 1, sync: options.sync ?? false, minLength: 0 });
+  // A write error (EPIPE: the reader of stdout is gone) ends logging instead of crashing the process
+  // or looping: the service keeps serving and shuts down on time without its log.
+  let broken = false;
+  let closed = false;
+  destination.on('error', () => {
+    broken = true;
+  });
+  const p = newPino(options, destination);
+  return ported(
+    p,
+    () => {
       if (broken) return;
       try {
         destination.flushSync();
@@ -66,7 +88,7 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
         // not ready yet or already closed: nothing buffered that can still be written
       }
     },
-    close: (timeoutMs) =>
+    (timeoutMs) =>
       new Promise<void>((resolve) => {
         let timer: NodeJS.Timeout | undefined;
         const done = (): void => {
@@ -98,6 +120,6 @@ export function createLogger(options: CreateLoggerOptions): CosLogger {
           done();
         }
       }),
-  };
+  );
 }
 

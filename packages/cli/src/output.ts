@@ -1,11 +1,12 @@
 /** What commands print: JSON alone on stdout with --json, otherwise text and tables for people. */
+import { currentIo } from './io.js';
 
 export function writeOut(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  currentIo().stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 export function writeJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  currentIo().stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** Prints `value` as JSON when `json`, else the human text `human()` returns. */

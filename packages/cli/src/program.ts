@@ -1,5 +1,5 @@
 /** The `cos-admin` command tree (contract, "Operator interface"), exactly as named there. */
-import { Command } from 'commander';
+import { Command, type OutputConfiguration } from 'commander';
 import { registerAudit } from './commands/audit.js';
 import { registerBootstrap } from './commands/bootstrap.js';
 import { registerKey } from './commands/key.js';
@@ -9,7 +9,7 @@ import { registerNotifications } from './commands/notifications.js';
 import { registerOrg } from './commands/org.js';
 import { registerServe } from './commands/serve.js';
 import { configHelpTable } from './config-docs.js';
-import { invocation } from './runtime.js';
+import { currentIo } from './io.js';
 import { serviceVersion } from './version.js';
 
 function configHelp(): string {
@@ -32,6 +32,20 @@ function configHelp(): string {
   ].join('\n');
 }
 
+/** Commander's own output (help, version) into the run's streams, for a run that does not own the process. */
+function runOutput(): OutputConfiguration {
+  const io = currentIo();
+  if (io.ownsProcess) return {};
+  return {
+    writeOut: (text) => io.stdout.write(text),
+    writeErr: (text) => io.stderr.write(text),
+    getOutHelpWidth: () => 80,
+    getErrHelpWidth: () => 80,
+    getOutHasColors: () => false,
+    getErrHasColors: () => false,
+  };
+}
+
 export function buildProgram(): Command {
   const program = new Command('cos-admin')
     .description('Compliance Organisation Service administration: run the server and manage organisations, members and API keys.')
@@ -42,13 +56,13 @@ export function buildProgram(): Command {
     // Every subcommand's help lists --json and --actor too (under "Global Options"); subcommands
     // created after this inherit the setting.
     .configureHelp({ showGlobalOptions: true })
-    // commander's errors are thrown (not printed, no process.exit) and reported by main.ts, in
+    // commander's errors are thrown (not printed, no process.exit) and reported by run.ts, in
     // the --json form when asked, with exit status 2. Subcommands inherit both settings.
     .exitOverride()
-    .configureOutput({ outputError: () => undefined })
+    .configureOutput({ outputError: () => undefined, ...runOutput() })
     .addHelpText('after', configHelp())
     .hook('preAction', (_program, action) => {
-      invocation.actor = action.optsWithGlobals<{ actor?: string }>().actor;
+      currentIo().state.actor = action.optsWithGlobals<{ actor?: string }>().actor;
     });
   registerMigrate(program);
   registerBootstrap(program);

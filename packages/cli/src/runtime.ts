@@ -4,7 +4,7 @@
  * benchmarked for start-up), the store made ready, the work, and a clean close.
  */
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { cryptoRandom, InProcessRateCounter, namedOperator, silentLogger, systemClock, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
@@ -12,6 +12,7 @@ import { composeCore, coreConfigOf, createCommandFreshness, createStore } from '
 import { loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
 import { routeConsoleTo } from './console.js';
+import { currentIo, runPath } from './io.js';
 
 export interface CommandContext {
   readonly config: AppConfig;
@@ -22,9 +23,6 @@ export interface CommandContext {
   /** The operator under its name (`--actor`, default the OS user name): the actor of the audit entries it writes. */
   readonly operator: OperatorPrincipal;
 }
-
-/** What the command line said beyond the command's own arguments (set by the program's preAction hook). */
-export const invocation: { actor?: string } = {};
 
 /** The OS user name, or USER/LOGNAME/USERNAME when the OS has none for this uid (containers), else "unknown". */
 export function defaultActorName(): string {
@@ -39,7 +37,7 @@ export function defaultActorName(): string {
 }
 
 /** The actor name of this run: `--actor` (1 to 100 characters, no control characters) or the OS user name. */
-export function actorName(given: string | undefined = invocation.actor): string {
+export function actorName(given: string | undefined = currentIo().state.actor): string {
   if (given === undefined) return defaultActorName();
   const name = given.trim();
   // eslint-disable-next-line no-control-regex
@@ -99,21 +97,35 @@ export async function makeStoreReady(store: SqlStore): Promise<string[]> {
   throw new CliError(pendingMigrationsMessage(pending), { code: 'PENDING_MIGRATIONS' });
 }
 
+/**
+ * The run's configuration: its environment and the `.env` of its working directory; a relative
+ * SQLite path names a file under that directory.
+ */
+export function runConfig(): AppConfig {
+  const io = currentIo();
+  if (io.ownsProcess) return loadConfig();
+  const config = loadConfig(io.env, { envFile: join(io.cwd, '.env') });
+  const parsed = parseDatabaseUrl(config.databaseUrl);
+  if (parsed.dialect !== 'sqlite' || parsed.memory) return config;
+  return Object.freeze({ ...config, databaseUrl: `sqlite:${runPath(parsed.filename)}` });
+}
+
 export async function runCommand(
   json: boolean,
   work: (ctx: CommandContext) => Promise<void>,
   options: RunOptions = {},
 ): Promise<void> {
   const operator = namedOperator(actorName());
-  const config = loadConfig();
+  const config = runConfig();
   if (options.mayCreateDatabase !== true) requireExistingDatabase(config);
   const level = commandLogLevel(config);
   // pino is loaded only when something is to be logged: most commands log nothing.
   const logger =
     level === 'silent'
       ? { ...silentLogger, flush: () => undefined }
-      : (await import('./logger.js')).createLogger({ level, fd: 2, sync: true });
-  routeConsoleTo(logger);
+      : (await import('./logger.js')).createLogger({ level, fd: 2, sync: true, ...(currentIo().ownsProcess ? {} : { stream: currentIo().stderr }) });
+  // Only a run that owns the process takes over console.*: inside another program it is that program's.
+  if (currentIo().ownsProcess) routeConsoleTo(logger);
   const store = createStore(config, logger, 2);
   let fence: Awaited<ReturnType<typeof createCommandFreshness>> = null;
   try {

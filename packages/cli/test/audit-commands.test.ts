@@ -1,5 +1,5 @@
 /**
- * `cos-admin` as a child process (C-63): every writing command records the operator named by
+ * `cos-admin`, run in process (C-63): every writing command records the operator named by
  * `--actor` on its audit entries; `audit verify` exits 0 / 1 and says where a chain broke;
  * `audit checkpoint` writes a signed checkpoint that `audit verify --checkpoint` checks; `audit
  * export --format jsonl` writes a file that `audit verify --file` verifies without a database.
@@ -9,13 +9,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { createSqlStore } from '@cos/store-sql';
-import { cliJson, ensureBuilt, runCli, type CliResult, type Env } from './support/cli.js';
+import { cliJson, runCli, type CliResult, type Env } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
-
-before(async function () {
-  this.timeout(180_000);
-  await ensureBuilt();
-});
 
 for (const target of databaseTargets()) {
   describe(`cos-admin audit on ${target.name} (C-63)`, function () {

@@ -10,13 +10,12 @@ import { expect } from 'chai';
 import type { Command } from 'commander';
 import { buildProgram } from '../src/program.js';
 import { EXIT_USAGE } from '../src/errors.js';
-import { tempDir, type CliResult } from './support/cli.js';
-import { runInProcess } from './support/in-process.js';
+import { runCli, tempDir, type CliResult } from './support/cli.js';
 
 describe('cos-admin: one way for every option (in-process, SQLite)', function () {
   const tmp = tempDir('cos-cli-consistency-');
   const env = { DATABASE_URL: `sqlite:${join(tmp.dir, 'cos.sqlite')}` };
-  const cli = (...args: string[]): Promise<CliResult> => runInProcess(args, env);
+  const cli = (...args: string[]): Promise<CliResult> => runCli(args, env, tmp.dir);
   const json = async (...args: string[]): Promise<any> => {
     const r = await cli(...args, '--json');
     expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(0);
@@ -176,7 +175,7 @@ describe('cos-admin help: every command shows the global options', () => {
   });
 
   it('the program help states the duration and timestamp grammars', async () => {
-    const r = await runInProcess(['--help'], {});
+    const r = await runCli(['--help'], {}, process.cwd());
     expect(r.code).to.equal(0);
     expect(r.stdout).to.include('whole\nnumbers with units w, d, h, m, s, largest first, each once: 30s, 15m, 12h, 7d, 2w, 1h30m');
     expect(r.stdout).to.include('a date, 2027-01-01 = that day 00:00 UTC, or an RFC 3339');

@@ -1,15 +1,17 @@
 /**
- * `cos-admin` end to end, as a child process, on a temp SQLite file and on Postgres
- * (TEST_DATABASE_URL): every command of the contract's "Operator interface", its --json output
- * (all of stdout parses as JSON) and its failure messages (exit 1, one line on stderr, nothing
- * on stdout, nothing half-done).
+ * `cos-admin` end to end, run in process (src/run.ts: the binary's own code path from the
+ * argument list to the exit status, with its own environment, stdout and stderr), on a temp
+ * SQLite file and on Postgres (TEST_DATABASE_URL): every command of the contract's "Operator
+ * interface", its --json output (all of stdout parses as JSON) and its failure messages (exit 1,
+ * one line on stderr, nothing on stdout, nothing half-done). What only a process shows (its exit
+ * status, the real stdout and stderr, `.env` of its working directory) is in process.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { expect } from 'chai';
 import { NACE_SECTIONS } from '@cos/core';
-import { cliJson, ensureBuilt, printedKeys, runCli, type CliResult, type Env } from './support/cli.js';
+import { cliJson, printedKeys, runCli, type CliResult, type Env } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
 
 const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
@@ -38,11 +40,6 @@ function expectFailure(r: CliResult, pattern: RegExp, exitCode: 1 | 2 = 1): void
     expect(line).to.match(pattern);
   }
 }
-
-before(async function () {
-  this.timeout(180_000);
-  await ensureBuilt();
-});
 
 for (const target of databaseTargets()) {
   describe(`cos-admin on ${target.name} (Operator interface)`, function () {
@@ -366,43 +363,6 @@ for (const target of databaseTargets()) {
       expect(human.stdout).to.match(/More entries: cos-admin audit list --org \S+ --limit 2 --cursor \S+/);
     });
 
-    it('issue 15: org list, member list, key list and audit list page with --limit/--cursor, or fetch every page with --all', async () => {
-      // An organisation of its own, so the lists hold what this test made, whatever ran before it.
-      const paged = await json('org', 'create', '--name', 'Paged', '--slug', `paged-${randomUUID().slice(0, 8)}`);
-      for (const n of [1, 2, 3]) {
-        await json('member', 'add', paged.id, '--email', `paging-${n}@example.com`);
-        await json('key', 'issue', paged.id, '--label', `paging ${n}`);
-      }
-      const lists: [string, string[]][] = [
-        ['org list', ['org', 'list']],
-        [`member list ${paged.id}`, ['member', 'list', paged.id]],
-        [`key list ${paged.id}`, ['key', 'list', paged.id]],
-        [`audit list --org ${paged.id}`, ['audit', 'list', '--org', paged.id]],
-      ];
-      for (const [command, args] of lists) {
-        const all = await json(...args, '--all');
-        expect(all.meta.next_cursor, command).to.equal(null);
-        expect(all.data.length, `${command}: enough items to page`).to.be.greaterThan(2);
-        expect((await json(...args, '--all', '--limit', '1')).data, `${command} --all --limit 1`).to.deep.equal(all.data);
-        // Walked by hand in three or four pages (one process each), however many rows earlier tests left.
-        const limit = String(Math.min(100, Math.ceil(all.data.length / 3)));
-        const seen: unknown[] = [];
-        let cursor: string | null = null;
-        do {
-          const page: any = await json(...args, '--limit', limit, ...(cursor !== null ? ['--cursor', cursor] : []));
-          expect(page.data.length, command).to.be.at.most(Number(limit));
-          seen.push(...page.data);
-          cursor = page.meta.next_cursor;
-        } while (cursor !== null);
-        expect(seen, `${command}: the pages together are --all`).to.deep.equal(all.data);
-        const human = await cli(...args, '--limit', '1');
-        expect(human.code, human.stderr).to.equal(0);
-        expect(human.stdout).to.match(new RegExp(`\\nMore \\w+: cos-admin ${command} --limit 1 --cursor \\S+\\n$`));
-        expectFailure(await cli(...args, '--all', '--cursor', 'x'), /--all.*cannot be used with option '--cursor|--cursor.*cannot be used with option '--all/, 2);
-        expectFailure(await cli(...args, '--limit', '101'), /option '--limit <n>' argument '101' is invalid. Use a whole number from 1 to 100/, 2);
-      }
-    });
-
     it('C-5: audit list rejects a bad limit, kind, organisation or cursor', async () => {
       expectFailure(await cli('audit', 'list', '--limit', '0'), /option '--limit <n>' argument '0' is invalid. Use a whole number from 1 to 100/, 2);
       expectFailure(await cli('audit', 'list', '--kind', 'nope'), /option '--kind <kind>' argument 'nope' is invalid. Allowed choices are/, 2);
@@ -421,6 +381,64 @@ for (const target of databaseTargets()) {
       const r = await cli('--', 'org', 'list', '--json');
       expect(r.code, r.stderr).to.equal(0);
       expect(JSON.parse(r.stdout).data.length).to.be.greaterThan(0);
+    });
+  });
+}
+
+for (const target of databaseTargets()) {
+  // A database of its own, migrated here: the test passes alone (--grep) and whatever else ran.
+  describe(`cos-admin paging on ${target.name} (Operator interface)`, function () {
+    this.timeout(20_000);
+    let db: TestDatabase;
+    let env: Env;
+    const cli = (...args: string[]): Promise<CliResult> => runCli(args, env, db.cwd);
+    const json = <T = any>(...args: string[]): Promise<T> => cliJson<T>(args, env, db.cwd);
+
+    before(async () => {
+      db = await target.create();
+      env = { DATABASE_URL: db.databaseUrl };
+      await json('migrate');
+      // Organisations besides the one paged, so `org list` has pages too.
+      for (const slug of ['other-1', 'other-2']) await json('org', 'create', '--name', slug, '--slug', slug);
+    });
+    after(async () => {
+      await db?.drop();
+    });
+
+    it('issue 15: org list, member list, key list and audit list page with --limit/--cursor, or fetch every page with --all', async () => {
+      const paged = await json('org', 'create', '--name', 'Paged', '--slug', 'paged');
+      for (const n of [1, 2, 3]) {
+        await json('member', 'add', paged.id, '--email', `paging-${n}@example.com`);
+        await json('key', 'issue', paged.id, '--label', `paging ${n}`);
+      }
+      const lists: [string, string[]][] = [
+        ['org list', ['org', 'list']],
+        [`member list ${paged.id}`, ['member', 'list', paged.id]],
+        [`key list ${paged.id}`, ['key', 'list', paged.id]],
+        [`audit list --org ${paged.id}`, ['audit', 'list', '--org', paged.id]],
+      ];
+      for (const [command, args] of lists) {
+        const all = await json(...args, '--all');
+        expect(all.meta.next_cursor, command).to.equal(null);
+        expect(all.data.length, `${command}: enough items to page`).to.be.greaterThan(2);
+        expect((await json(...args, '--all', '--limit', '1')).data, `${command} --all --limit 1`).to.deep.equal(all.data);
+        // Walked by hand in three or four pages.
+        const limit = String(Math.min(100, Math.ceil(all.data.length / 3)));
+        const seen: unknown[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: any = await json(...args, '--limit', limit, ...(cursor !== null ? ['--cursor', cursor] : []));
+          expect(page.data.length, command).to.be.at.most(Number(limit));
+          seen.push(...page.data);
+          cursor = page.meta.next_cursor;
+        } while (cursor !== null);
+        expect(seen, `${command}: the pages together are --all`).to.deep.equal(all.data);
+        const human = await cli(...args, '--limit', '1');
+        expect(human.code, human.stderr).to.equal(0);
+        expect(human.stdout).to.match(new RegExp(`\\nMore \\w+: cos-admin ${command} --limit 1 --cursor \\S+\\n$`));
+        expectFailure(await cli(...args, '--all', '--cursor', 'x'), /--all.*cannot be used with option '--cursor|--cursor.*cannot be used with option '--all/, 2);
+        expectFailure(await cli(...args, '--limit', '101'), /option '--limit <n>' argument '101' is invalid. Use a whole number from 1 to 100/, 2);
+      }
     });
   });
 }

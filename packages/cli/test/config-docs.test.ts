@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { CONFIG_TABLE, loadConfig } from '../src/config.js';
 import { parseEnvFile } from '../src/env-file.js';
-import { ensureBuilt, runCli, tempDir } from './support/cli.js';
+import { runCli, tempDir } from './support/cli.js';
 import { currentText, ENV_EXAMPLE, expectedText, MARKDOWN_FILES } from './support/config-docs.js';
 
 describe('configuration documentation (issue 15)', function () {
@@ -41,7 +41,6 @@ describe('configuration documentation (issue 15)', function () {
   });
 
   it('--help lists every variable with its default', async () => {
-    await ensureBuilt();
     const help = (await runCli(['--help'], {}, process.cwd())).stdout;
     for (const row of CONFIG_TABLE) expect(help).to.match(new RegExp(`\\n  ${row.variable} +${row.default.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `));
   });
@@ -49,7 +48,6 @@ describe('configuration documentation (issue 15)', function () {
 
 describe('the .env file (issue 15)', function () {
   this.timeout(60_000);
-  before(() => ensureBuilt());
 
   it('parses NAME=value, export, comments, quotes (multi-line in "…") and reports malformed lines by number', () => {
     const { values, problems } = parseEnvFile(

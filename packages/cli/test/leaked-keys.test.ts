@@ -138,7 +138,14 @@ for (const target of databaseTargets()) {
       });
       for (const d of receiver.delivered) expect(d.raw).not.to.include(s.key).and.not.to.include(sha256(s.key));
 
-      const delivered = await cliJson<{ data: Array<{ status: string }> }>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd);
+      // serve records each delivery once its answer is back: wait for both records.
+      let delivered: { data: Array<{ status: string }> } = { data: [] };
+      const recorded = Date.now() + 5_000;
+      do {
+        delivered = await cliJson<typeof delivered>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd);
+        if (delivered.data.every((n) => n.status === 'delivered')) break;
+        await new Promise((r) => setTimeout(r, 20));
+      } while (Date.now() < recorded);
       expect(delivered.data.map((n) => n.status)).to.deep.equal(['delivered', 'delivered']);
     });
 
@@ -241,7 +248,14 @@ for (const target of databaseTargets()) {
       await serve(s);
       await receiver.waitFor((d) => d.length >= 1, 20_000);
       expect(receiver.delivered.map((d) => d.type)).to.deep.equal(['api_key.issued']);
-      const list = await cliJson<{ data: Array<{ status: string; attempts: number }> }>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd);
+      // The receiver has the event; serve records the delivery once the answer is back: wait for that.
+      let list: { data: Array<{ status: string; attempts: number }> } = { data: [] };
+      const recorded = Date.now() + 5_000;
+      do {
+        list = await cliJson<typeof list>(['notifications', 'list', '--org', s.orgId], s.env, s.db.cwd);
+        if (list.data[0]?.status === 'delivered') break;
+        await new Promise((r) => setTimeout(r, 20));
+      } while (Date.now() < recorded);
       expect(list.data[0]!.status).to.equal('delivered');
       expect(list.data[0]!.attempts).to.be.at.least(2);
     });

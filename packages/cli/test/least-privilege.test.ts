@@ -1,5 +1,5 @@
 /**
- * Scoped keys, lineage and key policies (C-60..C-62) through the real `cos-admin` binary on SQLite
+ * Scoped keys, lineage and key policies (C-60..C-62) through `cos-admin` (run in process) on SQLite
  * and Postgres: `key issue --scopes`, `key roll --scopes`, the SCOPES column and `scopes` in every
  * --json key record, `key list --created-by [--transitive]`, `org policy show|set` and
  * `key list --exceeding-policy`. Keys issued by keys (which only HTTP callers make) are issued
@@ -8,13 +8,8 @@
 import { expect } from 'chai';
 import { ALL_BUILTIN_SCOPES, createCore, InProcessRateCounter, type Core, type KeyPrincipal } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
-import { cliJson, ensureBuilt, runCli, type Env } from './support/cli.js';
+import { cliJson, runCli, type Env } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
-
-before(async function () {
-  this.timeout(180_000);
-  await ensureBuilt();
-});
 
 interface KeyView {
   id: string;

@@ -317,12 +317,12 @@ for (const target of databaseTargets()) {
         [{ OPS_PORT: '65536' }, /^cos-admin: .*OPS_PORT must be an integer from 0 to 65535/],
         [{ OPS_PORT: '0', OPS_HOST: 'not a host' }, /^cos-admin: .*OPS_HOST must be a host name or an IP address/],
       ] as const) {
-        const s = serve([], extra);
-        const exit = await s.exited();
-        expect(exit.code, JSON.stringify(extra)).to.equal(1);
-        expect(s.stdout()).to.equal('');
-        expect(s.stderr().trim().split('\n'), s.stderr()).to.have.length(1);
-        expect(s.stderr().trim()).to.match(pattern);
+        // The configuration is read and refused before anything starts: in process.
+        const r = await runCli(['serve'], { ...env, ...extra }, db.cwd);
+        expect(r.code, JSON.stringify(extra)).to.equal(1);
+        expect(r.stdout).to.equal('');
+        expect(r.stderr.trim().split('\n'), r.stderr).to.have.length(1);
+        expect(r.stderr.trim()).to.match(pattern);
       }
       const taken = createServer();
       await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));

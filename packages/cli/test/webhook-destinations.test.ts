@@ -51,7 +51,7 @@ describe('cos-admin: webhook destinations (C-59, SSRF)', function () {
 
   it('C-59 (SSRF): org webhook set refuses internal endpoints (each kind of form of the issue, and the service\'s own API) with exit 2 and a line naming --url and why; nothing is stored', async () => {
     // Every form of the issue is checked in-process by the core's tests; here one of each kind goes
-    // through the command (each is a process): a name, a numeric spelling, an IPv4-mapped address,
+    // through the command: a name, a numeric spelling, an IPv4-mapped address,
     // one never allowed, cloud metadata by address and by name, a private address.
     const refused: Array<[string, string]> = [
       ['https://localhost/hook', `host localhost is an internal name${PRIVATE_HINT}`],
@@ -86,7 +86,8 @@ describe('cos-admin: webhook destinations (C-59, SSRF)', function () {
     let rows: Row[] = [];
     for (let i = 0; i < 200; i++) {
       rows = (await cliJson<{ data: Row[] }>(['notifications', 'list', '--org', orgId], env, db.cwd)).data;
-      if (rows[0] !== undefined && rows[0].attempts >= 1) break;
+      // The attempt is counted when claimed; wait for its outcome (last_error) too.
+      if (rows[0] !== undefined && rows[0].attempts >= 1 && rows[0].last_error !== null) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(rows).to.have.length(1);

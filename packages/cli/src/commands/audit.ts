@@ -5,6 +5,7 @@ import { Option, type Command } from 'commander';
 import { AUDIT_KINDS, auditEntryView, listView, OPERATOR, type AuditActorView, type AuditEntryView, type ChainReport } from '@cos/core';
 import { exportLog, openCheckpoint, reportLine, signCheckpoint, verifyFile, verifyStore, type Checkpoint } from '../audit-integrity.js';
 import { CliError } from '../errors.js';
+import { currentIo, runPath } from '../io.js';
 import { emit, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
@@ -82,7 +83,7 @@ interface ExportOptions {
 
 function readText(path: string, what: string): string {
   try {
-    return readFileSync(path, 'utf8');
+    return readFileSync(runPath(path), 'utf8');
   } catch (e) {
     throw new CliError(`cannot read the ${what} ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_READABLE' });
   }
@@ -106,7 +107,7 @@ function reportVerification(json: boolean, reports: readonly ChainReport[], chec
           : `${broken.length} of ${reports.length} chain${reports.length === 1 ? '' : 's'} broken.`,
       ].join('\n'),
   );
-  if (broken.length > 0) process.exitCode = 1;
+  if (broken.length > 0) currentIo().state.exitCode = 1;
 }
 
 function registerIntegrity(audit: Command): void {
@@ -127,7 +128,7 @@ function registerIntegrity(audit: Command): void {
         const checkpoint = opts.checkpoint !== undefined ? openCheckpoint(readText(opts.checkpoint, 'checkpoint'), readText(opts.publicKey!, 'public key')) : null;
         if (opts.file !== undefined) {
           if (org !== undefined) throw new CliError('--org and --file do not go together', { usage: true });
-          reportVerification(json, await verifyFile(opts.file, { checkpoint }), checkpoint);
+          reportVerification(json, await verifyFile(runPath(opts.file), { checkpoint }), checkpoint);
           return;
         }
         await runCommand(json, async ({ store }) => {
@@ -148,7 +149,7 @@ function registerIntegrity(audit: Command): void {
         await runCommand(json, async ({ store, core }) => {
           const checkpoint = signCheckpoint(await store.stores.audit.heads(), core.clock.now(), pem);
           try {
-            writeFileSync(opts.out, `${JSON.stringify(checkpoint, null, 2)}\n`, { flag: 'wx' });
+            writeFileSync(runPath(opts.out), `${JSON.stringify(checkpoint, null, 2)}\n`, { flag: 'wx' });
           } catch (e) {
             throw new CliError(`cannot write the checkpoint to ${opts.out}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { code: 'FILE_NOT_WRITABLE' });
           }
@@ -174,10 +175,10 @@ function registerIntegrity(audit: Command): void {
     await runCommand(json, async ({ store }) => {
       const options = { ...(org !== undefined ? { org } : {}), ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
       if (opts.out === undefined) {
-        await exportLog(store.stores.audit, process.stdout, options);
+        await exportLog(store.stores.audit, currentIo().stdout, options);
         return;
       }
-      const out = createWriteStream(opts.out, { flags: 'wx' });
+      const out = createWriteStream(runPath(opts.out), { flags: 'wx' });
       try {
         await once(out, 'open');
       } catch (e) {

@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { getHeapStatistics } from 'node:v8';
-import { loadConfig, parseWorkers, workersMessage, type AppConfig } from '../config.js';
+import { parseWorkers, workersMessage, type AppConfig } from '../config.js';
+import { currentIo } from '../io.js';
 import { CliError, describeError } from '../errors.js';
 import { routeConsoleTo } from '../console.js';
 import { emit } from '../output.js';
 import { lifecycle } from '../lifecycle.js';
-import { makeStoreReady } from '../runtime.js';
+import { makeStoreReady, runConfig } from '../runtime.js';
 import { SHUTDOWN_GRACE_MS } from '../server.js';
 import { bootstrapText, bootstrapView } from './bootstrap.js';
 import { jsonWanted, withJson } from './shared.js';
@@ -42,7 +43,7 @@ function workersOption(text: string | undefined, config: AppConfig): { workers: 
  * itself. Validates the command line and the configuration before anything is forked.
  */
 async function serve(opts: ServeOptions, json: boolean): Promise<void> {
-  const config = loadConfig();
+  const config = runConfig();
   const port = portOption(opts.port, config);
   const { default: cluster } = await import('node:cluster');
   if (cluster.isWorker) {
@@ -63,6 +64,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
       from === '--workers' ? { usage: true } : { code: 'CONFIG_ERROR' },
     );
   }
+  // The server owns the process (signal handlers, exit): it cannot run inside another program.
+  if (!currentIo().ownsProcess) throw new CliError('serve runs in a process of its own: start `cos-admin serve` as a command');
   const { runPrimary } = await import('../workers.js');
   await runPrimary({ config, workers });
 }

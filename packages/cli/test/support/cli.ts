@@ -1,15 +1,22 @@
 /**
- * Runs `cos-admin` as a child process, in a temp working directory with a clean configuration.
- * By default the built bin (packages/cli/dist/main.js, the file the package installs, shebang and
- * all) after an incremental `tsc -b packages/cli` once per run: a child then starts in a third of
- * the time tsx needs. COS_CLI_TEST_FROM=source runs the TypeScript sources through tsx instead.
+ * Running `cos-admin` in tests. runCli and cliJson run a command in this process (src/run.ts) with
+ * exactly the environment and working directory given and their own stdout and stderr: no process
+ * start, no build, nothing shared between runs. spawnCli and startServe run it as a child process,
+ * for what only a process shows (exit status, signals, what reaches the real stdout, `serve`): by
+ * default the built bin (packages/cli/dist/main.js, the file the package installs, shebang and
+ * all) after an incremental `tsc -b packages/cli` once per run, as a child then starts in a third
+ * of the time tsx needs; COS_CLI_TEST_FROM=source runs the TypeScript sources through tsx instead.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CONFIG_TABLE } from '../../src/config.js';
+import { runCli as runInProcess } from '../../src/run.js';
 
 export const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 export const MAIN_SOURCE = join(ROOT, 'packages/cli/src/main.ts');
@@ -19,17 +26,50 @@ const FROM_SOURCE = process.env['COS_CLI_TEST_FROM'] === 'source';
 
 let built: Promise<void> | undefined;
 
-/** Builds packages/cli (and what it references) once per test run, unless running from source. */
+/**
+ * Builds packages/cli (and what it references) once per test process, unless running from source.
+ * Test processes side by side (mocha --parallel workers, two suites) take turns through a lock
+ * directory, so no two `tsc -b` write dist at once; a later one finds everything up to date.
+ */
 export function ensureBuilt(): Promise<void> {
   if (FROM_SOURCE) return Promise.resolve();
-  built ??= new Promise<void>((resolve, reject) => {
-    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
-    execFile(process.execPath, [tsc, '-b', 'packages/cli'], { cwd: ROOT }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`tsc -b packages/cli failed:\n${stdout}${stderr}`));
-      else resolve();
-    });
-  });
+  built ??= withBuildLock(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+        execFile(process.execPath, [tsc, '-b', 'packages/cli'], { cwd: ROOT }, (error, stdout, stderr) => {
+          if (error) reject(new Error(`tsc -b packages/cli failed:\n${stdout}${stderr}`));
+          else resolve();
+        });
+      }),
+  );
   return built;
+}
+
+/** A build older than this holding the lock has died: its lock is taken over. */
+const STALE_BUILD_LOCK_MS = 300_000;
+
+async function withBuildLock(work: () => Promise<void>): Promise<void> {
+  const lock = join(tmpdir(), `cos-cli-build-${createHash('sha256').update(ROOT).digest('hex').slice(0, 16)}.lock`);
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > STALE_BUILD_LOCK_MS) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        // released meanwhile
+      }
+      await sleep(100);
+    }
+  }
+  try {
+    await work();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /** Every configuration variable (the one table, config.ts): a child starts without any of them. */
@@ -60,8 +100,31 @@ export function tempDir(prefix = 'cos-cli-'): { dir: string; remove(): void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Runs one command to completion. */
-export function runCli(args: readonly string[], env: Env, cwd: string): Promise<CliResult> {
+/** A stream that keeps what is written to it as text. */
+class Captured extends Writable {
+  text = '';
+  constructor() {
+    super({ decodeStrings: false, highWaterMark: 1 << 20 });
+  }
+  override _write(chunk: string | Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    done();
+  }
+}
+
+/**
+ * Runs one command to completion in this process, with `env` as its whole environment (nothing
+ * of process.env) and `cwd` as its working directory (its `.env`, relative paths).
+ */
+export async function runCli(args: readonly string[], env: Env, cwd: string): Promise<CliResult> {
+  const stdout = new Captured();
+  const stderr = new Captured();
+  const code = await runInProcess(args, { env: { ...env }, cwd, stdout, stderr });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** Runs one command to completion as a child process (the built bin unless COS_CLI_TEST_FROM=source; call ensureBuilt first). */
+export function spawnCli(args: readonly string[], env: Env, cwd: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, nodeArgs(args), { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -73,7 +136,7 @@ export function runCli(args: readonly string[], env: Env, cwd: string): Promise<
   });
 }
 
-/** Runs a command that must succeed with --json and returns its parsed stdout (all of it). */
+/** Runs a command that must succeed with --json (in this process) and returns its parsed stdout (all of it). */
 export async function cliJson<T = any>(args: readonly string[], env: Env, cwd: string): Promise<T> {
   const r = await runCli([...args, '--json'], env, cwd);
   if (r.code !== 0) throw new Error(`cos-admin ${args.join(' ')} exited ${r.code}: ${r.stderr}`);

@@ -6,15 +6,14 @@
  * Checked in process (CapturingLogger) and on a real `cos-admin serve` process (pino on stdout).
  */
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack, type Stack } from '../support/stack.js';
 import { createCast, type Cast } from '../support/fixture.js';
 import { allCells } from '../support/snapshot.js';
 import { Client } from '../support/http.js';
+import { ensureBuilt, startServe, tempDir } from '../../../cli/test/support/cli.js';
 import { keyLifecycleSession, leaksIn, reflectable, responseText, secretOf, type Exchange, type Secret } from '../support/secrets.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -124,32 +123,31 @@ describe('system: secrets stay secret (C-15, C-16, C-22, C-31)', function () {
 describe('system: a real `cos-admin serve` process never prints a key but the bootstrap one, once (C-31)', function () {
   this.timeout(90_000);
 
+  before(async function () {
+    this.timeout(180_000);
+    await ensureBuilt();
+  });
+
   it('C-31: stdout/stderr of serve --bootstrap at LOG_LEVEL=debug: the bootstrap key exactly once, issued keys and digests never', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cos-secrets-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', 'packages/cli/src/main.ts', 'serve', '--port', '0', '--bootstrap', '--json'], {
-      cwd: REPO,
-      env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 'cos.sqlite')}`, LOG_LEVEL: 'debug', HOST: '127.0.0.1', REDIS_URL: '', RATE_LIMIT_PER_MINUTE: '100000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString('utf8')));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const dir = tempDir('cos-secrets-');
+    const server = startServe(
+      ['--port', '0', '--bootstrap', '--json'],
+      { DATABASE_URL: `sqlite:${join(dir.dir, 'cos.sqlite')}`, LOG_LEVEL: 'debug', HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '100000' },
+      dir.dir,
+    );
     try {
-      const started = Date.now();
-      while (!/cos listening on (http:\/\/[^\s"]+)/.test(out)) {
-        if (Date.now() - started > 60_000 || child.exitCode !== null) throw new Error(`serve did not start:\n${out}\n${err}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      const url = (/cos listening on (http:\/\/[^\s"]+)/.exec(out) as RegExpExecArray)[1] as string;
-      const bootstrapKey = /svc_live_[A-Za-z0-9]{48}/.exec(out)?.[0];
+      const { url } = await server.listening();
+      const out0 = server.stdout();
+      const bootstrapKey = /svc_live_[A-Za-z0-9]{48}/.exec(out0)?.[0];
       expect(bootstrapKey, 'bootstrap printed a platform key').to.be.a('string');
       const orgs = await new Client(url).call('GET', '/v1/organisations', { key: bootstrapKey as string });
       const platformOrgId = orgs.json<{ data: { id: string; is_system: boolean }[] }>().data.find((o) => o.is_system)?.id as string;
       const session = await keyLifecycleSession(new Client(url), bootstrapKey as string, platformOrgId);
-      child.kill('SIGTERM');
-      expect(await exited, `exit code; stderr: ${err}`).to.equal(0);
+      server.child.kill('SIGTERM');
+      const exit = await server.exited();
+      const out = server.stdout();
+      const err = server.stderr();
+      expect(exit.code, `exit code; stderr: ${err}`).to.equal(0);
 
       const boot = secretOf(bootstrapKey as string);
       const all = `${out}\n${err}`;
@@ -162,8 +160,8 @@ describe('system: a real `cos-admin serve` process never prints a key but the bo
       // the log really is the service's request log, at debug level
       expect(out.split('\n').filter((l) => l.includes('"request completed"')).length).to.be.greaterThan(30);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      server.kill();
+      dir.remove();
     }
   });
 });
