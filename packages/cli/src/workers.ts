@@ -61,7 +61,7 @@ export interface WorkerInfo {
 }
 
 type Question = 'health' | 'metrics';
-type ToWorker = { readonly cos: 'ask'; readonly id: number; readonly what: Question } | { readonly cos: 'stop'; readonly force: boolean } | { readonly cos: 'ack' };
+type ToWorker = { readonly cos: 'ask'; readonly id: number; readonly what: Question } | { readonly cos: 'stop'; readonly force: boolean; readonly signal?: NodeJS.Signals } | { readonly cos: 'ack' };
 type ToPrimary = { readonly cos: 'ready'; readonly info: WorkerInfo } | { readonly cos: 'answer'; readonly id: number; readonly value: unknown };
 
 // ---- in a worker ----
@@ -86,7 +86,7 @@ export interface WorkerAnswers {
   health(): Promise<string | null>;
   metrics(): Promise<MetricsJson>;
   /** The primary's stop: the first starts the drain, `force` cuts it short. */
-  stop(force: boolean): void;
+  stop(force: boolean, signal: NodeJS.Signals | undefined): void;
 }
 
 let acknowledged: (() => void) | undefined;
@@ -95,7 +95,7 @@ let acknowledged: (() => void) | undefined;
 export function onPrimaryMessage(answers: WorkerAnswers): void {
   process.on('message', (message: ToWorker) => {
     if (typeof message !== 'object' || message === null) return;
-    if (message.cos === 'stop') answers.stop(message.force);
+    if (message.cos === 'stop') answers.stop(message.force, message.signal);
     else if (message.cos === 'ack') acknowledged?.();
     else if (message.cos === 'ask') {
       const work = message.what === 'health' ? answers.health() : answers.metrics();
@@ -303,7 +303,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       await logger.close(LOG_CLOSE_MS);
       process.exit(exitCode);
     })());
-  const stopWorkers = (force: boolean): void => {
+  const stopWorkers = (force: boolean, signal?: NodeJS.Signals): void => {
     for (const s of slots.values()) {
       clearTimeout(s.restartTimer);
       s.restartTimer = undefined;
@@ -311,18 +311,17 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       if (worker === null) continue;
       // A worker not listening yet may not have its handlers: the signal ends it (or starts its drain).
       if (!s.ready || !worker.isConnected()) worker.process.kill('SIGTERM');
-      else worker.send({ cos: 'stop', force } satisfies ToWorker, undefined, () => undefined);
+      else worker.send({ cos: 'stop', force, ...(signal !== undefined ? { signal } : {}) } satisfies ToWorker, undefined, () => undefined);
     }
   };
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
     signals += 1;
     if (signals > 1) {
-      stopWorkers(true);
+      stopWorkers(true, signal);
       ops?.server.destroyAll();
       return;
     }
-    logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS, workers }, 'shutting down: every worker finishes its in-flight requests');
     phase = 'stopping';
     if (ops !== undefined) ops.app.phase = 'draining';
     setTimeout(() => {
@@ -330,13 +329,13 @@ export async function runPrimary(options: PrimaryOptions): Promise<void> {
       exitCode = 1;
       void finish();
     }, SHUTDOWN_GRACE_MS + WORKER_EXIT_MARGIN_MS).unref();
-    // The primary's last line: its log is closed before the workers stop. stdout is one open file
-    // shared with the workers, and a Node process puts it back into blocking mode when it forks or
-    // exits; a write the primary started into a full pipe after that would hold a thread that
-    // process.exit waits for, so a stalled reader would keep the primary alive. The workers log
-    // their own shutdown; the exit status says how it ended.
+    // The primary writes nothing more: its log is closed before the workers stop. stdout is one open
+    // file shared with the workers, and a Node process puts it back into blocking mode when it forks
+    // or exits; a line the primary started into a full pipe (a stalled reader) would then hold a
+    // thread that process.exit waits for, and the primary would never exit. Each worker logs its own
+    // shutdown (naming the signal the primary received); the exit status says how it ended.
     void logger.close(LOG_CLOSE_MS).then(() => {
-      stopWorkers(false);
+      stopWorkers(false, signal);
       if ([...slots.values()].every((x) => x.worker === null)) void finish();
     });
   };

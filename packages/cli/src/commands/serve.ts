@@ -86,7 +86,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
   let draining = false;
-  let shutdown: (signal: NodeJS.Signals | 'primary' | 'second') => void = () => undefined;
+  let shutdown: (signal: NodeJS.Signals | 'primary' | 'second', relayed?: NodeJS.Signals) => void = () => undefined;
   let delivery: import('@cos/core').WebhookDelivery | undefined;
   let keyUsage: import('@cos/core').KeyUsage | undefined;
   let retention: import('@cos/core').NotificationRetention | undefined;
@@ -131,7 +131,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     onPrimaryMessage({
       health: async () => (draining ? 'draining' : (await core.health.check()).status === 'ok' ? null : 'store unavailable'),
       metrics: async () => (prometheus === null ? [] : prometheus.registry.getMetricsAsJSON()),
-      stop: (force) => shutdown(force ? 'second' : 'primary'),
+      stop: (force, signal) => shutdown(force ? 'second' : 'primary', signal),
     });
     running = await listen(app, config.host, port, logger, { maxConnections, ...timeouts }).catch(cannotListen(config.host, port, ''));
   } catch (e) {
@@ -166,7 +166,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   // from the primary as a message: the primary's first stop starts the drain once, its second
   // ('second') cuts it short, as a second direct signal does.
   let signals = 0;
-  shutdown = (signal: NodeJS.Signals | 'primary' | 'second'): void => {
+  shutdown = (signal: NodeJS.Signals | 'primary' | 'second', relayed?: NodeJS.Signals): void => {
     if (signal === 'primary' && signals > 0) return;
     // The primary's second stop can overtake its first (it closes its log in between): drain first.
     if (signal === 'second' && signals === 0) shutdown('primary');
@@ -176,7 +176,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       server.destroyAll();
       return;
     }
-    logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
+    logger.info({ signal: relayed ?? signal, graceMs: SHUTDOWN_GRACE_MS }, 'shutting down: no new connections, finishing in-flight requests');
     // Not ready from now on (the primary's readyz answers 503).
     draining = true;
     // Whatever hangs (a pool that does not close, stdout that takes nothing), the process ends.

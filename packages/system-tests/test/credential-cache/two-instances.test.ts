@@ -66,7 +66,10 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     databaseUrl = db.databaseUrl;
     dropDatabase = () => db.drop();
     work = tempDir('cos-cc-');
-    env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' };
+    // The webhook outbox poll (a short transaction every WEBHOOK_POLL_INTERVAL_MS) is the one thing a
+    // serve sends Postgres on its own; nothing here delivers webhooks, so it is slowed down to keep the
+    // bytes counted while requests are served to those requests alone, however long they take.
+    env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn', WEBHOOK_POLL_INTERVAL_MS: '3600000' };
     await cliJson(['migrate'], env, work.dir);
     const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Cache Ltd', '--slug', 'cache-ltd'], env, work.dir);
     orgId = org.id;
