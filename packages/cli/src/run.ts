@@ -5,7 +5,7 @@
  */
 import type { Writable } from 'node:stream';
 import { EXIT_USAGE, reportFailure } from './errors.js';
-import { currentIo, processIo, withIo, type CliIo } from './io.js';
+import { currentIo, withIo, type CliIo } from './io.js';
 import { buildProgram } from './program.js';
 
 export interface RunCliOptions {
@@ -23,18 +23,19 @@ export interface RunCliOptions {
  * own the process: it leaves console.* alone and refuses `serve`, which needs a process of its own.
  */
 export function runCli(argv: readonly string[], options: RunCliOptions = {}): Promise<number> {
-  const own = Object.keys(options).length === 0;
-  const io: CliIo = own
-    ? processIo()
-    : {
-        // A copy: the .env file's values are added to it, and must not reach the caller's object.
-        env: { ...(options.env ?? process.env) },
-        cwd: options.cwd ?? process.cwd(),
-        stdout: options.stdout ?? process.stdout,
-        stderr: options.stderr ?? process.stderr,
-        ownsProcess: false,
-        state: {},
-      };
+  // The binary's own run is the process's io (currentIo's fallback) and no AsyncLocalStorage scope:
+  // a scope entered once keeps Node's promise hooks on for the life of the process (Node 20), which
+  // `serve` would pay on every request.
+  if (Object.keys(options).length === 0) return run([...argv]);
+  const io: CliIo = {
+    // A copy: the .env file's values are added to it, and must not reach the caller's object.
+    env: { ...(options.env ?? process.env) },
+    cwd: options.cwd ?? process.cwd(),
+    stdout: options.stdout ?? process.stdout,
+    stderr: options.stderr ?? process.stderr,
+    ownsProcess: false,
+    state: {},
+  };
   return withIo(io, () => run([...argv]));
 }
 
