@@ -13,6 +13,7 @@ import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cliJson, ensureBuilt, printedKeys, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { sample } from './support/prometheus.js';
 
 before(async function () {
   this.timeout(180_000);
@@ -44,19 +45,6 @@ async function poll(url: string, status: number, ms: number): Promise<Answer> {
 async function started(s: ServeProcess): Promise<{ api: string; ops: string }> {
   const { url, line } = await s.listening();
   return { api: url, ops: String(line['ops']) };
-}
-
-/** The value of one sample line `name{labels} value` of a Prometheus text exposition; undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (m === null || m[1] !== name) continue;
-    const got: Record<string, string> = {};
-    for (const pair of (m[2] ?? '').matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)) got[pair[1]!] = pair[2]!;
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
-  }
-  return undefined;
 }
 
 /** A TCP proxy the test owns in front of Postgres: cut() resets every connection and refuses new ones. */

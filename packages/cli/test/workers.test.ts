@@ -15,6 +15,7 @@ import { expect } from 'chai';
 import { cgroupMemoryLimitMb, DEFAULT_MB_PER_WORKER, MIN_OLD_SPACE_MB, operatorHeapFlag, planMemory, PRIMARY_RESERVE_MB, WORKER_OUTSIDE_HEAP_MB } from '../src/memory-limit.js';
 import { ensureBuilt, printedKeys, runCli, startServe, tempDir, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { sample } from './support/prometheus.js';
 
 describe('serve workers: the memory budget (MEMORY_LIMIT_MB, cgroup, default)', () => {
   it('MEMORY_LIMIT_MB wins; the primary keeps its reserve, each worker its share less what it holds outside the old space', () => {
@@ -56,18 +57,6 @@ describe('serve workers: the memory budget (MEMORY_LIMIT_MB, cgroup, default)', 
     expect(operatorHeapFlag([], '--max-semi-space-size=8')).to.equal(null);
   });
 });
-
-/** The value of one sample `name{labels} value` whose labels include `labels`; undefined when absent. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (m === null || m[1] !== name) continue;
-    const got: Record<string, string> = {};
-    for (const pair of (m[2] ?? '').matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)) got[pair[1]!] = pair[2]!;
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
-  }
-  return undefined;
-}
 
 async function until<T>(what: () => T | undefined | Promise<T | undefined>, ms: number, label: string): Promise<T> {
   const deadline = Date.now() + ms;
