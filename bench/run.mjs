@@ -3,7 +3,7 @@
 //
 //   pnpm bench                         full run (~6-9 min), rewrites the figures in docs/performance.md
 //   pnpm bench -- --quick --dry        smoke run (~1-2 min, small data sets), writes nothing
-//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, a-w2, b, b' (or b-off), b-w2, p, c, d, e, g; f comes with them)
+//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, a-w2, b, b' (or b-off), b-w2, b-heap, p, c, d, e, g; f comes with them)
 //
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
@@ -68,12 +68,14 @@ const settings = {
   pageLimit: 20,
   cliRuns: opt.quick ? 3 : 10,
 };
-const ALL = ['a', 'a-info', 'a-metrics', 'a-w2', 'b', 'b-off', 'b-w2', 'p', 'c', 'd', 'e', 'g'];
+const ALL = ['a', 'a-info', 'a-metrics', 'a-w2', 'b', 'b-off', 'b-w2', 'b-heap', 'p', 'c', 'd', 'e', 'g'];
 const only = opt.only ? new Set(opt.only.split(',').map((s) => (s.trim() === "b'" ? 'b-off' : s.trim()))) : new Set(ALL);
 for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--only: unknown scenario ${id} (know ${ALL.join(', ')})`);
 const writeDocs = !opt.dry && (!opt.quick || opt.write);
 const RAISED = '1000000000';
-const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, bHeap: 0.95, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+const B_HEAP_TITLE = '(b) heap limit as shipped vs unbounded: Postgres + Redis';
+const UNBOUNDED_HEAP = '--max-old-space-size=4096';
 const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
 
 const started = Date.now();
@@ -503,7 +505,7 @@ try {
     await stop(svc);
   }
 
-  if (want('b') || want('b-off') || want('b-w2') || want('p')) {
+  if (want('b') || want('b-off') || want('b-w2') || want('b-heap') || want('p')) {
     const dbUrl = process.env.TEST_DATABASE_URL || DEFAULT_DATABASE_URL;
     const redisUrl = process.env.TEST_REDIS_URL || DEFAULT_REDIS_URL;
     const [pg, redis] = await Promise.all([checkPostgres(dbUrl), checkRedis(redisUrl)]);
@@ -515,6 +517,7 @@ try {
       const reason = [pg.reason, redis.reason].filter(Boolean).join('; ');
       for (const b of bScenarios) newScenario(b.id, b.title, 'service', 'bare Koa', b.target === null ? 'none' : `≥ ${b.target} ×`).skipped = reason;
       if (want('b-w2')) newScenario('b-w2', '(b) two workers: Postgres + Redis, `--workers 2` vs 1', '', '', 'none: the ratio to one worker').skipped = reason;
+      if (want('b-heap')) newScenario('b-heap', B_HEAP_TITLE, '', '', `≥ ${TARGET.bHeap} ×`).skipped = reason;
       if (want('p')) newScenario('p', '(p) revocation propagation across two instances', '', '', P_TARGET).skipped = reason;
       log(`(b) skipped: ${reason}`);
     } else {
@@ -586,6 +589,34 @@ try {
             await stop(one);
           }
         }
+        if (want('b-heap')) {
+          // (f)'s other half: the heap limit serve derives from MEMORY_LIMIT_MB must not cost throughput.
+          // B is the same worker with an operator's heap flag far above the need (the operator's flag
+          // wins over the derived one), i.e. V8 sizing the heap from the machine's memory.
+          const s = newScenario('b-heap', B_HEAP_TITLE, 'as shipped', 'unbounded', `≥ ${TARGET.bHeap} ×`);
+          let bounded;
+          let unbounded;
+          try {
+            const hEnv = { ...env, RATE_LIMIT_PER_MINUTE: RAISED };
+            bounded = await start('service', { name: 'b-heap', env: hEnv, logFile: path.join(work, 'b-heap.log') });
+            unbounded = await start('service', { name: 'b-unbounded', env: { ...hEnv, NODE_OPTIONS: UNBOUNDED_HEAP }, logFile: path.join(work, 'b-unbounded.log') });
+            const url = (svc) => `${svc.base}/v1/organisations/${pgOrgId}`;
+            await preflight(url(unbounded), `Bearer ${pgKey}`, 200, '(b-heap) GET organisation, unbounded heap');
+            await measure(s, {
+              a: { label: 'service, heap limit from MEMORY_LIMIT_MB', url: url(bounded), authorization: `Bearer ${pgKey}`, process: bounded },
+              b: { label: `service, ${UNBOUNDED_HEAP}`, url: url(unbounded), authorization: `Bearer ${pgKey}`, process: unbounded },
+              target: TARGET.bHeap,
+            });
+          } catch (err) {
+            s.failed ??= err.message;
+            log(`  !! (b-heap) failed: ${err.message}`);
+          } finally {
+            recordMemory('(b) heap limit as shipped', bounded);
+            recordMemory('(b) unbounded heap', unbounded);
+            await stop(bounded);
+            await stop(unbounded);
+          }
+        }
         if (want('p')) await measurePropagation({ env, orgId: pgOrgId, ownerKey: pgKey });
       } catch (err) {
         const s = scenarios.find((x) => x.id === 'b') ?? newScenario('b', '(b) production: Postgres + Redis', 'service', 'bare Koa', `≥ ${TARGET.b} ×`);
@@ -599,8 +630,8 @@ try {
 
   // (f): peak RSS of every service process, read from /proc/<pid>/status VmHWM just before it stopped:
   // each worker and the primary on their own (the target is per process).
-  // As shipped: (b') runs with CREDENTIAL_CACHE=off, an operator's setting, so it is shown but not judged.
-  const services = memory.filter((m) => m.label !== 'bare Koa' && m.label !== "(b') cache off");
+  // As shipped: (b') runs with CREDENTIAL_CACHE=off and (b-heap)'s unbounded side with a heap flag, operators' settings, so they are shown but not judged.
+  const services = memory.filter((m) => m.label !== 'bare Koa' && m.label !== "(b') cache off" && m.label !== '(b) unbounded heap');
   const describe = (m) => `${m.label} ${m.hwmMiB.toFixed(0)} MiB` + (m.primaryHwmMiB == null ? '' : ` (${m.workerHwmMiB.length > 1 ? `workers ${m.workerHwmMiB.map((w) => w.toFixed(0)).join(' / ')}` : 'worker'}, primary ${m.primaryHwmMiB.toFixed(0)})`);
   if (services.length) {
     const peak = services.reduce((a, b) => (b.hwmMiB > a.hwmMiB ? b : a));

@@ -15,9 +15,10 @@ function redact(url) {
   }
 }
 
+// Reachability only: a loaded machine may take seconds to accept a connection, which must not skip a scenario.
 export async function checkPostgres(url) {
   const { default: pg } = await importFrom('store-sql', 'pg');
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   try {
     await client.connect();
     const { rows } = await client.query('select version() as v');
@@ -31,7 +32,7 @@ export async function checkPostgres(url) {
 
 export async function checkRedis(url) {
   const { createClient } = await importFrom('limiter-redis', 'redis');
-  const client = createClient({ url, socket: { connectTimeout: 2000, reconnectStrategy: false } });
+  const client = createClient({ url, socket: { connectTimeout: 10_000, reconnectStrategy: false } });
   client.on('error', () => {});
   try {
     await client.connect();
