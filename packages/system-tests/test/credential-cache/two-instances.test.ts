@@ -83,7 +83,18 @@ describe('system: the credential cache across two serve instances (issue 14, C-3
     servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(databaseUrl) }, work.dir));
     a = new Client(`http://127.0.0.1:${portA}`);
     b = new Client(`http://127.0.0.1:${portB}`);
-    for (const c of [a, b]) await until(async () => (await c.call('GET', '/v1/health').catch(() => null))?.status === 200, 15_000, 'serve to answer');
+    // Ready once /v1/health answers; a serve that exits fails the wait at once. The bound is for a
+    // start that hangs: on a loaded machine a healthy start has taken more than 15 s.
+    for (const [c, s] of [[a, servers[0]!], [b, servers[1]!]] as const) {
+      await until(
+        async () => {
+          if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`serve exited before answering:\n${s.stderr()}`);
+          return (await c.call('GET', '/v1/health').catch(() => null))?.status === 200;
+        },
+        90_000,
+        'serve to answer',
+      );
+    }
     // A fresh Redis answers "not settled" for its change bound (10 s) from the first call on: make
     // that call, then wait the bound out, or nothing would be cached during the tests.
     for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
