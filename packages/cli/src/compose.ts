@@ -68,13 +68,14 @@ export interface HttpApp {
 }
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
-export function createStore(config: AppConfig, logger: Logger, poolMax?: number, metrics?: Metrics): SqlStore {
+export function createStore(config: AppConfig, logger: Logger, poolMax?: number, metrics?: Metrics, statementTimeoutMs?: number): SqlStore {
   return createSqlStore({
     databaseUrl: config.databaseUrl,
     logger,
     preparedStatements: config.databasePreparedStatements,
     ...(poolMax !== undefined ? { poolMax } : {}),
     ...(metrics !== undefined ? { metrics } : {}),
+    ...(statementTimeoutMs !== undefined ? { statementTimeoutMs } : {}),
   });
 }
 
@@ -163,6 +164,8 @@ export interface PortOverrides {
   readonly counter?: RateCounter;
   /** Postgres pool size (default: the store's). */
   readonly poolMax?: number;
+  /** The store's answer budget in ms (default: the store's 2000, C-17). */
+  readonly statementTimeoutMs?: number;
   /** With `counter`: the credential freshness to use with it (default none). */
   readonly freshness?: CredentialFreshness;
   /** Default: Prometheus metrics when OPS_PORT is set, else none (noopMetrics). */
@@ -194,7 +197,7 @@ export async function createServicePorts(config: AppConfig, overrides: PortOverr
   const random = overrides.random ?? cryptoRandom;
   const prometheus = overrides.metrics === undefined ? await createMetrics(config) : null;
   const metrics: Metrics = overrides.metrics ?? prometheus ?? noopMetrics;
-  const store = createStore(config, logger, overrides.poolMax, metrics === noopMetrics ? undefined : metrics);
+  const store = createStore(config, logger, overrides.poolMax, metrics === noopMetrics ? undefined : metrics, overrides.statementTimeoutMs);
   prometheus?.observeOutbox(() => store.stores.outbox.countPending());
   let limiter: LimiterHandle;
   try {

@@ -198,7 +198,9 @@ export function startServe(args: readonly string[], env: Env, cwd: string, optio
     stdout: () => out,
     stderr: () => err,
     logLines,
-    listening(timeoutMs = 15_000) {
+    // Resolves on the listening line and fails at once when serve exits: the bound only catches a
+    // start that hangs, so it is far above a start's time on a loaded machine (past 15 s seen).
+    listening(timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`serve did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
         const check = (): void => {

@@ -13,7 +13,8 @@
  * nothing (issue 18).
  * On SQLite in memory, and on Postgres when the run has one (always in CI: Postgres cannot hold
  * NUL, so only there does a NUL that reaches the store show as a 500).
- * Seeded: the seed is printed, FUZZ_SEED=<seed> replays it, FUZZ_SCALE multiplies the case counts.
+ * Seeded: the seed is printed, FUZZ_SEED=<seed> replays it, FUZZ_SCALE multiplies the case counts
+ * (default: the full counts under CI=true, a quarter of them in a local run; see fuzz-seed.ts).
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
@@ -25,7 +26,7 @@ import { createCast, type Cast } from '../support/fixture.js';
 import { StateProbe } from '../support/snapshot.js';
 import { checkResponse } from '../support/shapes.js';
 import { openApiProblems } from '../support/openapi.js';
-import { announceSeed, fuzzParameters } from '../support/fuzz-seed.js';
+import { announceSeed, FUZZ_SCALE, fuzzParameters, scaledRuns } from '../support/fuzz-seed.js';
 import {
   authenticates,
   authorization,
@@ -199,6 +200,8 @@ for (const target of STORE_TARGETS) {
     // Postgres compares full snapshots around every case: fewer cases, the same invariants.
     const scale = target.name === 'SQLite' ? 1 : 0.25;
     const runs = (n: number): number => Math.round(n * scale);
+    /** The number of cases a property draws in this run (FUZZ_SCALE applied), for the titles. */
+    const drawn = (n: number): number => scaledRuns(runs(n));
 
     before(async function () {
       announceSeed();
@@ -215,15 +218,18 @@ for (const target of STORE_TARGETS) {
       await running?.close();
     });
 
-    it(`C-10/C-15/C-33: ${runs(8000)} random requests (control characters in names, labels and cursors included): never a 500, every body in a contract shape, no state change after a 4xx or a read`, async () => {
+    it(`C-10/C-15/C-33: ${drawn(8000)} random requests (control characters in names, labels and cursors included): never a 500, every body in a contract shape, no state change after a 4xx or a read`, async () => {
       statuses.clear();
       // The generator must reach every outcome of the contract, not just bounce off validation.
       const expected = target.name === 'SQLite' ? [200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 415] : [200, 201, 204, 400, 401, 403, 404, 405, 415];
       const unseen = () => expected.filter((status) => (statuses.get(status) ?? 0) === 0);
       // Rare outcomes (a 201 or 409 needs a valid creation: a few in a thousand cases) were missed
       // by some seeds; up to three more rounds of a quarter of the cases each, on seeds derived
-      // from the run's, keep the check about the generator rather than one seed's luck.
-      for (let round = 0; round < 4 && (round === 0 || unseen().length > 0); round++) {
+      // from the run's, keep the check about the generator rather than one seed's luck. A run with
+      // fewer cases (FUZZ_SCALE below 1) gets more rounds, so it may draw as many cases as the full
+      // run (8000 + 3 x 2000) before it calls an outcome unreachable; the rounds stop once all are seen.
+      const rounds = 1 + Math.max(3, Math.ceil(7 / FUZZ_SCALE - 4));
+      for (let round = 0; round < rounds && (round === 0 || unseen().length > 0); round++) {
         await fc.assert(
           fc.asyncProperty(requestShape, (shape) => runCase(stack, cast, probe, shape)),
           fuzzParameters(round === 0 ? runs(8000) : runs(2000), round === 0 ? 0 : 100 + round),
@@ -234,14 +240,14 @@ for (const target of STORE_TARGETS) {
       for (const status of expected) expect(statuses.get(status) ?? 0, `status ${status} seen`).to.be.greaterThan(0);
     });
 
-    it(`C-15/C-52 + HTTP layer: ${runs(1500)} random requests with odd framing (Transfer-Encoding other than chunked, bad chunks, Expect other than 100-continue, no Host) are refused in the standard shape and change nothing`, async () => {
+    it(`C-15/C-52 + HTTP layer: ${drawn(1500)} random requests with odd framing (Transfer-Encoding other than chunked, bad chunks, Expect other than 100-continue, no Host) are refused in the standard shape and change nothing`, async () => {
       await fc.assert(
         fc.asyncProperty(requestShape, framingShape, (shape, framing) => runFramingCase(stack, cast, probe, shape, framing)),
         fuzzParameters(runs(1500), 4),
       );
     });
 
-    it('C-32: 1 500 Authorization variants: only "Bearer <active key>" (scheme in any case, one space) authenticates; all else is 401 "Missing or invalid API key"', async () => {
+    it(`C-32: ${drawn(1500)} Authorization variants: only "Bearer <active key>" (scheme in any case, one space) authenticates; all else is 401 "Missing or invalid API key"`, async () => {
       await fc.assert(
         fc.asyncProperty(authVariant, async (variant) => {
           const auth = authorization(variant, cast);
@@ -304,7 +310,7 @@ describe('system: HTTP fuzzing under a tiny rate limit (C-51, C-52, C-33)', func
     await stack?.close();
   });
 
-  it('C-51/C-52: 800 random requests against limit 3: every 429 is RFC 7807 with Retry-After, and nothing changes after one', async () => {
+  it(`C-51/C-52: ${scaledRuns(800)} random requests against limit 3: every 429 is RFC 7807 with Retry-After, and nothing changes after one`, async () => {
     let limited = 0;
     await fc.assert(
       fc.asyncProperty(requestShape, async (shape) => {

@@ -16,7 +16,8 @@ export interface ContainerStack {
 }
 
 /**
- * `env` is the service's environment (DATABASE_URL, REDIS_URL, RATE_LIMIT_PER_MINUTE, ...).
+ * `env` is the service's environment (DATABASE_URL, REDIS_URL, RATE_LIMIT_PER_MINUTE, ...);
+ * `statementTimeoutMs` the store's answer budget (default the store's 2000 ms).
  *
  * @cos/cli is imported dynamically on purpose. Under mocha + tsx a test file and its static
  * imports are compiled to CommonJS and `require`d, while buildContainer loads @cos/adapter-koa
@@ -24,10 +25,10 @@ export interface ContainerStack {
  * `instanceof DomainError` fails across the two copies and every domain error renders as 500.
  * Importing the cli dynamically keeps the whole stack in one (ESM) graph, as in production.
  */
-export async function startContainerStack(env: Record<string, string>, logger: Logger): Promise<ContainerStack> {
+export async function startContainerStack(env: Record<string, string>, logger: Logger, options: { statementTimeoutMs?: number } = {}): Promise<ContainerStack> {
   const { buildContainer, closeContainer, coreOf, listen, loadConfig, storeOf, CLI_TOKENS } = await import('@cos/cli');
   const config = loadConfig({ ...env, PORT: '0' }, { envFile: false });
-  const container = await buildContainer(config, { logger });
+  const container = await buildContainer(config, { logger, ...options });
   try {
     const store = storeOf(container);
     await store.migrate();
