@@ -423,7 +423,9 @@ const schema = z.object(Object.fromEntries(Object.entries(VARIABLES).map(([name,
  * signing secrets under WEBHOOK_SECRET_ENCRYPTION_KEY and opens those sealed under it or a
  * WEBHOOK_SECRET_PREVIOUS_KEYS key, holding the keys in private fields (neither printed nor serialised).
  */
-export type AppConfig = Readonly<z.output<typeof schema>>;
+// The schema's output, named through loadConfig: its return type is inferred, so its declaration
+// spells the fields out rather than naming the (unexported) schema.
+export type AppConfig = ReturnType<typeof loadConfig>;
 
 /** The configuration table: variable, default, meaning (Markdown), in definition order. */
 export const CONFIG_TABLE: readonly { variable: string; default: string; meaning: string }[] = Object.freeze(
@@ -442,7 +444,7 @@ export interface LoadConfigOptions {
  * Reads and validates the configuration. Empty values count as unset. Throws ConfigError with one
  * line naming every bad variable.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): AppConfig {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}) {
   const envFile = options.envFile ?? (env === process.env ? '.env' : false);
   /** Variable -> where its value came from, for those taken from the .env file. */
   const fromFile = new Map<string, string>();
