@@ -4,196 +4,225 @@
  * no-op metrics and this file, prom-client included, is never imported.
  *
  * One registry per instance (never prom-client's global one, so an embedder's own metrics and two
- * services in one process do not collide). prom-client brings the process metrics, the registry and
- * the text format; the service's own counters and histogram are plain numbers on the request path
- * (one Map lookup and an addition per observation), rendered only when /metrics is read.
+ * services in one process do not collide). Every metric is prom-client's own Counter, Histogram or
+ * Gauge. The request path never calls prom-client: it adds to plain numbers of a series it already
+ * holds (prom-client's inc() and observe() hash and validate the labels on every call, even through
+ * labels() children, several times the cost), and each read of a metric (a scrape) hands prom-client
+ * what was recorded since: counters through their own inc(), the duration histogram as its samples.
  */
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import type { AuthFailureReason, Metrics, RateLimitOutcome, RateLimitScopeKind, WebhookDeliveryResult } from '@cos/core';
+import {
+  AggregatorRegistry,
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type LabelValues,
+  type MetricObjectWithValues,
+  type MetricValue,
+  type MetricValueWithName,
+} from 'prom-client';
+import {
+  AUTH_FAILURE_REASONS,
+  RATE_LIMIT_OUTCOMES,
+  RATE_LIMIT_SCOPE_KINDS,
+  WEBHOOK_DELIVERY_RESULTS,
+  type AuthFailureReason,
+  type Metrics,
+  type RateLimitOutcome,
+  type RateLimitScopeKind,
+  type WebhookDeliveryResult,
+} from '@cos/core';
 
 /** Seconds; most answers take a few ms, a store at its limit up to 2 s (C-17). */
 export const HTTP_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** How long a scrape waits for the outbox depth before leaving the gauge as it was. */
 export const OUTBOX_PENDING_TIMEOUT_MS = 1_000;
 
-const SCOPES: readonly RateLimitScopeKind[] = ['organisation', 'unauthenticated', 'source', 'secret_scanning'];
-const DECISIONS: readonly RateLimitOutcome[] = ['allowed', 'limited'];
-const AUTH_REASONS: readonly AuthFailureReason[] = [
-  'missing',
-  'malformed',
-  'unknown_key',
-  'revoked',
-  'expired',
-  'scanner_signature_missing',
-  'scanner_unknown_key_identifier',
-  'scanner_bad_signature',
-];
-const DELIVERY_RESULTS: readonly WebhookDeliveryResult[] = ['delivered', 'retry', 'failed'];
-
-type Labels = Readonly<Record<string, string>>;
-interface Sample {
-  readonly metricName?: string;
-  readonly labels: Labels;
-  readonly value: number;
+declare module 'prom-client' {
+  interface Histogram<T extends string> {
+    /**
+     * What prom-client 15's registry renders a histogram's text from (its get() is this with the
+     * JSON's label layout); present at run time, missing from its type declarations.
+     */
+    getForPromString(): Promise<MetricObjectWithValues<MetricValueWithName<T>>>;
+  }
 }
 
-/** One series of a counter: incremented in place on the request path. */
-interface CounterCell {
-  readonly labels: Labels;
-  value: number;
+/** One series of a counter: what the request path added since the last read, not yet in prom-client's series. */
+interface CounterSeries<L extends string> {
+  readonly labels: LabelValues<L>;
+  pending: number;
 }
 
-/** One series of a histogram: per-bucket counts (not cumulative), sum and count. */
-interface HistogramCell {
-  readonly labels: Labels;
+/**
+ * prom-client's Counter, counted on the request path through series it hands out once per label
+ * set (`series`) and brought up to date each time it is read.
+ */
+class SeriesCounter<L extends string = never> extends Counter<L> {
+  readonly #series: CounterSeries<L>[] = [];
+
+  constructor(registry: Registry, name: string, help: string, labelNames: readonly L[] = []) {
+    super({ name, help, labelNames, registers: [registry] });
+  }
+
+  /** The series of `labels`, exposed (at 0) from now on, before its first increment. */
+  series(labels: LabelValues<L>): CounterSeries<L> {
+    const series: CounterSeries<L> = { labels, pending: 0 };
+    this.inc(labels, 0);
+    this.#series.push(series);
+    return series;
+  }
+
+  override async get(): Promise<MetricObjectWithValues<MetricValue<L>>> {
+    for (const series of this.#series) {
+      if (series.pending === 0) continue;
+      this.inc(series.labels, series.pending);
+      series.pending = 0;
+    }
+    return super.get();
+  }
+
+  /** Every series back to 0, still exposed. */
+  override reset(): void {
+    super.reset();
+    if (!(#series in this)) return; // prom-client's constructor resets before this class's fields exist
+    for (const series of this.#series) {
+      series.pending = 0;
+      this.inc(series.labels, 0);
+    }
+  }
+}
+
+/** One series of the histogram: per-bucket counts (not cumulative), sum and count, and its labels as exposed. */
+interface HistogramSeries<L extends string> {
+  readonly labels: LabelValues<L>;
+  /** The labels of each bucket's sample, `le` included, then the +Inf bucket's. */
+  readonly bucketLabels: readonly LabelValues<L>[];
   readonly counts: number[];
   sum: number;
   count: number;
 }
 
 /**
- * A metric kept in plain numbers and rendered by prom-client's registry at scrape time (the registry
- * reads `name`, `help`, `type` and `get()`). prom-client's own Counter and Histogram hash and
- * validate their labels on every increment, even through `labels()` children; here the request path
- * only adds to a number it already holds.
+ * prom-client's Histogram (its name, help, type, aggregation and registration), observed on the
+ * request path into series it hands out once per label set, and read as their samples: prom-client
+ * takes no recorded bucket counts, only one observation at a time.
  */
-abstract class ScrapedMetric {
-  readonly aggregator = 'sum';
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly type: 'counter' | 'histogram',
-  ) {}
-  protected abstract samples(): Sample[];
-  abstract reset(): void;
-  get(): { name: string; help: string; type: string; aggregator: string; values: Sample[] } {
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: this.samples() };
-  }
-  registerIn(registry: Registry): this {
-    registry.registerMetric(this as unknown as Metric);
-    return this;
-  }
-}
+class SeriesHistogram<L extends string> extends Histogram<L> {
+  readonly #series: HistogramSeries<L>[] = [];
+  readonly #bounds: readonly number[];
+  readonly #name: string;
 
-class ScrapedCounter extends ScrapedMetric {
-  private readonly cells = new Map<string, CounterCell>();
-  constructor(name: string, help: string) {
-    super(name, help, 'counter');
+  constructor(registry: Registry, name: string, help: string, labelNames: readonly L[], bounds: readonly number[]) {
+    super({ name, help, labelNames, buckets: [...bounds], registers: [registry] });
+    this.#bounds = bounds;
+    this.#name = name;
   }
-  /** The series of `labels` under `key` (created at 0, so it is exposed before its first increment). */
-  cell(key: string, labels: Labels): CounterCell {
-    let cell = this.cells.get(key);
-    if (cell === undefined) {
-      cell = { labels, value: 0 };
-      this.cells.set(key, cell);
-    }
-    return cell;
-  }
-  protected samples(): Sample[] {
-    return [...this.cells.values()].map((c) => ({ labels: c.labels, value: c.value }));
-  }
-  reset(): void {
-    for (const cell of this.cells.values()) cell.value = 0;
-  }
-}
 
-class ScrapedHistogram extends ScrapedMetric {
-  private readonly cells = new Map<string, HistogramCell>();
-  constructor(
-    name: string,
-    help: string,
-    private readonly bounds: readonly number[],
-  ) {
-    super(name, help, 'histogram');
+  series(labels: LabelValues<L>): HistogramSeries<L> {
+    const bucketLabels = [...this.#bounds.map(String), '+Inf'].map((le): LabelValues<L> => Object.assign({}, labels, { le }));
+    const series: HistogramSeries<L> = { labels, bucketLabels, counts: this.#bounds.map(() => 0), sum: 0, count: 0 };
+    this.#series.push(series);
+    return series;
   }
-  cell(key: string, labels: Labels): HistogramCell {
-    let cell = this.cells.get(key);
-    if (cell === undefined) {
-      cell = { labels, counts: this.bounds.map(() => 0), sum: 0, count: 0 };
-      this.cells.set(key, cell);
-    }
-    return cell;
-  }
-  observe(cell: HistogramCell, value: number): void {
-    cell.sum += value;
-    cell.count += 1;
-    const bounds = this.bounds;
+
+  record(series: HistogramSeries<L>, value: number): void {
+    series.sum += value;
+    series.count += 1;
+    const bounds = this.#bounds;
     for (let i = 0; i < bounds.length; i++) {
       if (value <= bounds[i]!) {
-        cell.counts[i]! += 1;
+        series.counts[i]! += 1;
         return;
       }
     }
   }
-  protected samples(): Sample[] {
-    const out: Sample[] = [];
-    const bucket = `${this.name}_bucket`;
-    for (const cell of this.cells.values()) {
-      let cumulative = 0;
-      this.bounds.forEach((bound, i) => {
-        cumulative += cell.counts[i]!;
-        out.push({ metricName: bucket, labels: { ...cell.labels, le: String(bound) }, value: cumulative });
-      });
-      out.push({ metricName: bucket, labels: { ...cell.labels, le: '+Inf' }, value: cell.count });
-      out.push({ metricName: `${this.name}_sum`, labels: cell.labels, value: cell.sum });
-      out.push({ metricName: `${this.name}_count`, labels: cell.labels, value: cell.count });
-    }
-    return out;
+
+  /** The samples, `le` among each bucket's labels: the JSON of a worker's registry, sent to the primary. */
+  override get(): Promise<MetricObjectWithValues<MetricValueWithName<L>>> {
+    return this.getForPromString();
   }
-  reset(): void {
-    for (const cell of this.cells.values()) {
-      cell.counts.fill(0);
-      cell.sum = 0;
-      cell.count = 0;
+
+  /** The samples, as the registry renders them in the text format. */
+  override async getForPromString(): Promise<MetricObjectWithValues<MetricValueWithName<L>>> {
+    const values: MetricValueWithName<L>[] = [];
+    const bucket = `${this.#name}_bucket`;
+    for (const series of this.#series) {
+      let cumulative = 0;
+      series.counts.forEach((n, i) => {
+        cumulative += n;
+        values.push({ metricName: bucket, labels: series.bucketLabels[i]!, value: cumulative });
+      });
+      values.push({ metricName: bucket, labels: series.bucketLabels[series.counts.length]!, value: series.count });
+      values.push({ metricName: `${this.#name}_sum`, labels: series.labels, value: series.sum });
+      values.push({ metricName: `${this.#name}_count`, labels: series.labels, value: series.count });
+    }
+    return { ...(await super.getForPromString()), values };
+  }
+
+  override reset(): void {
+    super.reset();
+    if (!(#series in this)) return; // prom-client's constructor resets before this class's fields exist
+    for (const series of this.#series) {
+      series.counts.fill(0);
+      series.sum = 0;
+      series.count = 0;
     }
   }
 }
 
+type RequestLabel = 'method' | 'route' | 'status';
+type DurationLabel = 'method' | 'route';
+
 export class PrometheusMetrics implements Metrics {
   readonly registry = new Registry();
-  private readonly requests: ScrapedCounter;
-  private readonly durations: ScrapedHistogram;
-  private readonly requestCells = new Map<string, { count: CounterCell; duration: HistogramCell }>();
-  private readonly decisions: Record<string, Record<string, CounterCell>> = {};
-  private readonly failOpen: CounterCell;
-  private readonly storeErrors: CounterCell;
-  private readonly authFailures: Record<string, CounterCell> = {};
-  private readonly deliveries: Record<string, CounterCell> = {};
+  private readonly requests: SeriesCounter<RequestLabel>;
+  private readonly durations: SeriesHistogram<DurationLabel>;
+  private readonly requestSeries = new Map<string, { count: CounterSeries<RequestLabel>; duration: HistogramSeries<DurationLabel> }>();
+  /** By `<method> <route>`: one duration series for every status of a route. */
+  private readonly durationSeries = new Map<string, HistogramSeries<DurationLabel>>();
+  private readonly decisions = {} as Record<RateLimitScopeKind, Record<RateLimitOutcome, CounterSeries<'scope' | 'decision'>>>;
+  private readonly failOpen: CounterSeries<never>;
+  private readonly storeErrors: CounterSeries<never>;
+  private readonly authFailures = {} as Record<AuthFailureReason, CounterSeries<'reason'>>;
+  private readonly deliveries = {} as Record<WebhookDeliveryResult, CounterSeries<'result'>>;
   private outboxPending: (() => Promise<number>) | null = null;
 
   constructor() {
     const registry = this.registry;
     collectDefaultMetrics({ register: registry });
-    this.requests = new ScrapedCounter(
+    this.requests = new SeriesCounter(
+      registry,
       'cos_http_requests_total',
       'HTTP requests answered by the API, by method, route template (or "unmatched") and status ("aborted": the client hung up first).',
-    ).registerIn(registry);
-    this.durations = new ScrapedHistogram(
+      ['method', 'route', 'status'],
+    );
+    this.durations = new SeriesHistogram(
+      registry,
       'cos_http_request_duration_seconds',
       'Time from a request entering the API pipeline to its answer, by method and route template.',
+      ['method', 'route'],
       HTTP_DURATION_BUCKETS,
-    ).registerIn(registry);
-    const decisions = new ScrapedCounter(
+    );
+    const decisions = new SeriesCounter(
+      registry,
       'cos_rate_limit_decisions_total',
       'Rate-limit decisions by scope (organisation, unauthenticated, source, secret_scanning) and decision (allowed, limited); a fail-open is allowed.',
-    ).registerIn(registry);
-    this.failOpen = new ScrapedCounter(
+      ['scope', 'decision'],
+    );
+    this.failOpen = new SeriesCounter(
+      registry,
       'cos_rate_counter_fail_open_total',
       'Requests allowed without counting because the rate counter failed or did not answer in time (C-54).',
-    )
-      .registerIn(registry)
-      .cell('', {});
-    this.storeErrors = new ScrapedCounter(
+    ).series({});
+    this.storeErrors = new SeriesCounter(
+      registry,
       'cos_store_errors_total',
       'Store calls that failed because the database was unreachable, too slow or refused the connection (answered 503 on the API, C-17).',
-    )
-      .registerIn(registry)
-      .cell('', {});
-    const auth = new ScrapedCounter(
-      'cos_auth_failures_total',
-      'Requests refused with 401, by reason (missing, malformed, unknown_key, revoked, expired).',
-    ).registerIn(registry);
-    const deliveries = new ScrapedCounter('cos_webhook_deliveries_total', 'Webhook delivery attempts by result (delivered, retry, failed).').registerIn(registry);
+    ).series({});
+    const auth = new SeriesCounter(registry, 'cos_auth_failures_total', 'Requests refused with 401, by reason (missing, malformed, unknown_key, revoked, expired).', ['reason']);
+    const deliveries = new SeriesCounter(registry, 'cos_webhook_deliveries_total', 'Webhook delivery attempts by result (delivered, retry, failed).', ['result']);
     const pending = (): (() => Promise<number>) | null => this.outboxPending;
     new Gauge({
       name: 'cos_webhook_outbox_pending',
@@ -209,13 +238,13 @@ export class PrometheusMetrics implements Metrics {
       },
     });
     // Every label value of the closed sets exists from the start (at 0), so rate() and alerts work from the first scrape.
-    for (const scope of SCOPES) {
-      const byDecision: Record<string, CounterCell> = {};
-      for (const decision of DECISIONS) byDecision[decision] = decisions.cell(`${scope} ${decision}`, { scope, decision });
+    for (const scope of RATE_LIMIT_SCOPE_KINDS) {
+      const byDecision = {} as Record<RateLimitOutcome, CounterSeries<'scope' | 'decision'>>;
+      for (const decision of RATE_LIMIT_OUTCOMES) byDecision[decision] = decisions.series({ scope, decision });
       this.decisions[scope] = byDecision;
     }
-    for (const reason of AUTH_REASONS) this.authFailures[reason] = auth.cell(reason, { reason });
-    for (const result of DELIVERY_RESULTS) this.deliveries[result] = deliveries.cell(result, { result });
+    for (const reason of AUTH_FAILURE_REASONS) this.authFailures[reason] = auth.series({ reason });
+    for (const result of WEBHOOK_DELIVERY_RESULTS) this.deliveries[result] = deliveries.series({ result });
   }
 
   /** Where cos_webhook_outbox_pending reads the outbox depth (Outbox.countPending). */
@@ -234,39 +263,46 @@ export class PrometheusMetrics implements Metrics {
 
   httpRequest(method: string, route: string, status: number | 'aborted', seconds: number): void {
     const key = `${method} ${route} ${status}`;
-    let cells = this.requestCells.get(key);
-    if (cells === undefined) {
-      cells = {
-        count: this.requests.cell(key, { method, route, status: String(status) }),
-        duration: this.durations.cell(`${method} ${route}`, { method, route }),
-      };
-      this.requestCells.set(key, cells);
+    let series = this.requestSeries.get(key);
+    if (series === undefined) {
+      series = { count: this.requests.series({ method, route, status: String(status) }), duration: this.#durationSeries(method, route) };
+      this.requestSeries.set(key, series);
     }
-    cells.count.value += 1;
-    this.durations.observe(cells.duration, seconds);
+    series.count.pending += 1;
+    this.durations.record(series.duration, seconds);
+  }
+
+  #durationSeries(method: string, route: string): HistogramSeries<DurationLabel> {
+    const key = `${method} ${route}`;
+    let series = this.durationSeries.get(key);
+    if (series === undefined) {
+      series = this.durations.series({ method, route });
+      this.durationSeries.set(key, series);
+    }
+    return series;
   }
 
   rateLimitDecision(scope: RateLimitScopeKind, decision: RateLimitOutcome): void {
-    const cell = this.decisions[scope]?.[decision];
-    if (cell !== undefined) cell.value += 1;
+    const series = this.decisions[scope]?.[decision];
+    if (series !== undefined) series.pending += 1;
   }
 
   rateCounterFailOpen(): void {
-    this.failOpen.value += 1;
+    this.failOpen.pending += 1;
   }
 
   storeError(): void {
-    this.storeErrors.value += 1;
+    this.storeErrors.pending += 1;
   }
 
   authFailure(reason: AuthFailureReason): void {
-    const cell = this.authFailures[reason];
-    if (cell !== undefined) cell.value += 1;
+    const series = this.authFailures[reason];
+    if (series !== undefined) series.pending += 1;
   }
 
   webhookDelivery(result: WebhookDeliveryResult): void {
-    const cell = this.deliveries[result];
-    if (cell !== undefined) cell.value += 1;
+    const series = this.deliveries[result];
+    if (series !== undefined) series.pending += 1;
   }
 }
 

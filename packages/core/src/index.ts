@@ -25,6 +25,7 @@ export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './counte
 export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './credential-change.js';
 export { InProcessRateCounter } from './in-process-counter.js';
 export { LogThrottle } from './log-throttle.js';
+export { AUTH_FAILURE_REASONS, RATE_LIMIT_OUTCOMES, RATE_LIMIT_SCOPE_KINDS, WEBHOOK_DELIVERY_RESULTS } from './metric-labels.js';
 export type { Page } from './use-cases/page.js';
 export type { CoreDeps } from './use-cases/deps.js';
 export { Organisations, type CreateOrganisationOptions, type GetOrganisationOptions } from './use-cases/organisations.js';

@@ -1,18 +1,19 @@
 /**
  * @cos/limiter-redis: the core's RateCounter port on Redis (C-54, C-55).
+ *
+ * config.ts (options, defaults), errors.ts, scripts.ts (the Lua scripts), connection.ts (plain or
+ * cluster connections, readiness, Redis's clock offset), counter.ts (RateCounter) and freshness.ts
+ * (CredentialFreshness).
  */
+export { RedisRateCounter, createRedisCounter } from './counter.js';
+export { RedisCounterError, type RedisCounterFailure } from './errors.js';
+export { reconnectDelayMs, REDIS_MAX_RECONNECT_DELAY_MS } from './connection.js';
+export { FRESHNESS_SCRIPT_SHA1 } from './scripts.js';
 export {
-  RedisRateCounter,
-  RedisCounterError,
-  createRedisCounter,
-  reconnectDelayMs,
   DEFAULT_KEY_PREFIX,
   DEFAULT_REDIS_TIMEOUT_MS,
   DEFAULT_CHANGE_BOUND_MS,
   defaultReplicaAckTimeoutMs,
   DEFAULT_MAX_REPLICAS_WAITED,
-  FRESHNESS_SCRIPT_SHA1,
-  REDIS_MAX_RECONNECT_DELAY_MS,
   type RedisCounterConfig,
-  type RedisCounterFailure,
-} from './redis-counter.js';
+} from './config.js';

@@ -1,0 +1,146 @@
+/** In memory: API keys (ApiKeyStore), their use and recorded exposures. */
+import { digestsEqual, scopesOf, type ApiKey } from '../../domain/api-key.js';
+import { sortedScopes } from '../../domain/scopes.js';
+import { uniqueConflict } from '../../domain/errors.js';
+import type { ApiKeyStore, Credential, KeyUse } from '../../ports/api-key-store.js';
+import type { PageRequest } from '../../ports/pagination.js';
+import { copyDate, copyDateOrNull, copyOrganisation, page, duplicateId } from '../in-memory-tables.js';
+import type { Session } from '../in-memory-session.js';
+
+function copyApiKey(k: ApiKey): ApiKey {
+  return {
+    id: k.id,
+    organisationId: k.organisationId,
+    label: k.label,
+    keyPrefix: k.keyPrefix,
+    digest: k.digest,
+    expiresAt: copyDateOrNull(k.expiresAt),
+    createdAt: copyDate(k.createdAt),
+    revokedAt: copyDateOrNull(k.revokedAt),
+    lastUsedAt: copyDateOrNull(k.lastUsedAt ?? null),
+    rolledFromKeyId: k.rolledFromKeyId ?? null,
+    scopes: sortedScopes(scopesOf(k)),
+    createdByKeyId: k.createdByKeyId ?? null,
+  };
+}
+
+export class InMemoryApiKeyStore implements ApiKeyStore {
+  constructor(private readonly session: Session) {}
+
+  async insert(key: ApiKey): Promise<void> {
+    const record = { ...copyApiKey(key), lastUsedAt: null };
+    this.session.write((t) => {
+      if (t.apiKeys.has(record.id)) throw duplicateId('API key');
+      for (const k of t.apiKeys.values()) {
+        if (digestsEqual(k.digest, record.digest)) {
+          throw uniqueConflict('digest');
+        }
+        if (record.rolledFromKeyId !== null && k.rolledFromKeyId === record.rolledFromKeyId) {
+          throw uniqueConflict('rolled_key');
+        }
+      }
+      t.apiKeys.set(record.id, record);
+    });
+  }
+
+  async findById(organisationId: string, keyId: string): Promise<ApiKey | null> {
+    return this.session.read((t) => {
+      const k = t.apiKeys.get(keyId);
+      return k === undefined || k.organisationId !== organisationId ? null : copyApiKey(k);
+    });
+  }
+
+  async findCredential(digest: string): Promise<Credential | null> {
+    return this.session.read((t) => {
+      for (const k of t.apiKeys.values()) {
+        // Constant-time, like every digest comparison (C-31), even in this in-memory adapter.
+        if (!digestsEqual(k.digest, digest)) continue;
+        const organisation = t.organisations.get(k.organisationId);
+        if (organisation === undefined) return null;
+        return { key: copyApiKey(k), organisation: copyOrganisation(organisation) };
+      }
+      return null;
+    });
+  }
+
+  async list(organisationId: string, request: PageRequest): Promise<ApiKey[]> {
+    return this.session.read((t) =>
+      page(
+        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId),
+        (k) => k,
+        request,
+        copyApiKey,
+      ),
+    );
+  }
+
+  async countActive(organisationId: string, now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    return this.session.read((t) => {
+      let n = 0;
+      for (const k of t.apiKeys.values()) {
+        if (k.organisationId !== organisationId || k.revokedAt !== null) continue;
+        if (k.expiresAt !== null && k.expiresAt.getTime() <= nowMs) continue;
+        n += 1;
+      }
+      return n;
+    });
+  }
+
+  async revoke(organisationId: string, keyId: string, at: Date): Promise<boolean> {
+    const revokedAt = copyDate(at);
+    this.session.credentialWrite(organisationId, 'apiKeys.revoke');
+    return this.session.write((t) => {
+      const k = t.apiKeys.get(keyId);
+      if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
+      t.apiKeys.set(keyId, { ...k, revokedAt: copyDate(revokedAt) });
+      return true;
+    });
+  }
+
+  async shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean> {
+    const target = expiresAt.getTime();
+    const nowMs = now.getTime();
+    this.session.credentialWrite(organisationId, 'apiKeys.shortenExpiry');
+    return this.session.write((t) => {
+      const k = t.apiKeys.get(keyId);
+      if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
+      const current = k.expiresAt === null ? Number.POSITIVE_INFINITY : k.expiresAt.getTime();
+      if (current <= nowMs || current <= target) return false;
+      t.apiKeys.set(keyId, { ...k, expiresAt: new Date(target) });
+      return true;
+    });
+  }
+
+  async recordUses(uses: readonly KeyUse[]): Promise<void> {
+    const latest = new Map<string, number>();
+    for (const u of uses) latest.set(u.keyId, Math.max(latest.get(u.keyId) ?? Number.NEGATIVE_INFINITY, u.at.getTime()));
+    this.session.write((t) => {
+      for (const [keyId, ms] of latest) {
+        const k = t.apiKeys.get(keyId);
+        if (k === undefined || (k.lastUsedAt != null && k.lastUsedAt.getTime() >= ms)) continue;
+        t.apiKeys.set(keyId, { ...k, lastUsedAt: new Date(ms) });
+      }
+    });
+  }
+
+  async listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]> {
+    return this.session.read((t) =>
+      page(
+        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId && k.createdByKeyId === createdByKeyId),
+        (k) => k,
+        { limit: Number.MAX_SAFE_INTEGER, after: null },
+        copyApiKey,
+      ),
+    );
+  }
+
+  async recordExposure(keyId: string, url: string | null, _at: Date): Promise<boolean> {
+    const entry = `${keyId} ${url ?? ''}`;
+    return this.session.write((t) => {
+      if (t.exposures.has(entry)) return false;
+      t.exposures.add(entry);
+      return true;
+    });
+  }
+}

@@ -1,0 +1,102 @@
+import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, RateCounter } from '@cos/core';
+import { resolveSettings, type RedisCounterConfig } from './config.js';
+import { RedisLink } from './connection.js';
+import { RedisCounterError, errorMessage } from './errors.js';
+import { RedisFreshness } from './freshness.js';
+import { EXPIRED } from './scripts.js';
+
+/**
+ * The core's RateCounter port on Redis (C-55): one counter per scope and UTC-minute window, shared
+ * by every instance that points at the same Redis. It only counts; windows, limits and the
+ * fail-open decision belong to the core's RateLimiter. It is also the CredentialFreshness port
+ * (freshness.ts), on the same connections.
+ *
+ * It never lets a caller wait on a dead Redis (C-54): it connects in the background and keeps
+ * reconnecting, rejects at once while not connected (no offline queue), and rejects any call
+ * still unanswered after `timeoutMs` (a frozen or partitioned Redis). It logs nothing: every
+ * failure is a rejection, and the core's RateLimiter is the one owner of the counter's health
+ * lines (the fail-open warning at most once per 10 s, the "available again" line).
+ */
+export class RedisRateCounter implements RateCounter, CredentialFreshness {
+  readonly #link: RedisLink;
+  readonly #freshness: RedisFreshness;
+  readonly #timeoutMs: number;
+
+  constructor(config: RedisCounterConfig) {
+    const settings = resolveSettings(config);
+    this.#timeoutMs = settings.timeoutMs;
+    this.#link = new RedisLink(config, settings.keyPrefix);
+    this.#freshness = new RedisFreshness(this.#link, settings);
+  }
+
+  /** True while the connection to Redis is up; hit() rejects at once otherwise. */
+  get isReady(): boolean {
+    return this.#link.isReady;
+  }
+
+  /** Resolves true once both connections (counting, changes) are up, or false after `timeoutMs` (never rejects). */
+  whenReady(timeoutMs: number): Promise<boolean> {
+    return this.#link.whenReady(timeoutMs);
+  }
+
+  /** The Redis key of a key name the core gave: the name behind this counter's prefix. */
+  keyFor(name: string): string {
+    return this.#link.keyFor(name);
+  }
+
+  hit(key: string, ttlMs: number): Promise<number> {
+    const link = this.#link;
+    if (link.closed) {
+      return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
+    }
+    if (!link.client.isReady) {
+      return Promise.reject(link.notConnected());
+    }
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    // One timer per call bounds it, written or not (the client's own per-command timeout is off:
+    // see makeClient; unwritten commands are bounded by the queue limit).
+    const deadlineMs = Date.now() + link.clockOffsetMs + this.#timeoutMs;
+    const reply = link.client.hit(link.keyFor(key), ttl, deadlineMs);
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${link.target} within ${this.#timeoutMs} ms`));
+      }, this.#timeoutMs);
+      reply.then(
+        (count) => {
+          clearTimeout(timer);
+          if (count === EXPIRED) reject(new RedisCounterError('expired', `redis rate counter: the hit reached ${link.target} after its deadline; not counted`));
+          else resolve(count);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(new RedisCounterError('command-failed', `redis rate counter: ${errorMessage(err)}`, { cause: err }));
+        },
+      );
+    });
+  }
+
+  /** CredentialFreshness.check: see RedisFreshness. */
+  check(request: FreshnessCheck): Promise<FreshnessReply> {
+    return this.#freshness.check(request);
+  }
+
+  /** Registers a change of the organisation in progress (a marker for changeBoundMs) and replaces its token. */
+  beginChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    return this.#freshness.beginChange(keys, changeId);
+  }
+
+  /** Replaces the organisation's token again and removes the change's marker. */
+  endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
+    return this.#freshness.endChange(keys, changeId);
+  }
+
+  /** Stops reconnecting and closes the connections (waits at most 1 s for in-flight replies). */
+  close(): Promise<void> {
+    return this.#link.close();
+  }
+}
+
+/** Plain factory: connects in the background and never throws on a dead Redis. */
+export function createRedisCounter(config: RedisCounterConfig): RedisRateCounter {
+  return new RedisRateCounter(config);
+}
