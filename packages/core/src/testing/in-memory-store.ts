@@ -24,7 +24,7 @@ import type { AttemptOutcome, Outbox, OutboxFilter } from '../ports/outbox.js';
 import type { WebhookStore } from '../ports/webhook-store.js';
 import type { KeysetPosition, PageRequest } from '../ports/pagination.js';
 import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.js';
-import { assertCredentialChangeDeclared, declaredOrganisations } from '../credential-change.js';
+import { assertCredentialChangeDeclared, declaredOrganisations } from '../access/credential-change.js';
 import type { StoreHarness } from './harness.js';
 
 interface Tables {

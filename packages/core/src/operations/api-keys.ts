@@ -1,4 +1,4 @@
-import { changesCredentialsOf } from '../credential-change.js';
+import { changesCredentialsOf } from '../access/credential-change.js';
 import {
   digestKey,
   generateRawKey,
@@ -24,8 +24,8 @@ import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
 import { causeOf, notifyKeyEvents, type KeyEvent } from './key-events.js';
-import { actorOf, authorise, authoriseRevocation } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise, authoriseRevocation } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';

@@ -11,8 +11,8 @@ import { all, valid, type Checked } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { checkNotificationStatus } from '../validation/webhook.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, authorise } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 

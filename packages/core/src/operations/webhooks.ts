@@ -31,11 +31,11 @@ import {
   checkWebhookUrl,
   MAX_OVERLAP_SECONDS,
 } from '../validation/webhook.js';
-import { actorOf, authorise } from './authorise.js';
+import { actorOf, authorise } from '../access/authorise.js';
 import { causeOf } from './key-events.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
-import type { CoreDeps } from './deps.js';
+import type { CoreDeps } from '../deps.js';
 import { requireOrganisation } from './require-organisation.js';
 
 export const WEBHOOK_NOT_FOUND_MESSAGE = 'The organisation has no webhook endpoint';
