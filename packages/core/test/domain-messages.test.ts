@@ -5,6 +5,9 @@
 import { expect } from 'chai';
 import {
   KEY_ALREADY_ROLLED_MESSAGE,
+  NotFoundError,
+  OPERATOR,
+  WEBHOOK_NOT_FOUND_MESSAGE,
   ORGANISATION_NOT_FOUND_MESSAGE,
   UnavailableError,
   isDomainErrorWithCode,
@@ -12,6 +15,7 @@ import {
   uniqueConflict,
   type UniqueRule,
 } from '@cos/core';
+import { createTestCore } from '@cos/core/testing';
 
 describe('domain: messages owned by the domain', () => {
   it('C-13: uniqueConflict gives each uniqueness rule its one sentence and details', () => {
@@ -37,6 +41,27 @@ describe('domain: messages owned by the domain', () => {
     expect(isDomainErrorWithCode(error, 'NOT_FOUND')).to.equal(true);
     expect(error.message).to.equal(ORGANISATION_NOT_FOUND_MESSAGE);
     expect(ORGANISATION_NOT_FOUND_MESSAGE).to.equal('Organisation not found');
+    expect(error.resource).to.equal('organisation');
+  });
+
+  it('a NotFoundError says which resource was missing, so callers branch on it and never on the sentence', async () => {
+    expect(new NotFoundError().resource).to.equal('resource');
+    const { core } = createTestCore();
+    const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+    const missing = async (call: () => Promise<unknown>): Promise<NotFoundError> => {
+      try {
+        await call();
+      } catch (e) {
+        expect(e).to.be.instanceOf(NotFoundError);
+        return e as NotFoundError;
+      }
+      throw new Error('expected a NotFoundError');
+    };
+    const noEndpoint = await missing(() => core.webhooks.remove(OPERATOR, org.id));
+    expect([noEndpoint.resource, noEndpoint.message]).to.deep.equal(['webhook', WEBHOOK_NOT_FOUND_MESSAGE]);
+    expect((await missing(() => core.webhooks.remove(OPERATOR, '00000000-0000-4000-8000-000000000000'))).resource).to.equal('organisation');
+    expect((await missing(() => core.apiKeys.revoke(OPERATOR, org.id, '00000000-0000-4000-8000-000000000000'))).resource).to.equal('api_key');
+    expect((await missing(() => core.members.remove(OPERATOR, org.id, '00000000-0000-4000-8000-000000000000'))).resource).to.equal('member');
   });
 
   it('an UnavailableError is the store by default, and says credential_fence when given', () => {

@@ -95,10 +95,18 @@ export class ForbiddenError extends DomainError {
   }
 }
 
+/**
+ * What was not found, for callers that branch on it (the CLI's `webhook remove` tells an
+ * organisation without an endpoint from one that does not exist) instead of on the sentence.
+ */
+export type NotFoundResource = 'organisation' | 'member' | 'api_key' | 'webhook' | 'notification' | 'delivery' | 'resource';
+
 export class NotFoundError extends DomainError {
   readonly code = 'NOT_FOUND' as const;
-  constructor(message = 'Resource not found') {
+  readonly resource: NotFoundResource;
+  constructor(message = 'Resource not found', options?: { resource?: NotFoundResource }) {
     super(message);
+    this.resource = options?.resource ?? 'resource';
   }
 }
 
@@ -113,7 +121,7 @@ export class ConflictError extends DomainError {
 export const ORGANISATION_NOT_FOUND_MESSAGE = 'Organisation not found';
 
 export function organisationNotFound(): NotFoundError {
-  return new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+  return new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE, { resource: 'organisation' });
 }
 
 /**

@@ -47,7 +47,7 @@ export class Members {
     const now = this.deps.clock.now();
     await this.deps.unitOfWork.run(async (stores) => {
       const member = await stores.members.find(org, id);
-      if (member === null || !(await stores.members.remove(org, id))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE);
+      if (member === null || !(await stores.members.remove(org, id))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE, { resource: 'member' });
       await stores.audit.append(auditEntry(this.deps.random, 'member_removed', now, actorOf(principal), org, null, member));
     });
   }
