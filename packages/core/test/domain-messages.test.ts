@@ -7,11 +7,13 @@ import {
   KEY_ALREADY_ROLLED_MESSAGE,
   NotFoundError,
   OPERATOR,
+  STORE_UNAVAILABLE_MESSAGE,
   WEBHOOK_NOT_FOUND_MESSAGE,
   ORGANISATION_NOT_FOUND_MESSAGE,
   UnavailableError,
   isDomainErrorWithCode,
   organisationNotFound,
+  storeUnavailable,
   uniqueConflict,
   type UniqueRule,
 } from '@cos/core';
@@ -68,5 +70,13 @@ describe('domain: messages owned by the domain', () => {
     expect(new UnavailableError().reason).to.equal('store');
     expect(new UnavailableError('m', { reason: 'credential_fence' }).reason).to.equal('credential_fence');
     expect(new UnavailableError('m', { reason: 'credential_fence' }).message).to.equal('m');
+  });
+
+  it('C-17: storeUnavailable is the store\'s 503 with the one sentence, keeping the driver error as its cause', () => {
+    const driver = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    const error = storeUnavailable(driver);
+    expect(isDomainErrorWithCode(error, 'SERVICE_UNAVAILABLE')).to.equal(true);
+    expect([error.message, error.reason, error.cause]).to.deep.equal([STORE_UNAVAILABLE_MESSAGE, 'store', driver]);
+    expect(STORE_UNAVAILABLE_MESSAGE).to.equal('The store is unavailable; retry with exponential backoff');
   });
 });

@@ -176,6 +176,14 @@ export class RateLimitedError extends DomainError {
  */
 export type UnavailableReason = 'store' | 'credential_fence';
 
+/** The 503 of a store that is unreachable, too slow or refused the call (C-17). */
+export const STORE_UNAVAILABLE_MESSAGE = 'The store is unavailable; retry with exponential backoff';
+
+/** The UnavailableError a store throws when its database fails it: the sentence is the domain's. */
+export function storeUnavailable(cause?: unknown): UnavailableError {
+  return new UnavailableError(STORE_UNAVAILABLE_MESSAGE, { cause, reason: 'store' });
+}
+
 /** A dependency is unreachable or too slow; transient. */
 export class UnavailableError extends DomainError {
   readonly code = 'SERVICE_UNAVAILABLE' as const;
