@@ -14,7 +14,6 @@ import {
   InProcessRateCounter,
   noopMetrics,
   systemClock,
-  WebhookDelivery,
   type Clock,
   type Core,
   type CoreConfig,
@@ -25,8 +24,10 @@ import {
   type Random,
   type RateCounter,
   type ScannerKeySet,
+  type WebhookDeliveryOptions,
   type WebhookHostResolver,
   type WebhookSecretCipher,
+  type WebhookSender,
 } from '@cos/core';
 import { createSqlStore, InstanceRegistry, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import { coreConfigOf, type AppConfig } from './config.js';
@@ -235,6 +236,12 @@ export interface CorePorts {
   readonly credentialCacheLease?: CredentialCacheLease | null;
   /** WEBHOOK_SECRET_ENCRYPTION_KEY and WEBHOOK_SECRET_PREVIOUS_KEYS (AppConfig.webhookSecrets); default: secrets in clear. */
   readonly webhookSecrets?: WebhookSecretCipher;
+  /** Given: `core.webhookDelivery` delivers the outbox through it (webhookSenderOf); absent: the core has no delivery. */
+  readonly webhookSender?: WebhookSender;
+  /** WEBHOOK_* settings of the delivery (webhookDeliveryOptionsOf). */
+  readonly webhookDelivery?: Partial<WebhookDeliveryOptions>;
+  /** NOTIFICATION_RETENTION (AppConfig.notificationRetentionMs). */
+  readonly notificationRetentionMs?: number;
 }
 
 /**
@@ -262,6 +269,9 @@ export function composeCore(ports: CorePorts): Core {
     logger: ports.logger,
     ...(ports.metrics !== undefined ? { metrics: ports.metrics } : {}),
     ...(ports.webhookSecrets !== undefined ? { webhookSecrets: ports.webhookSecrets } : {}),
+    ...(ports.webhookSender !== undefined ? { webhookSender: ports.webhookSender } : {}),
+    ...(ports.webhookDelivery !== undefined ? { webhookDelivery: ports.webhookDelivery } : {}),
+    ...(ports.notificationRetentionMs !== undefined ? { notificationRetentionMs: ports.notificationRetentionMs } : {}),
     config: ports.config,
     webhookHosts: ports.webhookHosts ?? systemWebhookHosts,
   });
@@ -301,29 +311,30 @@ export async function createHttpApp(
 
 export { coreConfigOf };
 
-/** The webhook outbox's sender (C-59): Standard Webhooks over HTTP, imported on first use. */
-export async function createWebhookDelivery(
-  store: SqlStore,
-  config: AppConfig,
-  ports: { readonly clock: Clock; readonly random: Random; readonly logger: Logger; readonly metrics?: Metrics },
-): Promise<WebhookDelivery> {
-  const metrics = ports.metrics;
-  const { createWebhookSender } = await import('@cos/webhook-sender');
-  return new WebhookDelivery({
-    stores: store.stores,
-    // The same destination rules as `org webhook set`, applied to the address each attempt connects to.
-    sender: createWebhookSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }),
-    clock: ports.clock,
-    random: ports.random,
-    logger: ports.logger,
-    ...(metrics !== undefined ? { onAttempt: (result: 'delivered' | 'retry' | 'failed') => metrics.webhookDelivery(result) } : {}),
-    secrets: config.webhookSecrets,
-    options: {
-      timeoutMs: config.webhookTimeoutMs,
-      maxAttempts: config.webhookMaxAttempts,
-      retryBaseMs: config.webhookRetryBaseMs,
-      pollIntervalMs: config.webhookPollIntervalMs,
-      batchSize: config.webhookConcurrency,
+/**
+ * The webhook outbox's sender (C-59): Standard Webhooks over HTTP, with the same destination rules
+ * as `org webhook set` applied to the address each attempt connects to. @cos/webhook-sender is
+ * imported on the first attempt, so building a core that never delivers does not load it.
+ */
+export function webhookSenderOf(config: Pick<AppConfig, 'webhookAllowHttp' | 'webhookAllowPrivate'>): WebhookSender {
+  let sender: Promise<WebhookSender> | undefined;
+  return {
+    async send(request) {
+      sender ??= import('@cos/webhook-sender').then(({ createWebhookSender }) =>
+        createWebhookSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }),
+      );
+      return (await sender).send(request);
     },
-  });
+  };
+}
+
+/** The delivery's settings from WEBHOOK_TIMEOUT_MS, WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_BASE_MS, WEBHOOK_POLL_INTERVAL_MS and WEBHOOK_CONCURRENCY. */
+export function webhookDeliveryOptionsOf(config: AppConfig): Partial<WebhookDeliveryOptions> {
+  return {
+    timeoutMs: config.webhookTimeoutMs,
+    maxAttempts: config.webhookMaxAttempts,
+    retryBaseMs: config.webhookRetryBaseMs,
+    pollIntervalMs: config.webhookPollIntervalMs,
+    batchSize: config.webhookConcurrency,
+  };
 }

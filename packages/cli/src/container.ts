@@ -19,7 +19,6 @@ import {
   type RateCounter,
   type Stores,
   type UnitOfWork,
-  type WebhookDelivery,
 } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import {
@@ -28,10 +27,11 @@ import {
   createHttpApp,
   createInstanceRegistrar,
   createServicePorts,
-  createWebhookDelivery,
   type HttpApp,
   type LimiterHandle,
   type PortOverrides,
+  webhookDeliveryOptionsOf,
+  webhookSenderOf,
 } from './compose.js';
 import type { AppConfig } from './config.js';
 import type { PrometheusMetrics } from './metrics.js';
@@ -53,8 +53,6 @@ export const CLI_TOKENS = Object.freeze({
   ScannerKeys: Symbol.for('cos.cli.ScannerKeys'),
   /** The published scanner key list (ScannerKeyUrl), or null when SECRET_SCANNING_KEYS_URL is unset; `serve` starts it. */
   ScannerKeyUrl: Symbol.for('cos.cli.ScannerKeyUrl'),
-  /** The webhook outbox's sender (WebhookDelivery): resolve with `getAsync`; `serve` starts it. */
-  WebhookDelivery: Symbol.for('cos.cli.WebhookDelivery'),
   /** PrometheusMetrics when OPS_PORT is set (the operations listener's /metrics), else null. */
   PrometheusMetrics: Symbol.for('cos.cli.PrometheusMetrics'),
   /** The instance's registration (InstanceRegistrar) when its credential cache is on, else null: closeContainer ends it. */
@@ -70,7 +68,7 @@ export type ContainerOverrides = PortOverrides;
 /**
  * Builds the container for `config`. The caller owns it: `closeContainer(container)` closes the
  * database pool and the Redis connection. Every binding is a value compose.ts built, or a factory
- * calling compose.ts (the Core, the Koa app, the webhook sender): rebinding a port afterwards would
+ * calling compose.ts (the Core with its webhook delivery, the Koa app): rebinding a port afterwards would
  * reach only part of the stack, so replace it through `overrides` instead.
  */
 export async function buildContainer(config: AppConfig, overrides: ContainerOverrides = {}): Promise<Container> {
@@ -122,16 +120,15 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
       credentialCache: config.credentialCache,
       credentialCacheLease: registrar,
       webhookSecrets: config.webhookSecrets,
+      webhookSender: webhookSenderOf(config),
+      webhookDelivery: webhookDeliveryOptionsOf(config),
+      notificationRetentionMs: config.notificationRetentionMs,
     }),
   );
 
   container
     .bind<HttpApp>(CLI_TOKENS.HttpApp)
     .toResolvedValue((core: Core) => createHttpApp(core, logger, config, version, scannerKeySource(scannerKeys, scannerKeyUrl)), [TOKENS.Core]);
-
-  container
-    .bind<WebhookDelivery>(CLI_TOKENS.WebhookDelivery)
-    .toResolvedValue(() => createWebhookDelivery(store, config, { clock, random, logger, metrics }));
 
   return container;
 }

@@ -13,9 +13,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cryptoRandom, silentLogger, systemClock } from '@cos/core';
-import { createSqlStore } from '@cos/store-sql';
-import { createWebhookDelivery } from '../src/compose.js';
+import { silentLogger } from '@cos/core';
+import { buildContainer, closeContainer, coreOf } from '../src/container.js';
 import { loadConfig } from '../src/config.js';
 import { cliJson, ensureBuilt, startServe, type Env, type ServeProcess } from './support/cli.js';
 import { databaseTargets, type TestDatabase } from './support/databases.js';
@@ -257,14 +256,15 @@ describe('webhook delivery configuration (C-59)', () => {
     }
   });
 
-  it('serve\'s delivery takes its attempts in flight from WEBHOOK_CONCURRENCY and its bound from WEBHOOK_TIMEOUT_MS', async () => {
-    const store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
+  it('serve\'s delivery (the core\'s) takes its attempts in flight from WEBHOOK_CONCURRENCY and its bound from WEBHOOK_TIMEOUT_MS', async () => {
+    const config = load({ WEBHOOK_CONCURRENCY: '7', WEBHOOK_TIMEOUT_MS: '25000', WEBHOOK_MAX_ATTEMPTS: '4' });
+    const container = await buildContainer(config, { logger: silentLogger });
     try {
-      const config = load({ WEBHOOK_CONCURRENCY: '7', WEBHOOK_TIMEOUT_MS: '25000' });
-      const delivery = await createWebhookDelivery(store, config, { clock: systemClock, random: cryptoRandom, logger: silentLogger });
-      expect(delivery.options).to.include({ batchSize: 7, timeoutMs: 25_000 });
+      const delivery = coreOf(container).webhookDelivery;
+      expect(delivery).not.to.equal(null);
+      expect(delivery!.options).to.include({ batchSize: 7, timeoutMs: 25_000, maxAttempts: 4 });
     } finally {
-      await store.close();
+      await closeContainer(container);
     }
   });
 });

@@ -7,27 +7,29 @@ import type { Metrics } from './ports/metrics.js';
 import type { Random } from './ports/random.js';
 import type { RateCounter } from './ports/rate-counter.js';
 import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
-import type { WebhookHostResolver } from './ports/webhook-sender.js';
+import type { WebhookHostResolver, WebhookSender } from './ports/webhook-sender.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
-import { ApiKeys } from './use-cases/api-keys.js';
-import { AuditTrail } from './use-cases/audit-trail.js';
-import { Admission } from './use-cases/admission.js';
-import { Bootstrap } from './use-cases/bootstrap.js';
-import { CredentialCache, type CredentialCacheLease } from './use-cases/credential-cache.js';
-import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork } from './use-cases/credential-fence.js';
+import { ApiKeys } from './operations/api-keys.js';
+import { AuditTrail } from './operations/audit-trail.js';
+import { Admission } from './access/admission.js';
+import { Bootstrap } from './operations/bootstrap.js';
+import { CredentialCache, type CredentialCacheLease } from './access/credential-cache.js';
+import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork } from './access/credential-fence.js';
 import { LogThrottle } from './log-throttle.js';
-import type { CoreDeps } from './use-cases/deps.js';
-import { Health } from './use-cases/health.js';
-import { Idempotency } from './use-cases/idempotency.js';
-import { KeyUsage } from './use-cases/key-usage.js';
-import { Members } from './use-cases/members.js';
-import { Organisations } from './use-cases/organisations.js';
-import { Notifications } from './use-cases/notifications.js';
-import { RateLimiter } from './use-cases/rate-limit.js';
-import { SecretScanning } from './use-cases/secret-scanning.js';
-import { Webhooks } from './use-cases/webhooks.js';
+import type { CoreDeps } from './deps.js';
+import { Health } from './operations/health.js';
+import { Idempotency } from './operations/idempotency.js';
+import { KeyUsage } from './workers/key-usage.js';
+import { DEFAULT_NOTIFICATION_RETENTION_MS, NotificationRetention } from './workers/notification-retention.js';
+import { WebhookDelivery, type WebhookDeliveryOptions } from './workers/webhook-delivery.js';
+import { Members } from './operations/members.js';
+import { Organisations } from './operations/organisations.js';
+import { Notifications } from './operations/notifications.js';
+import { RateLimiter } from './access/rate-limit.js';
+import { SecretScanning } from './operations/secret-scanning.js';
+import { Webhooks } from './operations/webhooks.js';
 import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
-import { KeyPolicies } from './use-cases/key-policies.js';
+import { KeyPolicies } from './operations/key-policies.js';
 import { knownScopes } from './domain/scopes.js';
 
 /** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
@@ -50,6 +52,19 @@ export interface Core {
    * shutdown, before closing the store (it writes what is left).
    */
   readonly keyUsage: KeyUsage;
+  /**
+   * The webhook outbox's delivery (C-59), reporting each attempt to `metrics`; null when
+   * CreateCoreOptions.webhookSender was not given (notifications then wait in the outbox for a host
+   * that delivers). A long-running host calls `webhookDelivery.start()` once serving and
+   * `await webhookDelivery.stop()` on graceful shutdown, before closing the store.
+   */
+  readonly webhookDelivery: WebhookDelivery | null;
+  /**
+   * The outbox's retention: purges delivered and failed notifications past
+   * CreateCoreOptions.notificationRetentionMs. A long-running host calls `start()` once serving and
+   * `await stop()` on graceful shutdown.
+   */
+  readonly notificationRetention: NotificationRetention;
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
@@ -114,12 +129,24 @@ export interface CreateCoreOptions {
    * with scopes that are built in or declared here. Its routes check them with `requireScope`.
    */
   readonly scopes?: readonly string[];
+  /**
+   * Sends one signed notification to an endpoint (@cos/webhook-sender's createWebhookSender). Given:
+   * `core.webhookDelivery` delivers the outbox; absent: it is null.
+   */
+  readonly webhookSender?: WebhookSender;
+  /** The delivery's timeouts, attempts, backoff, polling and concurrency (default DEFAULT_WEBHOOK_DELIVERY). */
+  readonly webhookDelivery?: Partial<WebhookDeliveryOptions>;
+  /** How long delivered and failed notifications are kept (default DEFAULT_NOTIFICATION_RETENTION_MS). */
+  readonly notificationRetentionMs?: number;
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
 const FENCE_TIMEOUT_FLOOR_MS = 250;
 
-/** Builds every use case over the given ports; defaults: system clock, node:crypto, silent logger, no metrics. */
+/**
+ * Builds every operation, the access machinery and the background workers over the given ports;
+ * defaults: system clock, node:crypto, silent logger, no metrics. The workers are built stopped.
+ */
 export function createCore(options: CreateCoreOptions): Core {
   const config = { ...DEFAULT_CORE_CONFIG, ...options.config };
   const random = options.random ?? cryptoRandom;
@@ -162,6 +189,25 @@ export function createCore(options: CreateCoreOptions): Core {
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
   });
   const admission = new Admission(deps, { limiter: rateLimiter, usage: keyUsage, cache });
+  const webhookDelivery =
+    options.webhookSender === undefined
+      ? null
+      : new WebhookDelivery({
+          stores: options.stores,
+          sender: options.webhookSender,
+          clock,
+          random,
+          logger,
+          metrics: deps.metrics,
+          ...(options.webhookSecrets !== undefined ? { secrets: options.webhookSecrets } : {}),
+          ...(options.webhookDelivery !== undefined ? { options: options.webhookDelivery } : {}),
+        });
+  const notifications = new Notifications(deps);
+  const notificationRetention = new NotificationRetention({
+    notifications,
+    logger,
+    retentionMs: options.notificationRetentionMs ?? DEFAULT_NOTIFICATION_RETENTION_MS,
+  });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
@@ -170,12 +216,14 @@ export function createCore(options: CreateCoreOptions): Core {
     admission,
     authenticator: admission,
     keyUsage,
+    webhookDelivery,
+    notificationRetention,
     rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),
     secretScanning: new SecretScanning(deps),
     webhooks: new Webhooks(deps),
-    notifications: new Notifications(deps),
+    notifications,
     idempotency: new Idempotency(deps),
     clock: deps.clock,
     metrics: deps.metrics,

@@ -21,15 +21,15 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
-export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './counter-keys.js';
-export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './credential-change.js';
-export { InProcessRateCounter } from './in-process-counter.js';
+export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './access/counter-keys.js';
+export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './access/credential-change.js';
+export { InProcessRateCounter } from './access/in-process-counter.js';
 export { LogThrottle } from './log-throttle.js';
 export { AUTH_FAILURE_REASONS, RATE_LIMIT_OUTCOMES, RATE_LIMIT_SCOPE_KINDS, WEBHOOK_DELIVERY_RESULTS } from './metric-labels.js';
-export type { Page } from './use-cases/page.js';
-export type { CoreDeps } from './use-cases/deps.js';
-export { Organisations, type CreateOrganisationOptions, type GetOrganisationOptions } from './use-cases/organisations.js';
-export { Members } from './use-cases/members.js';
+export type { Page } from './operations/page.js';
+export type { CoreDeps } from './deps.js';
+export { Organisations, type CreateOrganisationOptions, type GetOrganisationOptions } from './operations/organisations.js';
+export { Members } from './operations/members.js';
 export {
   ApiKeys,
   type IssuedKey,
@@ -40,10 +40,10 @@ export {
   KEY_EXPIRED_ROLL_MESSAGE,
   ISSUE_ENVIRONMENT_NOT_ALLOWED,
   expiresAtCapIssue,
-} from './use-cases/api-keys.js';
-export { KeyPolicies, exceedsPolicy } from './use-cases/key-policies.js';
+} from './operations/api-keys.js';
+export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
 export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';
-export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './use-cases/key-usage.js';
+export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './workers/key-usage.js';
 export {
   Admission,
   // The name the authenticate() step had before admission was one module (embedders construct it with { stores, clock }).
@@ -54,7 +54,7 @@ export {
   type AdmissionResult,
   type Admitted,
   type Refused,
-} from './use-cases/admission.js';
+} from './access/admission.js';
 export {
   CredentialCache,
   CREDENTIAL_CACHE_MAX_ENTRIES,
@@ -62,21 +62,21 @@ export {
   type CredentialRead,
   type CredentialCacheLease,
   type CredentialCacheOptions,
-} from './use-cases/credential-cache.js';
-export type { Bounded } from './use-cases/timeout.js';
-export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './use-cases/credential-fence.js';
-export { RateLimiter, type RateScope } from './use-cases/rate-limit.js';
-export { AuditTrail } from './use-cases/audit-trail.js';
-export { Bootstrap, type BootstrapResult } from './use-cases/bootstrap.js';
-export { Health, type HealthReport } from './use-cases/health.js';
-export { SecretScanning, activeDescendants, type AlertFeedback, type AlertOutcome, type AlertReport } from './use-cases/secret-scanning.js';
-export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE, DELIVERY_NOT_FOUND_MESSAGE, DEFAULT_OVERLAP_SECONDS, type RotatedSecret } from './use-cases/webhooks.js';
-export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './use-cases/notifications.js';
+} from './access/credential-cache.js';
+export type { Bounded } from './access/timeout.js';
+export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './access/credential-fence.js';
+export { RateLimiter, type RateScope } from './access/rate-limit.js';
+export { AuditTrail } from './operations/audit-trail.js';
+export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
+export { Health, type HealthReport } from './operations/health.js';
+export { SecretScanning, activeDescendants, type AlertFeedback, type AlertOutcome, type AlertReport } from './operations/secret-scanning.js';
+export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE, DELIVERY_NOT_FOUND_MESSAGE, DEFAULT_OVERLAP_SECONDS, type RotatedSecret } from './operations/webhooks.js';
+export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './operations/notifications.js';
 export {
   NotificationRetention,
   DEFAULT_NOTIFICATION_RETENTION_MS,
   type NotificationRetentionDeps,
-} from './use-cases/notification-retention.js';
+} from './workers/notification-retention.js';
 export * from './domain/webhook-secret-cipher.js';
 export {
   Idempotency,
@@ -87,7 +87,7 @@ export {
   type IdempotencyStart,
   type IdempotencyTicket,
   type IdempotentRequest,
-} from './use-cases/idempotency.js';
+} from './operations/idempotency.js';
 export { checkIdempotencyKey, IDEMPOTENCY_KEY_FIELD, ISSUE_IDEMPOTENCY_KEY } from './validation/idempotency.js';
 export type { Checked } from './validation/issues.js';
 export {
@@ -99,7 +99,7 @@ export {
   leaseMs,
   type DeliveryDeps,
   type WebhookDeliveryOptions,
-} from './use-cases/webhook-delivery.js';
+} from './workers/webhook-delivery.js';
 export * from './domain/secret-scanning.js';
 export {
   MAX_ALERT_MATCHES,
@@ -168,7 +168,7 @@ export {
   type PlatformOperation,
   type OperatorOperation,
   type OrganisationArgument,
-} from './use-cases/authorise.js';
-export { parseAuthorization } from './use-cases/admission.js';
-export { scopeKey, COUNTER_TTL_MS, FAIL_OPEN_WARN_INTERVAL_MS } from './use-cases/rate-limit.js';
-export { maxActiveKeysMessage } from './use-cases/api-keys.js';
+} from './access/authorise.js';
+export { parseAuthorization } from './access/admission.js';
+export { scopeKey, COUNTER_TTL_MS, FAIL_OPEN_WARN_INTERVAL_MS } from './access/rate-limit.js';
+export { maxActiveKeysMessage } from './operations/api-keys.js';

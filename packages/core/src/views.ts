@@ -10,8 +10,8 @@ import type { ChainedAuditEntry } from './domain/audit-chain.js';
 import type { Member } from './domain/member.js';
 import { fullEndpoint, type Notification, type WebhookEndpoint } from './domain/webhook.js';
 import type { NaceSection, Organisation } from './domain/organisation.js';
-import type { IssuedKey } from './use-cases/api-keys.js';
-import type { Page } from './use-cases/page.js';
+import type { IssuedKey } from './operations/api-keys.js';
+import type { Page } from './operations/page.js';
 
 export interface OrganisationView {
   id: string;

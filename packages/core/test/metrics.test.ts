@@ -125,21 +125,19 @@ describe('Metrics port in core (issue 15)', () => {
   });
 
   describe('WebhookDelivery', () => {
-    it('C-59: each attempt is reported as delivered, retry or failed (onAttempt)', async () => {
-      const tc = createTestCore({ clock: new FakeClock() });
-      const org = await tc.core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
-      await tc.core.webhooks.set(OPERATOR, org.id, 'https://hooks.example.com/cos');
+    it('C-59: the core\'s delivery reports each attempt to its Metrics port as delivered, retry or failed', async () => {
       const metrics = new RecordingMetrics();
       const answers: WebhookResult[] = [{ ok: false, error: 'HTTP 500' }, { ok: true, status: 204 }];
-      const delivery = new WebhookDelivery({
-        stores: tc.store.stores,
-        sender: { send: () => Promise.resolve(answers.shift() ?? { ok: false, error: 'HTTP 500' }) },
-        clock: tc.clock,
-        random: cryptoRandom,
-        logger: tc.logger,
-        options: { maxAttempts: 2, retryBaseMs: 1_000 },
-        onAttempt: (result) => metrics.webhookDelivery(result),
+      const tc = createTestCore({
+        clock: new FakeClock(),
+        metrics,
+        webhookSender: { send: () => Promise.resolve(answers.shift() ?? { ok: false, error: 'HTTP 500' }) },
+        webhookDelivery: { maxAttempts: 2, retryBaseMs: 1_000 },
       });
+      const org = await tc.core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+      await tc.core.webhooks.set(OPERATOR, org.id, 'https://hooks.example.com/cos');
+      const delivery = tc.core.webhookDelivery!;
+      expect(delivery).to.be.instanceOf(WebhookDelivery);
       await tc.core.apiKeys.issue(OPERATOR, org.id, { label: 'one' }); // enqueues api_key.issued
       expect(await delivery.deliverDue()).to.equal(1); // HTTP 500: retry
       tc.clock.advance(60_000);
@@ -149,6 +147,25 @@ describe('Metrics port in core (issue 15)', () => {
       tc.clock.advance(60_000);
       await delivery.deliverDue(); // 500 on the last attempt: failed
       expect(metrics.of('webhookDelivery').map((e) => e.result)).to.deep.equal(['retry', 'delivered', 'retry', 'failed']);
+    });
+
+    it('C-59: a WebhookDelivery built on its own reports to the Metrics port it is given', async () => {
+      const tc = createTestCore({ clock: new FakeClock() });
+      expect(tc.core.webhookDelivery, 'no sender given: no delivery').to.equal(null);
+      const org = await tc.core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+      await tc.core.webhooks.set(OPERATOR, org.id, 'https://hooks.example.com/cos');
+      const metrics = new RecordingMetrics();
+      const delivery = new WebhookDelivery({
+        stores: tc.store.stores,
+        sender: { send: () => Promise.resolve({ ok: true, status: 204 }) },
+        clock: tc.clock,
+        random: cryptoRandom,
+        logger: tc.logger,
+        metrics,
+      });
+      await tc.core.apiKeys.issue(OPERATOR, org.id, { label: 'one' });
+      expect(await delivery.deliverDue()).to.equal(1);
+      expect(metrics.of('webhookDelivery').map((e) => e.result)).to.deep.equal(['delivered']);
     });
   });
 });

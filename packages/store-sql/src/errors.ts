@@ -8,7 +8,7 @@
  * Domain errors pass through untouched. A ConflictError never carries the driver error as its cause:
  * Postgres puts the duplicated value (e.g. a key digest) into the error's `detail`.
  */
-import { isDomainError, LogThrottle, organisationNotFound, uniqueConflict, UnavailableError, type UniqueRule } from '@cos/core';
+import { isDomainError, LogThrottle, organisationNotFound, storeUnavailable, uniqueConflict, type UniqueRule } from '@cos/core';
 import type { Logger, Metrics } from '@cos/core';
 
 const NETWORK_CODES = new Set([
@@ -125,7 +125,7 @@ export class ErrorTranslator {
     if (isUnavailable(e)) {
       this.metrics?.storeError();
       this.warn(err);
-      return new UnavailableError('The store is unavailable; retry with exponential backoff', { cause: e });
+      return storeUnavailable(e);
     }
     return e;
   }

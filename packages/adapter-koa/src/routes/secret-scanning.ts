@@ -15,7 +15,7 @@
  *  6. 200 with the programme's feedback: `[{token_hash, token_type, label}]`, never the token.
  */
 import type Koa from 'koa';
-import { UnauthorizedError, type AuthFailureReason, type Core, type Logger, type ScannerKeySet } from '@cos/core';
+import { INVALID_SIGNATURE_MESSAGE, UnauthorizedError, type AuthFailureReason, type Core, type Logger, type ScannerKeySet } from '@cos/core';
 import { parseJson, readJsonBytes } from '../body.js';
 import type { SourceAddress } from '../middleware/source-address.js';
 import type { CosRequestState } from '../state.js';
@@ -24,7 +24,8 @@ import { signedRoute, type Route } from './route.js';
 
 export const SECRET_SCANNING_PATH = '/v1/secret-scanning/alerts';
 export const DEFAULT_ALERT_BODY_LIMIT_BYTES = 1024 * 1024;
-export const INVALID_SIGNATURE_MESSAGE = 'Missing or invalid secret-scanning signature';
+// The 401's sentence is core's; exported here too, where it always was.
+export { INVALID_SIGNATURE_MESSAGE };
 /** The alert's base64 DER signature, as the partner programme sends it (lower case: Node's header names). */
 export const SIGNATURE_HEADER = 'github-public-key-signature';
 /** The identifier of the key that signed the alert. */

@@ -87,7 +87,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   let running: Awaited<ReturnType<typeof listen>> | undefined;
   let draining = false;
   let shutdown: (signal: NodeJS.Signals | 'primary' | 'second', relayed?: NodeJS.Signals) => void = () => undefined;
-  let delivery: import('@cos/core').WebhookDelivery | undefined;
+  let delivery: import('@cos/core').WebhookDelivery | null = null;
   let keyUsage: import('@cos/core').KeyUsage | undefined;
   let retention: import('@cos/core').NotificationRetention | undefined;
   let storeKind = 'unknown';
@@ -98,9 +98,10 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     const applied = await makeStoreReady(store);
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
     const core = coreOf(container);
+    // The core's workers: started once serving, stopped on shutdown.
     keyUsage = core.keyUsage;
-    const { NotificationRetention } = await import('@cos/core');
-    retention = new NotificationRetention({ notifications: core.notifications, logger, retentionMs: config.notificationRetentionMs });
+    delivery = core.webhookDelivery;
+    retention = core.notificationRetention;
     // Only the first worker of a start bootstraps (and, on SQLite, migrates first: the others start after it).
     if (opts.bootstrap === true && firstWorkerOfStart()) {
       const result = await core.bootstrap.run();
@@ -111,7 +112,6 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     // and the alerts are refused until a fetch succeeds: at the refresh, or on an alert's unknown key).
     await container.get<import('../scanner-keys.js').ScannerKeyUrl | null>(CLI_TOKENS.ScannerKeyUrl)?.start();
     const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
-    delivery = await container.getAsync<import('@cos/core').WebhookDelivery>(CLI_TOKENS.WebhookDelivery);
     const cannotListen = (host: string, p: number, variable: string) => (e: unknown) => {
       const code = (e as { code?: string }).code;
       const why = code === 'EADDRINUSE' ? 'the address is already in use' : describeError(e);
@@ -141,10 +141,10 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   }
 
   const server = running;
-  const sender = delivery!;
+  const sender = delivery;
   const usage = keyUsage!;
   const purger = retention!;
-  sender.start();
+  sender?.start();
   usage.start();
   // Expired Idempotency-Key answers are deleted at start and then every IDEMPOTENCY_SWEEP_INTERVAL_MS
   // (by every instance: a sweep is one indexed DELETE, harmless when another just ran it).
@@ -185,7 +185,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       let exitCode = 0;
       try {
         clearInterval(idempotencySweeper);
-        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender.stop(), purger.stop()]);
+        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender?.stop(), purger.stop()]);
         // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');

@@ -3,7 +3,7 @@
  * webhook endpoint (C-59). Changes are audited with the operator's name (`--actor`).
  */
 import { Option, type Command } from 'commander';
-import { DEFAULT_OVERLAP_SECONDS, isoTimestamp, OPERATOR, WEBHOOK_NOT_FOUND_MESSAGE, webhookView, type ReencryptReport, type WebhookView } from '@cos/core';
+import { DEFAULT_OVERLAP_SECONDS, isoTimestamp, OPERATOR, webhookView, type NotFoundError, type ReencryptReport, type WebhookView } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields } from '../output.js';
 import { runCommand } from '../runtime.js';
@@ -78,7 +78,7 @@ export function registerWebhook(org: Command): void {
             await core.webhooks.remove(operator, orgId);
           } catch (e) {
             // The organisation exists (else its own "not found") but has no endpoint: already removed.
-            if (!(isNotFound(e) && (e as Error).message === WEBHOOK_NOT_FOUND_MESSAGE)) throw e;
+            if (!(isNotFound(e) && (e as NotFoundError).resource === 'webhook')) throw e;
             changed = false;
           }
           emit(json, { organisation_id: orgId.toLowerCase(), removed: true, changed }, () =>

@@ -95,10 +95,18 @@ export class ForbiddenError extends DomainError {
   }
 }
 
+/**
+ * What was not found, for callers that branch on it (the CLI's `webhook remove` tells an
+ * organisation without an endpoint from one that does not exist) instead of on the sentence.
+ */
+export type NotFoundResource = 'organisation' | 'member' | 'api_key' | 'webhook' | 'notification' | 'delivery' | 'resource';
+
 export class NotFoundError extends DomainError {
   readonly code = 'NOT_FOUND' as const;
-  constructor(message = 'Resource not found') {
+  readonly resource: NotFoundResource;
+  constructor(message = 'Resource not found', options?: { resource?: NotFoundResource }) {
     super(message);
+    this.resource = options?.resource ?? 'resource';
   }
 }
 
@@ -113,7 +121,7 @@ export class ConflictError extends DomainError {
 export const ORGANISATION_NOT_FOUND_MESSAGE = 'Organisation not found';
 
 export function organisationNotFound(): NotFoundError {
-  return new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE);
+  return new NotFoundError(ORGANISATION_NOT_FOUND_MESSAGE, { resource: 'organisation' });
 }
 
 /**
@@ -167,6 +175,14 @@ export class RateLimitedError extends DomainError {
  * made (credential-fence.ts): nothing was changed. Callers that explain a 503 (the CLI) branch on it.
  */
 export type UnavailableReason = 'store' | 'credential_fence';
+
+/** The 503 of a store that is unreachable, too slow or refused the call (C-17). */
+export const STORE_UNAVAILABLE_MESSAGE = 'The store is unavailable; retry with exponential backoff';
+
+/** The UnavailableError a store throws when its database fails it: the sentence is the domain's. */
+export function storeUnavailable(cause?: unknown): UnavailableError {
+  return new UnavailableError(STORE_UNAVAILABLE_MESSAGE, { cause, reason: 'store' });
+}
 
 /** A dependency is unreachable or too slow; transient. */
 export class UnavailableError extends DomainError {

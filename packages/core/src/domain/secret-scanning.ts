@@ -8,6 +8,9 @@
  */
 import { createPublicKey, hash, verify, type KeyObject } from 'node:crypto';
 
+/** The 401 of an alert without a signature, or whose signature does not verify with the scanner's keys. */
+export const INVALID_SIGNATURE_MESSAGE = 'Missing or invalid secret-scanning signature';
+
 /** The scanner's public keys by identifier. */
 export interface ScannerKeySet {
   /** How many keys the set holds. */

@@ -18,7 +18,7 @@
  *
  * Calls reject (or throw) when the backing store fails; the caller bounds them in time.
  */
-import type { FreshnessKeys } from '../counter-keys.js';
+import type { FreshnessKeys } from '../access/counter-keys.js';
 export interface FreshnessReply {
   /** The organisation scope's count including this hit, or null when nothing was counted. */
   readonly count: number | null;

@@ -1,4 +1,4 @@
-import { InProcessRateCounter } from '../in-process-counter.js';
+import { InProcessRateCounter } from '../access/in-process-counter.js';
 
 /**
  * The in-process RateCounter under the name the testing API promised: one implementation, shared

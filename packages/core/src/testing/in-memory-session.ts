@@ -2,7 +2,7 @@
  * Sessions over the in-memory tables: auto-commit (each call its own transaction) or a unit of
  * work's, which works on a private copy and replays its writes onto the current tables on commit.
  */
-import { assertCredentialChangeDeclared } from '../credential-change.js';
+import { assertCredentialChangeDeclared } from '../access/credential-change.js';
 import { type Tables, type Write, emptyTables, cloneTables } from './in-memory-tables.js';
 
 /** Where the stores read and write: the shared tables directly, or a transaction's copy. */

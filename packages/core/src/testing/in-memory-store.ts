@@ -9,7 +9,7 @@
  */
 import type { HealthProbe } from '../ports/health-probe.js';
 import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.js';
-import { declaredOrganisations } from '../credential-change.js';
+import { declaredOrganisations } from '../access/credential-change.js';
 import type { StoreHarness } from './harness.js';
 import { AutoCommitSession, Database, TransactionSession } from './in-memory-session.js';
 import { storesOver } from './stores/index.js';

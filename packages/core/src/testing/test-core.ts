@@ -4,7 +4,8 @@ import { cryptoRandom } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import type { Random } from '../ports/random.js';
 import type { RateCounter } from '../ports/rate-counter.js';
-import type { WebhookHostResolver } from '../ports/webhook-sender.js';
+import type { WebhookHostResolver, WebhookSender } from '../ports/webhook-sender.js';
+import type { WebhookDeliveryOptions } from '../workers/webhook-delivery.js';
 import { CapturingLogger } from './capturing-logger.js';
 import { FakeClock } from './fake-clock.js';
 import type { StoreHarness } from './harness.js';
@@ -38,6 +39,10 @@ export interface TestCoreOptions<C extends RateCounter = InMemoryRateCounter> {
   webhookSecrets?: WebhookSecretCipher;
   /** Scope names of the embedding service's own, as CreateCoreOptions.scopes (default: none). */
   scopes?: readonly string[];
+  /** As CreateCoreOptions.webhookSender: given, `core.webhookDelivery` delivers through it (default: none, null). */
+  webhookSender?: WebhookSender;
+  /** As CreateCoreOptions.webhookDelivery. */
+  webhookDelivery?: Partial<WebhookDeliveryOptions>;
 }
 
 export function createTestCore<C extends RateCounter = InMemoryRateCounter>(options: TestCoreOptions<C> = {}): TestCore<C> {
@@ -58,6 +63,8 @@ export function createTestCore<C extends RateCounter = InMemoryRateCounter>(opti
     ...(options.webhookHosts !== undefined ? { webhookHosts: options.webhookHosts } : {}),
     ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
     ...(options.scopes !== undefined ? { scopes: options.scopes } : {}),
+    ...(options.webhookSender !== undefined ? { webhookSender: options.webhookSender } : {}),
+    ...(options.webhookDelivery !== undefined ? { webhookDelivery: options.webhookDelivery } : {}),
   });
   return { core, clock, store, counter, logger };
 }

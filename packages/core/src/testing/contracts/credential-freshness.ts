@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CredentialFreshness, FreshnessCount } from '../../ports/credential-freshness.js';
 import type { RateCounter } from '../../ports/rate-counter.js';
-import { counterKey, freshnessKeys } from '../../counter-keys.js';
+import { counterKey, freshnessKeys } from '../../access/counter-keys.js';
 
 export interface FreshnessHarness {
   /** Two clients of one shared store (two instances). */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CounterHarness } from '../harness.js';
-import { counterKey } from '../../counter-keys.js';
+import { counterKey } from '../../access/counter-keys.js';
 
 const MINUTE = 60_000;
 /** Long enough that nothing expires during a test. */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { ApiKey } from '../../domain/api-key.js';
 import { ConflictError } from '../../domain/errors.js';
-import { UndeclaredCredentialChangeError } from '../../credential-change.js';
+import { UndeclaredCredentialChangeError } from '../../access/credential-change.js';
 import type { Stores } from '../../ports/unit-of-work.js';
 import type { Member } from '../../domain/member.js';
 import type { Organisation } from '../../domain/organisation.js';

@@ -1,4 +1,4 @@
-import { changesCredentialsOf } from '../credential-change.js';
+import { changesCredentialsOf } from '../access/credential-change.js';
 import type { AuditActor } from '../domain/audit.js';
 import { organisationNotFound } from '../domain/errors.js';
 import type { NaceSection, Organisation } from '../domain/organisation.js';
@@ -15,8 +15,8 @@ import {
 } from '../validation/organisation.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, authorise } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';

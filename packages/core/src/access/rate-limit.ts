@@ -2,8 +2,8 @@ import { RateLimitedError } from '../domain/errors.js';
 import { noopMetrics } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
-import { counterKey } from '../counter-keys.js';
-import type { CoreDeps } from './deps.js';
+import { counterKey } from './counter-keys.js';
+import type { CoreDeps } from '../deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 import { LogThrottle } from '../log-throttle.js';
 

@@ -21,7 +21,7 @@ import type { KeyPrincipal } from '../domain/principal.js';
 import type { IdempotentResponse } from '../ports/idempotency-store.js';
 import { checkIdempotencyKey } from '../validation/idempotency.js';
 import { unwrap } from '../validation/issues.js';
-import type { CoreDeps } from './deps.js';
+import type { CoreDeps } from '../deps.js';
 
 /** How long an answer is kept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;

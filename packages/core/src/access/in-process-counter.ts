@@ -4,9 +4,9 @@
  * Each counter (one per scope and window, named by the core) is forgotten `ttlMs` after its first hit; expired counters are
  * swept at most once per second, so memory stays bounded by the scopes active within one ttl.
  */
-import type { Clock } from './ports/clock.js';
-import type { RateCounter } from './ports/rate-counter.js';
-import { systemClock } from './defaults.js';
+import type { Clock } from '../ports/clock.js';
+import type { RateCounter } from '../ports/rate-counter.js';
+import { systemClock } from '../defaults.js';
 
 interface Slot {
   count: number;

@@ -11,8 +11,8 @@ import { all, valid, type Checked } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { checkNotificationStatus } from '../validation/webhook.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, authorise } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 
@@ -53,11 +53,11 @@ export class Notifications {
     const [nid] = all(checkUuid(id, 'id'));
     return this.deps.unitOfWork.run(async (stores) => {
       const existing = await stores.outbox.findById(nid);
-      if (existing === null) throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE);
+      if (existing === null) throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE, { resource: 'notification' });
       const now = this.deps.clock.now();
       if (!(await stores.outbox.retry(nid, now))) {
         if (existing.status === 'delivered') throw new ConflictError(NOTIFICATION_DELIVERED_MESSAGE);
-        throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE);
+        throw new NotFoundError(NOTIFICATION_NOT_FOUND_MESSAGE, { resource: 'notification' });
       }
       await stores.audit.append(
         auditEntry(this.deps.random, 'notification_retried', now, actorOf(principal), existing.organisationId, null, undefined, {

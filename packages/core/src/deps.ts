@@ -1,13 +1,13 @@
-import type { CoreConfig } from '../config.js';
-import type { Clock } from '../ports/clock.js';
-import type { HealthProbe } from '../ports/health-probe.js';
-import type { Logger } from '../ports/logger.js';
-import type { Metrics } from '../ports/metrics.js';
-import type { Random } from '../ports/random.js';
-import type { RateCounter } from '../ports/rate-counter.js';
-import type { OuterStores, UnitOfWork } from '../ports/unit-of-work.js';
-import type { WebhookHostResolver } from '../ports/webhook-sender.js';
-import type { WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
+import type { CoreConfig } from './config.js';
+import type { Clock } from './ports/clock.js';
+import type { HealthProbe } from './ports/health-probe.js';
+import type { Logger } from './ports/logger.js';
+import type { Metrics } from './ports/metrics.js';
+import type { Random } from './ports/random.js';
+import type { RateCounter } from './ports/rate-counter.js';
+import type { OuterStores, UnitOfWork } from './ports/unit-of-work.js';
+import type { WebhookHostResolver } from './ports/webhook-sender.js';
+import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
 
 /** Everything the use cases need, passed to their constructors (no container in core). */
 export interface CoreDeps {

@@ -31,11 +31,11 @@ import {
   checkWebhookUrl,
   MAX_OVERLAP_SECONDS,
 } from '../validation/webhook.js';
-import { actorOf, authorise } from './authorise.js';
+import { actorOf, authorise } from '../access/authorise.js';
 import { causeOf } from './key-events.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
-import type { CoreDeps } from './deps.js';
+import type { CoreDeps } from '../deps.js';
 import { requireOrganisation } from './require-organisation.js';
 
 export const WEBHOOK_NOT_FOUND_MESSAGE = 'The organisation has no webhook endpoint';
@@ -180,7 +180,7 @@ export class Webhooks {
     const [id] = all(checkUuid(orgId, 'org_id'));
     await requireOrganisation(this.deps.stores.organisations, id);
     const endpoint = await this.deps.stores.webhooks.get(id);
-    if (endpoint === null) throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
+    if (endpoint === null) throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE, { resource: 'webhook' });
     return endpoint;
   }
 
@@ -192,7 +192,7 @@ export class Webhooks {
       const existing = await stores.webhooks.get(id);
       if (existing === null || !(await stores.webhooks.remove(id))) {
         await requireOrganisation(stores.organisations, id);
-        throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
+        throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE, { resource: 'webhook' });
       }
       await stores.audit.append(
         auditEntry(this.deps.random, 'webhook_endpoint_removed', this.deps.clock.now(), actorOf(principal), id, null, undefined, {
@@ -215,7 +215,7 @@ export class Webhooks {
       const existing = await stores.webhooks.get(id);
       if (existing === null) {
         await requireOrganisation(stores.organisations, id);
-        throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
+        throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE, { resource: 'webhook' });
       }
       const newSecret = generateWebhookSecret(this.deps.random);
       const now = this.deps.clock.now();
@@ -272,7 +272,7 @@ export class Webhooks {
       await this.existingEndpoint(stores, id);
       const existing = await stores.outbox.findById(nid);
       // Another organisation's delivery does not exist for this one.
-      if (existing === null || existing.organisationId !== id) throw new NotFoundError(DELIVERY_NOT_FOUND_MESSAGE);
+      if (existing === null || existing.organisationId !== id) throw new NotFoundError(DELIVERY_NOT_FOUND_MESSAGE, { resource: 'delivery' });
       const now = this.deps.clock.now();
       let result: Notification;
       if (existing.status === 'delivered') {
@@ -293,7 +293,7 @@ export class Webhooks {
     const endpoint = await stores.webhooks.get(id);
     if (endpoint !== null) return endpoint;
     await requireOrganisation(stores.organisations, id);
-    throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE);
+    throw new NotFoundError(WEBHOOK_NOT_FOUND_MESSAGE, { resource: 'webhook' });
   }
 
   /**

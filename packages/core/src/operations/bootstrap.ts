@@ -1,10 +1,10 @@
 import type { Organisation } from '../domain/organisation.js';
 import { unwrap } from '../validation/issues.js';
 import { checkCreateOrganisation } from '../validation/organisation.js';
-import type { CoreDeps } from './deps.js';
+import type { CoreDeps } from '../deps.js';
 import { issueKeyIn, type IssuedKey } from './api-keys.js';
 import { createOrganisationIn } from './organisations.js';
-import { actorOf } from './authorise.js';
+import { actorOf } from '../access/authorise.js';
 import { OPERATOR, type OperatorPrincipal } from '../domain/principal.js';
 
 export type BootstrapResult =

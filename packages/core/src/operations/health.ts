@@ -1,5 +1,5 @@
-import type { CoreDeps } from './deps.js';
-import { withTimeout } from './timeout.js';
+import type { CoreDeps } from '../deps.js';
+import { withTimeout } from '../access/timeout.js';
 
 export interface HealthReport {
   readonly status: 'ok' | 'unavailable';

@@ -18,12 +18,14 @@
 import type { Notification } from '../domain/webhook.js';
 import type { Clock } from '../ports/clock.js';
 import type { Logger } from '../ports/logger.js';
+import type { Metrics, WebhookDeliveryResult } from '../ports/metrics.js';
 import type { AttemptOutcome } from '../ports/outbox.js';
 import type { Random } from '../ports/random.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import type { WebhookRequest, WebhookResult, WebhookSender } from '../ports/webhook-sender.js';
 import { PLAINTEXT_WEBHOOK_SECRETS, WebhookSecretUnreadableError, type WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 import { LogThrottle } from '../log-throttle.js';
+import { noopMetrics } from '../defaults.js';
 
 export interface WebhookDeliveryOptions {
   /** Bound on one attempt (WEBHOOK_TIMEOUT_MS). */
@@ -80,10 +82,15 @@ export interface DeliveryDeps {
   readonly random: Random;
   readonly logger: Logger;
   readonly options?: Partial<WebhookDeliveryOptions>;
-  /** Told of every attempt's result (metrics). */
-  readonly onAttempt?: (result: 'delivered' | 'retry' | 'failed') => void;
+  /** Where every attempt's result is reported (Metrics.webhookDelivery; default noopMetrics). */
+  readonly metrics?: Metrics;
   /** Opens the stored signing secrets (default: stored in clear). */
   readonly secrets?: WebhookSecretCipher;
+}
+
+/** How an attempt's recorded outcome is counted: a pending one is a retry. */
+function resultOf(outcome: AttemptOutcome): WebhookDeliveryResult {
+  return outcome.status === 'pending' ? 'retry' : outcome.status;
 }
 
 /** An attempt in progress: aborted by stop(); `done` settles once its outcome is recorded or its claim released. */
@@ -94,6 +101,7 @@ interface InFlight {
 
 export class WebhookDelivery {
   readonly options: WebhookDeliveryOptions;
+  private readonly metrics: Metrics;
   private readonly claimPrefix: string;
   private claims = 0;
   private readonly warnings = new LogThrottle(DELIVERY_WARN_INTERVAL_MS, () => this.deps.clock.now().getTime());
@@ -112,6 +120,7 @@ export class WebhookDelivery {
 
   constructor(private readonly deps: DeliveryDeps) {
     this.options = { ...DEFAULT_WEBHOOK_DELIVERY, ...deps.options };
+    this.metrics = deps.metrics ?? noopMetrics;
     this.claimPrefix = deps.random.uuid();
   }
 
@@ -272,7 +281,7 @@ export class WebhookDelivery {
         }
       }
       const recorded = await this.deps.stores.outbox.complete(n.id, claim, outcome);
-      this.deps.onAttempt?.(outcome.status === 'delivered' ? 'delivered' : outcome.status === 'failed' ? 'failed' : 'retry');
+      this.metrics.webhookDelivery(resultOf(outcome));
       if (outcome.status === 'failed' && recorded) {
         // Given up: one line per notification, from the claim that recorded it, never folded into
         // the throttled lines of failed attempts (an operator retries it by this id).

@@ -25,7 +25,7 @@
  * instance): a failed begin is only logged, so writes do not depend on Redis, while instances that
  * still cache (a rolling switch-off) normally see the change.
  */
-import { freshnessKeys } from '../counter-keys.js';
+import { freshnessKeys } from './counter-keys.js';
 import { UnavailableError } from '../domain/errors.js';
 import type { LogThrottle } from '../log-throttle.js';
 import type { CredentialFreshness } from '../ports/credential-freshness.js';

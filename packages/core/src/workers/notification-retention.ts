@@ -6,7 +6,7 @@
  */
 import { OPERATOR } from '../domain/principal.js';
 import type { Logger } from '../ports/logger.js';
-import type { Notifications } from './notifications.js';
+import type { Notifications } from '../operations/notifications.js';
 
 export const DEFAULT_NOTIFICATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 const MAX_PURGE_INTERVAL_MS = 60 * 60 * 1000;

@@ -32,8 +32,8 @@ import { noopMetrics } from '../defaults.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import type { CredentialCache, CredentialRead } from './credential-cache.js';
-import type { CoreDeps } from './deps.js';
-import type { KeyUsage } from './key-usage.js';
+import type { CoreDeps } from '../deps.js';
+import type { KeyUsage } from '../workers/key-usage.js';
 import type { RateLimiter, RateScope } from './rate-limit.js';
 
 /** A request let in: who it is, its organisation as read with the key, and its organisation's decision. */

@@ -6,8 +6,8 @@ import { all } from '../validation/issues.js';
 import { checkAddMember } from '../validation/member.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, authorise } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';
@@ -47,7 +47,7 @@ export class Members {
     const now = this.deps.clock.now();
     await this.deps.unitOfWork.run(async (stores) => {
       const member = await stores.members.find(org, id);
-      if (member === null || !(await stores.members.remove(org, id))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE);
+      if (member === null || !(await stores.members.remove(org, id))) throw new NotFoundError(MEMBER_NOT_FOUND_MESSAGE, { resource: 'member' });
       await stores.audit.append(auditEntry(this.deps.random, 'member_removed', now, actorOf(principal), org, null, member));
     });
   }

@@ -7,14 +7,14 @@
 import { keyStatus, keyEnvironmentOf, type ApiKey } from '../domain/api-key.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
 import type { Principal } from '../domain/principal.js';
-import { changesCredentialsOf } from '../credential-change.js';
+import { changesCredentialsOf } from '../access/credential-change.js';
 import { checkUuid } from '../validation/ids.js';
 import { all, unwrap } from '../validation/issues.js';
 import { checkKeyPolicy } from '../validation/key-policy.js';
 import { keyPolicyIn } from './api-keys.js';
 import { auditEntry } from './audit-entry.js';
-import { actorOf, authorise } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import { requireOrganisation } from './require-organisation.js';
 
 export class KeyPolicies {

@@ -1,4 +1,4 @@
-import { changesCredentialsOf } from '../credential-change.js';
+import { changesCredentialsOf } from '../access/credential-change.js';
 import {
   digestKey,
   generateRawKey,
@@ -24,8 +24,8 @@ import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
 import { auditEntry } from './audit-entry.js';
 import { causeOf, notifyKeyEvents, type KeyEvent } from './key-events.js';
-import { actorOf, authorise, authoriseRevocation } from './authorise.js';
-import type { CoreDeps } from './deps.js';
+import { actorOf, authorise, authoriseRevocation } from '../access/authorise.js';
+import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';
@@ -216,7 +216,7 @@ export class ApiKeys {
     const now = this.deps.clock.now();
     return this.deps.unitOfWork.run(async (stores) => {
       const old = await stores.apiKeys.findById(org, kid);
-      if (old === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+      if (old === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
       const scopes = input.scopes ?? scopesOf(old);
       refuseEscalation(principal, scopes);
       const policy = await keyPolicyIn(stores, org);
@@ -263,7 +263,7 @@ export class ApiKeys {
       this.deps.stores.apiKeys.findById(principal.organisationId, principal.keyId),
       this.deps.stores.organisations.findById(principal.organisationId),
     ]);
-    if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+    if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
     if (organisation === null) throw organisationNotFound();
     return { key, organisation };
   }
@@ -273,7 +273,7 @@ export class ApiKeys {
     authorise(principal, 'api_keys.get', orgId);
     const [org, kid] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'));
     const key = await this.deps.stores.apiKeys.findById(org, kid);
-    if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+    if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
     return key;
   }
 
@@ -287,7 +287,7 @@ export class ApiKeys {
     const [org, kid] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'));
     await this.deps.unitOfWork.run(async (stores) => {
       const key = await stores.apiKeys.findById(org, kid);
-      if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE);
+      if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
       const now = this.deps.clock.now();
       if (await stores.apiKeys.revoke(org, kid, now)) {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));

@@ -14,7 +14,7 @@
  * `revoke_key_and_descendants` each of them is revoked in the same unit of work, with its own
  * `api_key_revoked` entry and `api_key.revoked` event (actor: secret scanning).
  */
-import { changesCredentialsOf } from '../credential-change.js';
+import { changesCredentialsOf } from '../access/credential-change.js';
 import { digestKey, isWellFormedKey, keyStatus, type ApiKey } from '../domain/api-key.js';
 import type { Stores } from '../ports/unit-of-work.js';
 import { keyPolicyIn } from './api-keys.js';
@@ -23,7 +23,7 @@ import { tokenHash } from '../domain/secret-scanning.js';
 import { checkAlert, type AlertMatch } from '../validation/secret-scanning.js';
 import { unwrap } from '../validation/issues.js';
 import { auditEntry } from './audit-entry.js';
-import type { CoreDeps } from './deps.js';
+import type { CoreDeps } from '../deps.js';
 import { notifyKeyEvents } from './key-events.js';
 
 /** One entry of the programme's feedback format (never the raw token). */

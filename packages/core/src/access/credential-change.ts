@@ -5,7 +5,7 @@
  * declared change is announced to the instances that cache credentials. An undeclared write is a
  * programming error: it throws before anything is written and the unit of work rolls back.
  */
-import type { WorkDeclaration } from './ports/unit-of-work.js';
+import type { WorkDeclaration } from '../ports/unit-of-work.js';
 
 export class UndeclaredCredentialChangeError extends Error {
   override readonly name = 'UndeclaredCredentialChangeError';
