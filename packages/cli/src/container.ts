@@ -44,7 +44,6 @@ import {
   redisLimiter,
   type HttpApp,
   type LimiterHandle,
-  type CommandFreshness,
   type PortOverrides,
 } from './compose.js';
 import { coreConfigOf, type AppConfig } from './config.js';
@@ -55,11 +54,15 @@ import { serviceVersion } from './version.js';
 
 export type { HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
 
-declare const serviceType: unique symbol;
-/** A service identifier that carries the type of what it resolves to: `container.get(token)` needs no type argument. */
-export type Token<T> = symbol & { readonly [serviceType]?: T };
+/**
+ * A service identifier that carries the type of what it resolves to: `container.get(token)` needs no
+ * type argument. The type lives in an optional property no symbol has (a string key, so copies of
+ * these declarations from source and from dist agree).
+ */
+export type Token<T> = symbol & { readonly 'cos.serviceType'?: T };
 
-const token = <T>(key: string): Token<T> => Symbol.for(key) as Token<T>;
+/** The token of `key` (a `Symbol.for` key, so two copies of this module agree on it). */
+export const token = <T>(key: string): Token<T> => Symbol.for(key) as Token<T>;
 
 /**
  * Every component of the container. The core's ports use the symbols of core's TOKENS, so
@@ -88,8 +91,6 @@ export const CLI_TOKENS = Object.freeze({
   RateCounter: token<RateCounter>(TOKENS.RateCounter.description!),
   /** Where credential writes are fenced (the Limiter's freshness), or null. */
   CredentialFreshness: token<CredentialFreshness | null>('cos.cli.CredentialFreshness'),
-  /** An operator command's credential fence and its Redis connection (runtime.ts binds it), or null on SQLite. */
-  CommandFence: token<CommandFreshness | null>('cos.cli.CommandFence'),
   /** Does the core cache credentials when it has a freshness (CREDENTIAL_CACHE)? */
   CredentialCache: token<boolean>('cos.cli.CredentialCache'),
   /** The instance's registration (InstanceRegistrar) when its credential cache is on, else null: started when built. */
@@ -139,7 +140,7 @@ export function bindComponent<T, D extends readonly unknown[]>(
   container: ServiceContainer,
   id: Token<T>,
   deps: Tokens<D>,
-  factory: (...deps: D) => T | Promise<T>,
+  factory: (...deps: NoInfer<D>) => T | Promise<T>,
   close?: (value: T) => void | Promise<void>,
   how: 'bind' | 'rebind' = 'bind',
 ): void {

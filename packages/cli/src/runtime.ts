@@ -8,8 +8,8 @@ import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { InProcessRateCounter, namedOperator, noopMetrics, silentLogger, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
-import { createCommandFreshness } from './compose.js';
-import { bindComponent, buildContainer, CLI_TOKENS, closeContainer, type ServiceContainer } from './container.js';
+import { createCommandFreshness, type CommandFreshness } from './compose.js';
+import { bindComponent, buildContainer, CLI_TOKENS, closeContainer, token, type ServiceContainer } from './container.js';
 import { coreConfigOf, loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
 import { routeConsoleTo } from './console.js';
@@ -139,6 +139,9 @@ export async function runCommand(
   }
 }
 
+/** An operator command's credential fence and its Redis connection, or null on SQLite. */
+const COMMAND_FENCE = token<CommandFreshness | null>('cos.cli.CommandFence');
+
 /**
  * The container of one operator command: serve's, with the command's own parts bound in place of
  * serve's before anything is built. It logs to stderr, keeps a pool of 2 and reports no metrics;
@@ -158,12 +161,12 @@ export async function commandContainer(config: AppConfig, logger: Logger): Promi
   container.rebind(T.CoreConfig).toConstantValue({ ...coreConfigOf(config), rateCounterTimeoutMs: Math.max(config.redisTimeoutMs, COMMAND_FENCE_TIMEOUT_MS) });
   bindComponent(
     container,
-    T.CommandFence,
+    COMMAND_FENCE,
     [T.SqlStore],
     (store) => createCommandFreshness(config, store),
     (fence) => fence?.close(),
     'bind',
   );
-  bindComponent(container, T.CredentialFreshness, [T.CommandFence], (fence) => fence?.freshness ?? null, undefined, 'rebind');
+  bindComponent(container, T.CredentialFreshness, [COMMAND_FENCE], (fence) => fence?.freshness ?? null, undefined, 'rebind');
   return container;
 }
