@@ -130,7 +130,8 @@ export class ServiceContainer extends Container {
   }
 }
 
-type Tokens<D extends readonly unknown[]> = { readonly [K in keyof D]: Token<D[K]> };
+/** The tokens of the components a factory is built from, in the order of its parameters. */
+export type Tokens<D extends readonly unknown[]> = { readonly [K in keyof D]: Token<D[K]> };
 
 /**
  * Binds `id` to a singleton built by `factory` from the components `deps` name, and `close` (if
