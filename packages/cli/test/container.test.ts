@@ -80,7 +80,7 @@ describe('buildContainer (composition root)', function () {
     }
   });
 
-  it('C-55, C-23: a clock and a rate counter rebound before the first resolution reach every consumer, observed through HTTP', async () => {
+  it('C-50, C-52: a clock and a rate counter rebound before the first resolution reach every consumer, observed through HTTP', async () => {
     const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', RATE_LIMIT_PER_MINUTE: '2', LOG_LEVEL: 'silent' }, { envFile: false });
     const container = await buildContainer(config, { logger: silentLogger });
     // Rebound after buildContainer, as an embedder would: nothing was built from the defaults yet.
