@@ -5,18 +5,7 @@
  *   node --import tsx --conditions=source examples/03-build-container-override.ts
  */
 import { pathToFileURL } from 'node:url';
-import {
-  buildContainer,
-  closeContainer,
-  CLI_TOKENS,
-  coreOf,
-  listen,
-  loadConfig,
-  makeStoreReady,
-  storeOf,
-  type HttpApp,
-  type RunningServer,
-} from '@cos/cli';
+import { buildContainer, closeContainer, CLI_TOKENS, listen, loadConfig, makeStoreReady, type RunningServer } from '@cos/cli';
 import { OPERATOR, silentLogger, type Clock } from '@cos/core';
 
 /** A clock the host controls (like FakeClock in @cos/core/testing): it stands still until moved. */
@@ -37,13 +26,16 @@ export async function main() {
   // The configuration `cos-admin serve` reads from the environment, here given explicitly.
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', RATE_LIMIT_PER_MINUTE: '2', LOG_LEVEL: 'silent' });
   const clock = new HostClock('2026-06-10T09:00:30.000Z');
-  // Overrides replace a binding before anything is built from it: the store, the in-process
-  // counter, the core and the Koa app all get this clock (`logger`, `random` and `counter` work alike).
-  const container = await buildContainer(config, { clock });
+  // Nothing is built until it is resolved: a binding replaced now reaches everything built from it
+  // (the store, the in-process counter, the core and the Koa app all get this clock). Any token of
+  // CLI_TOKENS can be rebound so; `buildContainer(config, { clock })` does the same.
+  const container = await buildContainer(config);
+  container.rebind(CLI_TOKENS.Clock).toConstantValue(clock);
+  container.rebind(CLI_TOKENS.Logger).toConstantValue(silentLogger);
   let server: RunningServer | undefined;
   try {
-    await makeStoreReady(storeOf(container)); // SQLite: applies the migrations
-    const core = coreOf(container);
+    await makeStoreReady(container.get(CLI_TOKENS.SqlStore)); // SQLite: applies the migrations
+    const core = container.get(CLI_TOKENS.Core);
     const org = await core.organisations.create(OPERATOR, { name: 'Acme Ltd', slug: 'acme' });
     const { rawKey } = await core.apiKeys.issue(OPERATOR, org.id, {
       label: 'expires in an hour',
@@ -51,7 +43,7 @@ export async function main() {
     });
 
     // The Koa app is resolved asynchronously (Koa is loaded on first use); listen() adds graceful stop().
-    server = await listen(await container.getAsync<HttpApp>(CLI_TOKENS.HttpApp), config.host, config.port, silentLogger);
+    server = await listen(await container.getAsync(CLI_TOKENS.HttpApp), config.host, config.port, silentLogger);
     const url = `${server.url}/v1/organisations/${org.id}`;
     const get = () => fetch(url, { headers: { authorization: `Bearer ${rawKey}` } });
 
@@ -75,6 +67,7 @@ export async function main() {
     };
   } finally {
     await server?.stop();
+    // Closes what was built, dependants first: the core's pending key uses, then the pool.
     await closeContainer(container);
   }
 }

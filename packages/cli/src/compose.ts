@@ -1,19 +1,14 @@
 /**
- * The composition root's one way of wiring the service, free of any container. `createServicePorts`
- * is the one place that knows the choices (SQL store by DATABASE_URL, Redis or in-process counter by
- * REDIS_URL, Prometheus metrics by OPS_PORT) and `composeCore` the one function that builds the Core
- * from ports. `buildContainer` (container.ts) binds what these build, for `serve` and embedders;
- * operator commands (runtime.ts) call them directly, so a one-shot `cos-admin key issue` loads
- * neither inversify, Koa nor Redis (it is benchmarked for start-up).
+ * The factories the container (container.ts) binds: each builds one component from the parts it is
+ * given (the SQL store, the rate counter, the command's fence, the instance's registration, the
+ * Core, the Koa app, the webhook sender) and none knows how the others are chosen or wired. The
+ * container is the one place that wires them; operator commands go through it as `serve` does.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
   createCore,
-  cryptoRandom,
   InProcessRateCounter,
-  noopMetrics,
-  systemClock,
   type Clock,
   type Core,
   type CoreConfig,
@@ -30,7 +25,7 @@ import {
   type WebhookSender,
 } from '@cos/core';
 import { createSqlStore, InstanceRegistry, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
-import { coreConfigOf, type AppConfig } from './config.js';
+import type { AppConfig } from './config.js';
 import { counterTarget } from './redis-target.js';
 import { CommandFence, InstanceRegistrar, planCommandFence, redisLocationOf, REGISTRATION_LIVE_MS, type CommandRedis } from './instance-registration.js';
 
@@ -81,16 +76,6 @@ export function createStore(config: AppConfig, logger: Logger, poolMax?: number,
 }
 
 /**
- * Prometheus metrics when the operations listener is on (OPS_PORT set; prom-client is imported
- * then only), else null: nobody could read them, and the core keeps its no-op port.
- */
-export async function createMetrics(config: AppConfig): Promise<import('./metrics.js').PrometheusMetrics | null> {
-  if (config.opsPort === null) return null;
-  const { createPrometheusMetrics } = await import('./metrics.js');
-  return createPrometheusMetrics();
-}
-
-/**
  * Redis when REDIS_URL or REDIS_CLUSTER_NODES is set (shared by every instance), else the in-process counter (C-55). The
  * counter logs nothing of its own: the core's RateLimiter logs its health (C-54).
  */
@@ -98,8 +83,12 @@ export async function createLimiter(config: AppConfig, clock: Clock): Promise<Li
   if (config.redisUrl === null) {
     return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
   }
-  const { createRedisCounter } = await import('@cos/limiter-redis');
-  const counter = createRedisCounter(redisCounterConfig(config, config.redisUrl));
+  return redisLimiter(await import('@cos/limiter-redis'), config);
+}
+
+/** The Redis counter of REDIS_URL (or the cluster's seed nodes) from the loaded limiter-redis module; it connects in the background. */
+export function redisLimiter(module: typeof import('@cos/limiter-redis'), config: AppConfig): LimiterHandle {
+  const counter = module.createRedisCounter(redisCounterConfig(config, config.redisUrl!));
   return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, close: () => counter.close() };
 }
 
@@ -117,6 +106,12 @@ export function usesFreshness(config: AppConfig): boolean {
   return config.redisUrl !== null && parseDatabaseUrl(config.databaseUrl).dialect === 'postgres';
 }
 
+/** An operator command's credential fence, and how to close its Redis connection. */
+export interface CommandFreshness {
+  readonly freshness: CredentialFreshness;
+  close(): Promise<void>;
+}
+
 /**
  * The credential freshness of a one-shot operator command (`key revoke`, `key roll`, `org
  * classify`…) on Postgres: a CommandFence (instance-registration.ts) that fences every credential
@@ -125,7 +120,7 @@ export function usesFreshness(config: AppConfig): boolean {
  * its changes are then refused) to the Redis the registrations or REDIS_URL name. Null on SQLite,
  * which keeps its own freshness check.
  */
-export async function createCommandFreshness(config: AppConfig, store: SqlStore): Promise<{ freshness: CredentialFreshness; close(): Promise<void> } | null> {
+export async function createCommandFreshness(config: AppConfig, store: SqlStore): Promise<CommandFreshness | null> {
   if (parseDatabaseUrl(config.databaseUrl).dialect !== 'postgres') return null;
   const registry = new InstanceRegistry(store);
   // Which Redis to connect to. A failed read (the database down, the registry not migrated yet)
@@ -155,7 +150,7 @@ export function createInstanceRegistrar(config: AppConfig, store: SqlStore, limi
   return new InstanceRegistrar(new InstanceRegistry(store), redisLocationOf(config.redisUrl), logger);
 }
 
-/** What a host may replace before anything is built from it (buildContainer's overrides). */
+/** What a host may bind in place of the defaults before anything is built (buildContainer's overrides). */
 export interface PortOverrides {
   readonly clock?: Clock;
   readonly random?: Random;
@@ -171,51 +166,6 @@ export interface PortOverrides {
   readonly freshness?: CredentialFreshness;
   /** Default: Prometheus metrics when OPS_PORT is set, else none (noopMetrics). */
   readonly metrics?: Metrics;
-}
-
-/** The ports a long-running service runs on, as chosen from its configuration. */
-export interface ServicePorts {
-  readonly store: SqlStore;
-  readonly limiter: LimiterHandle;
-  readonly clock: Clock;
-  readonly random: Random;
-  readonly logger: Logger;
-  /** What the core and the adapters report to (noopMetrics when nobody reads metrics). */
-  readonly metrics: Metrics;
-  /** The Prometheus registry behind `metrics` when OPS_PORT is set and no metrics were given, else null. */
-  readonly prometheus: import('./metrics.js').PrometheusMetrics | null;
-}
-
-/**
- * The one place that knows the choices of a long-running service (serve, embedders): the SQL
- * store by DATABASE_URL, the Redis or in-process counter by REDIS_URL, Prometheus metrics by
- * OPS_PORT, pino by LOG_LEVEL, each unless `overrides` gives it. The store connects lazily; the
- * Redis counter in the background. If the counter cannot be created the store is closed again.
- */
-export async function createServicePorts(config: AppConfig, overrides: PortOverrides = {}): Promise<ServicePorts> {
-  const logger: Logger = overrides.logger ?? (await import('./logger.js')).createLogger({ level: config.logLevel, fd: 1 });
-  const clock = overrides.clock ?? systemClock;
-  const random = overrides.random ?? cryptoRandom;
-  const prometheus = overrides.metrics === undefined ? await createMetrics(config) : null;
-  const metrics: Metrics = overrides.metrics ?? prometheus ?? noopMetrics;
-  const store = createStore(config, logger, overrides.poolMax, metrics === noopMetrics ? undefined : metrics, overrides.statementTimeoutMs);
-  prometheus?.observeOutbox(() => store.stores.outbox.countPending());
-  let limiter: LimiterHandle;
-  try {
-    limiter =
-      overrides.counter !== undefined
-        ? {
-            kind: config.redisUrl === null ? 'in-process' : 'redis',
-            counter: overrides.counter,
-            freshness: overrides.freshness ?? null,
-            close: () => Promise.resolve(),
-          }
-        : await createLimiter(config, clock);
-  } catch (e) {
-    await store.close();
-    throw e;
-  }
-  return { store, limiter, clock, random, logger, metrics, prometheus };
 }
 
 export interface CorePorts {
@@ -308,8 +258,6 @@ export async function createHttpApp(
   // The Koa application itself (its settings stay inspectable), with the parser-error answer attached.
   return Object.assign(app, { clientError: createClientErrorResponder({ core, logger }), connect: createConnectResponder({ core, logger }) });
 }
-
-export { coreConfigOf };
 
 /**
  * The webhook outbox's sender (C-59): Standard Webhooks over HTTP, with the same destination rules

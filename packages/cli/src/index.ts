@@ -2,7 +2,9 @@
  * @cos/cli for embedders: the composition root (`buildContainer`) and its configuration, so a
  * service can run the whole stack in its own process. The `cos-admin` binary is src/main.ts.
  */
-export { buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS, type ContainerOverrides } from './container.js';
+export type { PrometheusMetrics } from './metrics.js';
+export type { ScannerKeyFile, ScannerKeyUrl, ScannerKeyUrlOptions } from './scanner-keys.js';
+export { bindComponent, buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS, ServiceContainer, type ContainerOverrides, type Token, type Tokens } from './container.js';
 export { createStore, createLimiter, createHttpApp, composeCore } from './compose.js';
 export type { CorePorts, HttpApp, LimiterHandle, LimiterKind, PortOverrides, StoreKind } from './compose.js';
 export { loadConfig, coreConfigOf, ConfigError, CONFIG_TABLE, LOG_LEVELS } from './config.js';

@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 /**
  * cos-admin: the operator's tool and the way the service runs (`cos-admin serve`).
- * Heavy modules (Koa, Redis, the container) are imported inside the commands that need them.
+ * Heavy modules (Koa, Redis, prom-client) are imported inside the commands that need them.
  */
-import 'reflect-metadata';
 import { lifecycle } from './lifecycle.js';
 import { runCli } from './run.js';
 

@@ -1,15 +1,16 @@
 /**
- * Running one operator command: configuration, the store and the core on a stderr logger (the
- * same factories `buildContainer` binds, without the container: these commands are one-shot and
- * benchmarked for start-up), the store made ready, the work, and a clean close.
+ * Running one operator command: configuration, the command's container (commandContainer: serve's
+ * composition with a stderr logger, no metrics and the command's credential fence), the store made
+ * ready, the work, and the container closed.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
-import { cryptoRandom, InProcessRateCounter, namedOperator, silentLogger, systemClock, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
+import { InProcessRateCounter, namedOperator, noopMetrics, silentLogger, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
-import { composeCore, coreConfigOf, createCommandFreshness, createStore } from './compose.js';
-import { loadConfig, type AppConfig, type LogLevel } from './config.js';
+import { createCommandFreshness, type CommandFreshness } from './compose.js';
+import { bindComponent, buildContainer, CLI_TOKENS, closeContainer, token, type ServiceContainer } from './container.js';
+import { coreConfigOf, loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
 import { routeConsoleTo } from './console.js';
 import { currentIo, runPath } from './io.js';
@@ -126,32 +127,46 @@ export async function runCommand(
       : (await import('./logger.js')).createLogger({ level, fd: 2, sync: true, ...(currentIo().ownsProcess ? {} : { stream: currentIo().stderr }) });
   // Only a run that owns the process takes over console.*: inside another program it is that program's.
   if (currentIo().ownsProcess) routeConsoleTo(logger);
-  const store = createStore(config, logger, 2);
-  let fence: Awaited<ReturnType<typeof createCommandFreshness>> = null;
+  const container = await commandContainer(config, logger);
   try {
+    const store = container.get(CLI_TOKENS.SqlStore);
     if ((options.prepare ?? 'ready') === 'ready') await makeStoreReady(store);
-    // Operator commands never count requests: an in-process counter. On Postgres they fence their
-    // credential writes as serve does, in the Redis of the caching instances registered in the
-    // database (or REDIS_URL's), or refuse them (instance-registration.ts).
-    fence = await createCommandFreshness(config, store);
-    const core = composeCore({
-      store,
-      counter: new InProcessRateCounter(),
-      clock: systemClock,
-      random: cryptoRandom,
-      logger,
-      // The fence's bound on one begin (a registry read and a Redis call) inside the unit of work.
-      config: { ...coreConfigOf(config), rateCounterTimeoutMs: Math.max(config.redisTimeoutMs, COMMAND_FENCE_TIMEOUT_MS) },
-      freshness: fence?.freshness ?? null,
-      // Strict: the command's fence itself decides which failures may be ignored (CREDENTIAL_CACHE=off
-      // with no caching instance registered); a refusal must stop the change.
-      credentialCache: true,
-      webhookSecrets: config.webhookSecrets,
-    });
+    const core = await container.getAsync(CLI_TOKENS.Core);
     await work({ config, core, store, logger, json, operator });
   } finally {
-    await fence?.close();
-    await store.close();
+    await closeContainer(container);
     logger.flush();
   }
+}
+
+/** An operator command's credential fence and its Redis connection, or null on SQLite. */
+const COMMAND_FENCE = token<CommandFreshness | null>('cos.cli.CommandFence');
+
+/**
+ * The container of one operator command: serve's, with the command's own parts bound in place of
+ * serve's before anything is built. It logs to stderr, keeps a pool of 2 and reports no metrics;
+ * it never counts requests (an in-process counter); on Postgres it fences its credential writes as
+ * serve does, in the Redis of the caching instances registered in the database (or REDIS_URL's),
+ * or refuses them (instance-registration.ts). Only what the command resolves is built: the fence
+ * (and its Redis connection) only when the core is.
+ */
+export async function commandContainer(config: AppConfig, logger: Logger): Promise<ServiceContainer> {
+  const T = CLI_TOKENS;
+  const container = await buildContainer(config, { logger, poolMax: 2, metrics: noopMetrics, counter: new InProcessRateCounter() });
+  container.rebind(T.InstanceRegistrar).toConstantValue(null);
+  // Strict: the command's fence itself decides which failures may be ignored (CREDENTIAL_CACHE=off
+  // with no caching instance registered); a refusal must stop the change.
+  container.rebind(T.CredentialCache).toConstantValue(true);
+  // The fence's bound on one begin (a registry read and a Redis call) inside the unit of work.
+  container.rebind(T.CoreConfig).toConstantValue({ ...coreConfigOf(config), rateCounterTimeoutMs: Math.max(config.redisTimeoutMs, COMMAND_FENCE_TIMEOUT_MS) });
+  bindComponent(
+    container,
+    COMMAND_FENCE,
+    [T.SqlStore],
+    (store) => createCommandFreshness(config, store),
+    (fence) => fence?.close(),
+    'bind',
+  );
+  bindComponent(container, T.CredentialFreshness, [COMMAND_FENCE], (fence) => fence?.freshness ?? null, undefined, 'rebind');
+  return container;
 }

@@ -4,8 +4,9 @@
  * the Koa app on demand, and closeContainer releases pools.
  */
 import { expect } from 'chai';
-import { OPERATOR, TOKENS, counterKey, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
+import { InProcessRateCounter, OPERATOR, TOKENS, counterKey, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
 import {
+  bindComponent,
   buildContainer,
   closeContainer,
   CLI_TOKENS,
@@ -17,6 +18,8 @@ import {
   storeOf,
   type HttpApp,
 } from '@cos/cli';
+import type { SqlStore } from '@cos/store-sql';
+import { commandContainer } from '../src/runtime.js';
 
 const fixedClock: Clock = { now: () => new Date('2026-06-10T08:00:00.000Z') };
 
@@ -72,6 +75,88 @@ describe('buildContainer (composition root)', function () {
       let afterClose: unknown;
       await Promise.resolve(limiter.counter.hit(counterKey(scope, 0), 60_000)).catch((e: unknown) => (afterClose = e));
       expect(afterClose, 'a hit after closeContainer').to.be.instanceOf(Error);
+    } finally {
+      await closeContainer(container);
+    }
+  });
+
+  it('C-50, C-52: a clock and a rate counter rebound before the first resolution reach every consumer, observed through HTTP', async () => {
+    const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', RATE_LIMIT_PER_MINUTE: '2', LOG_LEVEL: 'silent' }, { envFile: false });
+    const container = await buildContainer(config, { logger: silentLogger });
+    // Rebound after buildContainer, as an embedder would: nothing was built from the defaults yet.
+    const clock: Clock = { now: () => new Date('2026-06-10T09:00:30.000Z') };
+    const hits: string[] = [];
+    const inner = new InProcessRateCounter(clock);
+    const counter: RateCounter = { hit: (key, ttlMs) => (hits.push(key), inner.hit(key, ttlMs)) };
+    container.rebind(CLI_TOKENS.Clock).toConstantValue(clock);
+    container.rebind(CLI_TOKENS.RateCounter).toConstantValue(counter);
+    let server: Awaited<ReturnType<typeof listen>> | undefined;
+    try {
+      await makeStoreReady(container.get(CLI_TOKENS.SqlStore));
+      const core = container.get(CLI_TOKENS.Core);
+      const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+      const { rawKey } = await core.apiKeys.issue(OPERATOR, org.id, { label: 'rebound' });
+      server = await listen(await container.getAsync(CLI_TOKENS.HttpApp), '127.0.0.1', 0, silentLogger);
+      const get = () => fetch(`${server!.url}/v1/organisations/${org.id}`, { headers: { authorization: `Bearer ${rawKey}` } });
+      const first = await get();
+      // The store, the core and the HTTP app all took the rebound clock.
+      expect(((await first.json()) as { created_at: string }).created_at).to.equal('2026-06-10T09:00:30.000Z');
+      await (await get()).arrayBuffer();
+      const limited = await get();
+      expect(limited.status).to.equal(429);
+      // The window is the rebound clock's minute, counted in the rebound counter.
+      expect(Number(limited.headers.get('x-ratelimit-reset'))).to.equal(Date.parse('2026-06-10T09:01:00.000Z') / 1000);
+      expect(hits).to.have.length(3);
+      expect(container.get(TOKENS.RateCounter)).to.equal(counter);
+    } finally {
+      await server?.stop();
+      await closeContainer(container);
+    }
+  });
+
+  it('closeContainer closes what was built in the reverse order it was built (dependants first), each once, and builds nothing to close it', async () => {
+    const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' }, { envFile: false });
+    const container = await buildContainer(config, { logger: silentLogger });
+    const closed: string[] = [];
+    // Three components, each built from the one before, each recording its close.
+    bindComponent(
+      container,
+      CLI_TOKENS.SqlStore,
+      [],
+      () => ({ health: { check: () => Promise.resolve({ status: 'ok' }) } }) as unknown as SqlStore,
+      () => void closed.push('store'),
+      'rebind',
+    );
+    bindComponent(container, CLI_TOKENS.HealthProbe, [CLI_TOKENS.SqlStore], (s) => s.health, () => void closed.push('health probe'), 'rebind');
+    bindComponent(
+      container,
+      CLI_TOKENS.Core,
+      [CLI_TOKENS.SqlStore, CLI_TOKENS.HealthProbe],
+      () => ({ keyUsage: { stop: () => Promise.resolve(void closed.push('core')) } }) as unknown as Core,
+      (core) => core.keyUsage.stop(),
+      'rebind',
+    );
+    coreOf(container);
+    expect(closed).to.deep.equal([]);
+    await closeContainer(container);
+    expect(closed).to.deep.equal(['core', 'health probe', 'store']);
+    await closeContainer(container);
+    expect(closed, 'idempotent').to.have.length(3);
+  });
+
+  it("an operator command's container builds only what the command resolves, counts in process and never connects to REDIS_URL", async () => {
+    const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', REDIS_URL: 'redis://127.0.0.1:1', OPS_PORT: '0', LOG_LEVEL: 'silent' }, { envFile: false });
+    const container = await commandContainer(config, silentLogger);
+    try {
+      await makeStoreReady(container.get(CLI_TOKENS.SqlStore));
+      const core = await container.getAsync(CLI_TOKENS.Core);
+      expect((await core.organisations.list(OPERATOR, {})).items).to.deep.equal([]);
+      expect(container.get(CLI_TOKENS.RateCounter)).to.be.instanceOf(InProcessRateCounter);
+      expect(container.get(CLI_TOKENS.CredentialFreshness)).to.equal(null); // SQLite keeps its own check
+      expect(container.get(CLI_TOKENS.PrometheusMetrics)).to.equal(null);
+      for (const unused of [CLI_TOKENS.HttpApp, CLI_TOKENS.WebhookDelivery, CLI_TOKENS.ScannerKeyUrl, CLI_TOKENS.NotificationRetention]) {
+        expect(container.built, unused.description).to.not.include(unused);
+      }
     } finally {
       await closeContainer(container);
     }

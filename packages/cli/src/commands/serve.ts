@@ -81,27 +81,25 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   const { createLogger } = await import('../logger.js');
   const logger = createLogger({ level: config.logLevel, fd: 1, base: { worker: slot, pid: process.pid } });
   routeConsoleTo(logger);
-  const { buildContainer, closeContainer, coreOf, limiterOf, storeOf, CLI_TOKENS } = await import('../container.js');
+  const { buildContainer, closeContainer, CLI_TOKENS: T } = await import('../container.js');
   const { listen } = await import('../server.js');
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
   let draining = false;
   let shutdown: (signal: NodeJS.Signals | 'primary' | 'second', relayed?: NodeJS.Signals) => void = () => undefined;
   let delivery: import('@cos/core').WebhookDelivery | null = null;
-  let keyUsage: import('@cos/core').KeyUsage | undefined;
   let retention: import('@cos/core').NotificationRetention | undefined;
   let storeKind = 'unknown';
   let maxConnections = 0;
   try {
-    const store = storeOf(container);
+    // Before anything connects: a key file that does not parse stops the start with one line.
+    container.get(T.ScannerKeys);
+    const store = container.get(T.SqlStore);
     storeKind = store.dialect;
     const applied = await makeStoreReady(store);
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
-    const core = coreOf(container);
-    // The core's workers: started once serving, stopped on shutdown.
-    keyUsage = core.keyUsage;
-    delivery = core.webhookDelivery;
-    retention = core.notificationRetention;
+    const core = container.get(T.Core);
+    retention = container.get(T.NotificationRetention);
     // Only the first worker of a start bootstraps (and, on SQLite, migrates first: the others start after it).
     if (opts.bootstrap === true && firstWorkerOfStart()) {
       const result = await core.bootstrap.run();
@@ -110,8 +108,9 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     }
     // The programme's published key list, fetched before the API listens (a failure is logged once
     // and the alerts are refused until a fetch succeeds: at the refresh, or on an alert's unknown key).
-    await container.get<import('../scanner-keys.js').ScannerKeyUrl | null>(CLI_TOKENS.ScannerKeyUrl)?.start();
-    const app = await container.getAsync<import('../container.js').HttpApp>(CLI_TOKENS.HttpApp);
+    await container.get(T.ScannerKeyUrl)?.start();
+    const app = await container.getAsync(T.HttpApp);
+    delivery = container.get(T.WebhookDelivery);
     const cannotListen = (host: string, p: number, variable: string) => (e: unknown) => {
       const code = (e as { code?: string }).code;
       const why = code === 'EADDRINUSE' ? 'the address is already in use' : describeError(e);
@@ -127,7 +126,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     }
     const timeouts = { headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs };
     // The operations listener is the primary's: it asks this worker for its probe and its metrics.
-    const prometheus = container.get<import('../metrics.js').PrometheusMetrics | null>(CLI_TOKENS.PrometheusMetrics);
+    const prometheus = container.get(T.PrometheusMetrics);
     onPrimaryMessage({
       health: async () => (draining ? 'draining' : (await core.health.check()).status === 'ok' ? null : 'store unavailable'),
       metrics: async () => (prometheus === null ? [] : prometheus.registry.getMetricsAsJSON()),
@@ -142,13 +141,12 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
 
   const server = running;
   const sender = delivery;
-  const usage = keyUsage!;
   const purger = retention!;
   sender?.start();
-  usage.start();
+  container.get(T.Core).keyUsage.start();
   // Expired Idempotency-Key answers are deleted at start and then every IDEMPOTENCY_SWEEP_INTERVAL_MS
   // (by every instance: a sweep is one indexed DELETE, harmless when another just ran it).
-  const idempotency = coreOf(container).idempotency;
+  const idempotency = container.get(T.Core).idempotency;
   const sweepIdempotency = (): void => {
     idempotency.sweep().then(
       (swept) => {
@@ -185,8 +183,10 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       let exitCode = 0;
       try {
         clearInterval(idempotencySweeper);
+        // The workers stop claiming while the requests in flight finish (their close is idempotent).
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender?.stop(), purger.stop()]);
-        // Writes the last_used_at of the requests just finished (KeyUsage.stop), then closes the pools.
+        // The container closes the rest, dependants first: the last_used_at of the requests just
+        // finished (the core's KeyUsage), the instance's registration, then the Redis connection and the pool.
         await closeContainer(container);
         logger.info({ forced }, 'shut down: pools closed');
       } catch (e) {
@@ -201,7 +201,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   // Handlers first, then the start-up line: whoever reads that line may signal at once.
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
-  const scannerKeys = container.get<import('../scanner-keys.js').ScannerKeyFile | null>(CLI_TOKENS.ScannerKeys);
+  const scannerKeys = container.get(T.ScannerKeys);
   // SIGHUP: the secret-scanning key file again (rotation without a restart); a bad file keeps the old keys.
   process.on('SIGHUP', () => {
     if (scannerKeys === null) {
@@ -224,10 +224,10 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       host: server.host,
       port: server.port,
       store: storeKind,
-      limiter: limiterOf(container).kind,
+      limiter: container.get(T.Limiter).kind,
       max_connections: maxConnections,
       heap_limit_mb: heapLimitMb,
-      version: container.get<string>(CLI_TOKENS.ServiceVersion),
+      version: container.get(T.ServiceVersion),
     },
   });
   logger.info(
@@ -236,7 +236,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       host: server.host,
       port: server.port,
       store: storeKind,
-      limiter: limiterOf(container).kind,
+      limiter: container.get(T.Limiter).kind,
       secret_scanning: config.secretScanningPublicKeys === null && config.secretScanningKeysUrl === null ? 'off' : 'on',
       // The id of the key new webhook secrets are encrypted under (never the key), or "clear".
       webhook_secrets: config.webhookSecrets.currentKeyId ?? 'clear',
@@ -244,7 +244,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       max_connections: maxConnections,
       // V8's heap limit of this worker (the old space serve derived from MEMORY_LIMIT_MB, plus the young generation).
       heap_limit_mb: heapLimitMb,
-      version: container.get<string>(CLI_TOKENS.ServiceVersion),
+      version: container.get(T.ServiceVersion),
     },
     `cos listening on ${server.url}`,
   );
