@@ -149,6 +149,24 @@ describe('properties: API keys (C-30, C-31, C-36)', () => {
     );
   });
 
+  it('C-31: digestsEqual answers as comparing the Buffer.from(hex) bytes of both, for any strings (scratch buffers and the long path)', () => {
+    const reference = (a: string, b: string): boolean => {
+      const ba = Buffer.from(a, 'hex');
+      const bb = Buffer.from(b, 'hex');
+      return ba.length === bb.length && ba.length > 0 && ba.equals(bb);
+    };
+    const hexish = fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{0,140}$/), fc.string({ maxLength: 140 }));
+    fc.assert(
+      fc.property(hexish, hexish, (a, b) => {
+        expect(digestsEqual(a, b)).to.equal(reference(a, b));
+        expect(digestsEqual(a, a)).to.equal(reference(a, a));
+        // A longer digest compared after a shorter one: no byte of the earlier call is left over.
+        expect(digestsEqual(`${a}00`, `${a}00`)).to.equal(reference(`${a}00`, `${a}00`));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('C-36: keyStatus: revoked whenever revokedAt is set; else expired iff expiresAt <= now; else active', () => {
     fc.assert(
       fc.property(nullableDate, nullableDate, epochMs, (revokedAt, expiresAt, nowMs) => {

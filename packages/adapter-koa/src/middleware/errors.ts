@@ -40,14 +40,12 @@ export function createRateLimitResponder(errorsUrl: string): RateLimitResponder 
   let last: { instance: string; limit: number; retryAfter: number; rendered: RenderedError } | null = null;
   return (ctx, state, decision) => {
     const instance = originalPath(ctx);
-    let rendered: RenderedError;
-    if (last !== null && last.instance === instance && last.limit === decision.limit && last.retryAfter === decision.retryAfterSeconds) {
-      rendered = { ...last.rendered, decision };
-    } else {
+    if (last === null || last.instance !== instance || last.limit !== decision.limit || last.retryAfter !== decision.retryAfterSeconds) {
       const rc = { requestId: state.requestId, instance, errorsUrl };
-      rendered = renderRateLimited(decision, rateLimitExceededMessage(decision), rc);
-      last = { instance, limit: decision.limit, retryAfter: decision.retryAfterSeconds, rendered };
+      last = { instance, limit: decision.limit, retryAfter: decision.retryAfterSeconds, rendered: renderRateLimited(decision, rateLimitExceededMessage(decision), rc) };
     }
-    write(ctx, state, rendered, undefined);
+    // The kept rendering as it is (no copy per request); the headers' numbers are this decision's.
+    write(ctx, state, last.rendered, undefined);
+    state.decision = decision;
   };
 }

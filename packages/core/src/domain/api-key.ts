@@ -90,11 +90,29 @@ export function digestKey(raw: string): string {
   return hash('sha256', raw, 'hex');
 }
 
-/** Constant-time comparison of two hex digests. */
+/** Hex digests up to this many characters (SHA-256 and SHA-512) are compared in the scratch buffers. */
+const SCRATCH_HEX_CHARS = 128;
+const scratchA = Buffer.alloc(SCRATCH_HEX_CHARS / 2);
+const scratchB = Buffer.alloc(SCRATCH_HEX_CHARS / 2);
+
+/**
+ * Constant-time comparison of two hex digests: their bytes as `Buffer.from(x, 'hex')` decodes them,
+ * equal in length, not empty, and equal by `timingSafeEqual`. Digests of a usual size are decoded
+ * into two module-level scratch buffers (zeroed first, so both hold the same bytes past the decoded
+ * ones) instead of two new Buffers: admission compares one on every request. Nothing awaits
+ * between the writes and the comparison, so no other call can use the buffers in between.
+ */
 export function digestsEqual(a: string, b: string): boolean {
-  const ba = Buffer.from(a, 'hex');
-  const bb = Buffer.from(b, 'hex');
-  return ba.length === bb.length && ba.length > 0 && timingSafeEqual(ba, bb);
+  if (a.length > SCRATCH_HEX_CHARS || b.length > SCRATCH_HEX_CHARS) {
+    const ba = Buffer.from(a, 'hex');
+    const bb = Buffer.from(b, 'hex');
+    return ba.length === bb.length && ba.length > 0 && timingSafeEqual(ba, bb);
+  }
+  scratchA.fill(0);
+  scratchB.fill(0);
+  const na = scratchA.write(a, 'hex');
+  const nb = scratchB.write(b, 'hex');
+  return timingSafeEqual(scratchA, scratchB) && na === nb && na > 0;
 }
 
 export function keyPrefixOf(raw: string): string {

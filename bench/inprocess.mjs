@@ -1,0 +1,187 @@
+#!/usr/bin/env node
+// CPU per request of the embedded service's hot path with the network left out, for comparing
+// builds on a machine too busy for `pnpm bench` to resolve a few per cent.
+//
+//   node bench/inprocess.mjs --scenario c                       this checkout against bare Koa
+//   node bench/inprocess.mjs --scenario a --other /tmp/base     another built checkout too (A/B)
+//
+// One Node process runs, side by side, the built service of this checkout (buildContainer and
+// listen of @cos/cli, as `serve` composes them, LOG_LEVEL=warn, no OPS_PORT), optionally the built
+// service of `--other` (a checkout whose packages were built with `pnpm build`), and bare Koa +
+// @koa/router answering the same JSON (bench/baseline.mjs's route). Requests reach each HTTP server
+// through in-memory sockets (no system call of the network), 50 connections with one request in
+// flight on each; the sides take turns in batches of `--per` requests, `--rounds` times, and each
+// batch's CPU time (process.cpuUsage, user + system) is divided by its answers. Because the sides
+// alternate batch by batch in one process, whatever else the machine does weighs on all of them
+// alike: the per-round ratio between sides is the figure to read, not the absolute microseconds.
+// Scenario (a): GET of the tenant's own organisation; (c): the same with a limit of 60 per minute,
+// so all but 60 answers per minute and side are the 429.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Duplex } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { median } from './lib/alternate.mjs';
+import { CLI_MAIN, importFrom, ROOT } from './lib/resolve.mjs';
+
+const { values: opt } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'a' },
+    other: { type: 'string' },
+    rounds: { type: 'string', default: '12' },
+    per: { type: 'string', default: '3000' },
+  },
+});
+if (opt.scenario !== 'a' && opt.scenario !== 'c') throw new Error(`--scenario a or c, got ${opt.scenario}`);
+const rounds = Number(opt.rounds);
+const per = Number(opt.per);
+const CONNECTIONS = 50;
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'cos-inprocess-'));
+const file = path.join(work, 'bench.sqlite');
+const cosAdmin = (...args) => {
+  const res = spawnSync(process.execPath, [CLI_MAIN, ...args, '--json'], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', DATABASE_URL: `sqlite:${file}` },
+    encoding: 'utf8',
+  });
+  if (res.status !== 0) throw new Error(`cos-admin ${args.join(' ')} failed: ${res.stderr || res.stdout}`);
+  return JSON.parse(res.stdout);
+};
+cosAdmin('migrate');
+cosAdmin('bootstrap');
+const orgId = cosAdmin('org', 'create', '--name', 'Bench Tenant', '--slug', 'bench-tenant').id;
+const rawKey = cosAdmin('key', 'issue', orgId, '--label', 'bench').key;
+const request = Buffer.from(`GET /v1/organisations/${orgId} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${rawKey}\r\nAccept: */*\r\n\r\n`);
+
+async function serviceServer(root) {
+  const cli = await import(pathToFileURL(path.join(root, 'packages', 'cli', 'dist', 'index.js')).href);
+  const env = { DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : '1000000000' };
+  const config = cli.loadConfig(env);
+  const logger = cli.createLogger({ level: 'warn', fd: 2 });
+  const container = await cli.buildContainer(config, { logger });
+  const running = await cli.listen(await container.getAsync(cli.CLI_TOKENS.HttpApp), '127.0.0.1', 0, logger);
+  return running.server;
+}
+
+async function bareKoaServer(body) {
+  // As bench/baseline.mjs: the service's own Koa, and the bench's @koa/router.
+  const { default: Koa } = await importFrom('adapter-koa', 'koa');
+  const { Router } = await import('@koa/router');
+  const http = await import('node:http');
+  const app = new Koa();
+  const router = new Router({ prefix: '/v1' });
+  router.get('/organisations/:id', (ctx) => {
+    ctx.body = body;
+  });
+  app.use(router.routes()).use(router.allowedMethods());
+  return http.createServer(app.callback());
+}
+
+/** The batch in progress: answers so far, answers wanted, and what to call when they are in. */
+const batch = { answered: 0, wanted: 0, done: null };
+const statuses = new Map();
+let firstBody = null;
+
+/** One client connection: the server writes into it; each complete answer sends the next request. */
+class Connection extends Duplex {
+  constructor() {
+    super();
+    this.pending = '';
+    this.remoteAddress = '127.0.0.1';
+    this.remotePort = 40000;
+    this.remoteFamily = 'IPv4';
+  }
+  setTimeout() {
+    return this;
+  }
+  setNoDelay() {
+    return this;
+  }
+  setKeepAlive() {
+    return this;
+  }
+  _read() {}
+  _write(chunk, _enc, cb) {
+    this.take(chunk.toString('latin1'));
+    cb();
+  }
+  _writev(chunks, cb) {
+    for (const c of chunks) this.take(typeof c.chunk === 'string' ? c.chunk : c.chunk.toString('latin1'));
+    cb();
+  }
+  take(text) {
+    this.pending += text;
+    for (;;) {
+      const end = this.pending.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const length = /content-length: (\d+)/i.exec(this.pending.slice(0, end));
+      const size = end + 4 + (length ? Number(length[1]) : 0);
+      if (this.pending.length < size) return;
+      const status = this.pending.slice(9, 12);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      if (firstBody === null && status === '200') firstBody = this.pending.slice(end + 4, size);
+      this.pending = this.pending.slice(size);
+      batch.answered++;
+      if (batch.answered >= batch.wanted) {
+        const done = batch.done;
+        batch.done = null;
+        if (done !== null) setImmediate(done);
+      } else setImmediate(() => this.push(request));
+    }
+  }
+}
+
+function connect(server) {
+  // A side waits idle while the others run their batches: keep its connections open meanwhile.
+  server.keepAliveTimeout = 0;
+  const connections = [];
+  for (let i = 0; i < CONNECTIONS; i++) {
+    const c = new Connection();
+    server.emit('connection', c);
+    connections.push(c);
+  }
+  return connections;
+}
+
+async function runBatch(side) {
+  batch.answered = 0;
+  batch.wanted = per;
+  const finished = new Promise((resolve) => (batch.done = resolve));
+  const before = process.cpuUsage();
+  for (const c of side.connections) c.push(request);
+  await finished;
+  const used = process.cpuUsage(before);
+  const answered = batch.answered;
+  // Answers still in flight on the other connections arrive before the next batch starts.
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  return (used.user + used.system) / answered;
+}
+
+try {
+  const sides = [{ name: `service (${path.basename(ROOT)})`, connections: connect(await serviceServer(ROOT)) }];
+  if (opt.other !== undefined) sides.push({ name: `service (${path.basename(path.resolve(opt.other))})`, connections: connect(await serviceServer(path.resolve(opt.other))) });
+  // The JSON the service answered, for bare Koa to answer the same (scenario c's first 60 are 200s).
+  await runBatch(sides[0]);
+  if (firstBody === null) throw new Error('the service answered no 200 with the organisation');
+  sides.push({ name: 'bare Koa', connections: connect(await bareKoaServer(JSON.parse(firstBody))) });
+  for (const side of sides) {
+    side.runs = [];
+    await runBatch(side);
+    await runBatch(side);
+  }
+  for (let r = 0; r < rounds; r++) for (const side of sides) side.runs.push(await runBatch(side));
+  process.stdout.write(`scenario (${opt.scenario}), ${rounds} rounds of ${per} requests per side, ${CONNECTIONS} connections, load average ${os.loadavg()[0].toFixed(1)}\n`);
+  for (const side of sides) {
+    process.stdout.write(`  ${side.name.padEnd(34)} ${median(side.runs).toFixed(1).padStart(6)} µs CPU/req (median; rounds ${side.runs.map((v) => v.toFixed(0)).join(' ')})\n`);
+  }
+  const [first] = sides;
+  for (const side of sides.slice(1)) {
+    process.stdout.write(`  ${side.name} / ${first.name}: ${median(side.runs.map((v, i) => v / first.runs[i])).toFixed(3)} (median of per-round ratios)\n`);
+  }
+  process.stdout.write(`  answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(0);
