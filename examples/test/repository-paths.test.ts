@@ -6,7 +6,9 @@
  *  - every file path a configuration names (.dependency-cruiser.cjs, knip.json, tsconfig*.json,
  *    .mocharc*.cjs) exists in the repository;
  *  - no source file under packages/[name]/src cites an issue number: decisions and their history
- *    live in docs/decisions/, comments say what the code does and why.
+ *    live in docs/decisions/, comments say what the code does and why;
+ *  - no test, test support, example, bench or script file cites one either: a test title names the
+ *    contract rule (C-n) it checks, or says what it checks.
  * Reads files only: no process, no network.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -155,6 +157,27 @@ describe('repository paths and source comments', () => {
         });
     }
     expect(sources.length).to.be.greaterThan(100);
+    expect(cited).to.deep.equal([]);
+  });
+
+  it('no test, test support, example, bench or script file cites an issue number (test titles say what they check)', () => {
+    const code = (n: string): boolean => /\.(ts|mts|cts|js|mjs|cjs)$/.test(n);
+    const files = [
+      ...PACKAGES.filter((p) => existsSync(join(ROOT, 'packages', p, 'test'))).flatMap((p) => filesUnder(join(ROOT, 'packages', p, 'test'), code)),
+      ...filesUnder(join(ROOT, 'packages', 'test-support', 'lib'), code),
+      ...filesUnder(join(ROOT, 'examples'), code),
+      ...filesUnder(join(ROOT, 'bench'), code),
+      ...filesUnder(join(ROOT, 'scripts'), code),
+    ].filter((file) => file !== fileURLToPath(import.meta.url)); // this file shows the forms the rule refuses
+    const cited: string[] = [];
+    for (const file of files) {
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (ISSUE.test(line)) cited.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
+        });
+    }
+    expect(files.length).to.be.greaterThan(100);
     expect(cited).to.deep.equal([]);
   });
 

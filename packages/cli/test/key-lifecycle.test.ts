@@ -1,5 +1,5 @@
 /**
- * Issue 16 through the real `cos-admin` binary on SQLite and Postgres: `serve` writes the
+ * The key lifecycle through the real `cos-admin` binary on SQLite and Postgres: `serve` writes the
  * last_used_at of the requests it served when it gets SIGTERM (before the pools close; nothing was
  * written on the request path), `key roll` with --grace, `key list --unused-for` for stale keys, and
  * the api_key_rolled entry in `audit list`.
@@ -29,7 +29,7 @@ interface KeyView {
 }
 
 for (const target of databaseTargets()) {
-  describe(`cos-admin key lifecycle on ${target.name} (issue 16)`, function () {
+  describe(`cos-admin key lifecycle on ${target.name} (C-56, C-58)`, function () {
     this.timeout(90_000);
     let db: TestDatabase;
     let env: Env;

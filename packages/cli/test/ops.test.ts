@@ -1,5 +1,5 @@
 /**
- * The operations listener of `cos-admin serve` (issue 15), through a real serve process:
+ * The operations listener of `cos-admin serve`, through a real serve process:
  * OPS_PORT unset is off; set, it answers GET /livez (touches no dependency), /readyz (the store
  * within its budget; 503 while the store is unreachable and while draining after SIGTERM) and
  * /metrics (Prometheus text: the named cos_* metrics with their labels, route templates, no key
@@ -105,7 +105,7 @@ async function stopCleanly(s: ServeProcess): Promise<void> {
 }
 
 for (const target of databaseTargets()) {
-  describe(`cos-admin serve: the operations listener on ${target.name} (issue 15)`, function () {
+  describe(`cos-admin serve: the operations listener on ${target.name} (Operator interface)`, function () {
     this.timeout(90_000);
     let db: TestDatabase;
     let env: Env;

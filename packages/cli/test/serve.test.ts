@@ -290,7 +290,7 @@ describe('cos-admin serve with REDIS_URL (C-55)', function () {
   });
 });
 
-describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operator interface: SIGTERM stops, exit 0; issue 18)', function () {
+describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operator interface: SIGTERM stops, exit 0)', function () {
   this.timeout(60_000);
   const servers: ServeProcess[] = [];
   let tmp: TestDatabase | undefined;
@@ -334,7 +334,7 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
     expect(exit.ms).to.be.below(3_000);
   });
 
-  it('issue 15: `cos-admin serve | head -2` in a real shell: head exits after two lines, serving goes on, SIGTERM then exits 0 within 3 s', async () => {
+  it('`cos-admin serve | head -2` in a real shell: head exits after two lines, serving goes on, SIGTERM then exits 0 within 3 s', async () => {
     // A free port chosen here: head prints nothing before its second line (its stdout is a pipe, so
     // it is buffered), so the start-up line cannot tell the port.
     const probe = createServer();
@@ -394,7 +394,7 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
     }
   });
 
-  it('issue 15: a second signal cuts the drain short, also with a closed stdout: exit 0 within 3 s although a request is still in flight', async () => {
+  it('a second signal cuts the drain short, also with a closed stdout: exit 0 within 3 s although a request is still in flight', async () => {
     const boot = await cliJson<{ key: { key: string } }>(['bootstrap', '--slug', 'signals'], { DATABASE_URL: tmp!.databaseUrl }, tmp!.cwd).catch(() => null);
     const { s, url } = await start();
     let key = boot?.key.key;

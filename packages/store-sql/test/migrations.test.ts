@@ -106,7 +106,7 @@ forEachTarget('migrations', (target) => {
     expect(await indexNames(store, 'api_key_exposures')).to.deep.equal([]);
   });
 
-  it('issue 15: 0004_operator_audit only adds nullable columns: entries written before it read back without a name or member', async () => {
+  it('0004_operator_audit only adds nullable columns: entries written before it read back without a name or member', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
@@ -125,7 +125,7 @@ forEachTarget('migrations', (target) => {
     ]);
   });
 
-  it('issue 27: 0007_webhook_at_rest only adds nullable columns and an index: entries and notifications written before it read back unchanged', async () => {
+  it('0007_webhook_at_rest only adds nullable columns and an index: entries and notifications written before it read back unchanged', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     const from = MIGRATIONS.findIndex((m) => m.name === '0007_webhook_at_rest');
@@ -173,7 +173,7 @@ forEachTarget('migrations', (target) => {
     ]);
   });
 
-  it('issue 16: 0003_key_lifecycle keeps keys and audit entries written under 0002 (never used, not rolled, no roll detail)', async () => {
+  it('0003_key_lifecycle keeps keys and audit entries written under 0002 (never used, not rolled, no roll detail)', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
