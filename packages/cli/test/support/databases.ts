@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createSqlStore } from '@cos/store-sql';
-import { cliJson, runCli, tempDir, type CliResult, type Env } from './cli.js';
+import { cliJson, runCli, startServe, tempDir, type CliResult, type Env, type ServeProcess } from './cli.js';
 
 export interface TestDatabase {
   readonly databaseUrl: string;
@@ -84,12 +84,15 @@ export interface SuiteDatabase {
   cli(...args: string[]): Promise<CliResult>;
   /** Runs a command that must succeed with --json and returns its parsed stdout. */
   json<T = any>(...args: string[]): Promise<T>;
+  /** Starts `cos-admin serve` as a child process with `env` plus `extra`; killed after each test. */
+  serve(args: string[], extra?: Env): ServeProcess;
 }
 
 /**
  * Registers, in the calling `describe`, a `before` hook that creates a database of the suite's own
- * on `target` (hooks the suite registers later run after it: migrate there) and an `after` hook
- * that drops it. `extraEnv` joins DATABASE_URL in the environment of every command.
+ * on `target` (hooks the suite registers later run after it: migrate there), an `afterEach` hook
+ * that kills the `serve` processes the test left running, and an `after` hook that drops the
+ * database. `extraEnv` joins DATABASE_URL in the environment of every command.
  */
 export function suiteDatabase(target: DatabaseTarget, extraEnv: Env = {}): SuiteDatabase {
   let db: TestDatabase | undefined;
@@ -98,9 +101,13 @@ export function suiteDatabase(target: DatabaseTarget, extraEnv: Env = {}): Suite
     if (db === undefined) throw new Error(`the ${target.name} database of this suite is created in its before hook`);
     return db;
   };
+  const servers: ServeProcess[] = [];
   before(async () => {
     db = await target.create();
     env = { DATABASE_URL: db.databaseUrl, ...extraEnv };
+  });
+  afterEach(() => {
+    for (const s of servers.splice(0)) s.kill();
   });
   after(async () => {
     await db?.drop();
@@ -114,5 +121,10 @@ export function suiteDatabase(target: DatabaseTarget, extraEnv: Env = {}): Suite
     },
     cli: (...args) => runCli(args, env, current().cwd),
     json: <T = any>(...args: string[]) => cliJson<T>(args, env, current().cwd),
+    serve(args, extra = {}) {
+      const s = startServe(args, { ...env, ...extra }, current().cwd);
+      servers.push(s);
+      return s;
+    },
   };
 }
