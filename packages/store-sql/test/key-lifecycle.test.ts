@@ -23,20 +23,12 @@ import {
 import { createInMemoryStore, createTestCore, FakeClock, type StoreHarness, type TestCore } from '@cos/core/testing';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { forEachTarget } from './support/targets.js';
+import { rejection } from '@cos/test-support/rejection';
 
 const HOOK = 'https://receiver.example/hook';
 const GRACE = 3_600;
 const MINUTE = 60_000;
 const PAGE = { limit: 100, after: null } as const;
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 interface Fixture {
   tc: TestCore;

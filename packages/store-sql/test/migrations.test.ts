@@ -4,6 +4,7 @@ import { ALL_BUILTIN_SCOPES } from '@cos/core';
 import { expect } from 'chai';
 import { auditRecord, ChainVerifier, GENESIS_HASH, type AuditEntry, type ChainedAuditEntry, type ChainRecord } from '@cos/core';
 import { forEachTarget, TABLES } from './support/targets.js';
+import { rejection } from '@cos/test-support/rejection';
 
 async function hasTable(store: SqlStore, name: string): Promise<boolean> {
   return store.knex.schema.hasTable(name);
@@ -26,15 +27,6 @@ async function indexNames(store: SqlStore, table: string): Promise<string[]> {
 /** Entries without their chain columns (what migrations before 0009 wrote). */
 function unchained(entries: readonly ChainedAuditEntry[]): AuditEntry[] {
   return entries.map(({ seq: _s, prevHash: _p, hash: _h, ...e }) => e);
-}
-
-async function rejection(p: PromiseLike<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 }
 
 forEachTarget('migrations', (target) => {
