@@ -34,6 +34,19 @@ const ISSUE = /\b[Ii]ssues? #?\d+|(?<![\w&])#\d+\b/;
 
 const PACKAGES = readdirSync(join(ROOT, 'packages')).filter((p) => statSync(join(ROOT, 'packages', p)).isDirectory());
 
+/** Each line of `files` that cites an issue number, as "file:line: text". */
+function issueCitations(files: readonly string[]): string[] {
+  const cited: string[] = [];
+  for (const file of files) {
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (ISSUE.test(line)) cited.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  return cited;
+}
+
 /** `path` (absolute) exists and lies inside the repository. */
 function inRepository(path: string): boolean {
   const rel = relative(ROOT, path);
@@ -148,16 +161,8 @@ describe('repository paths and source comments', () => {
     const sources = PACKAGES.filter((p) => existsSync(join(ROOT, 'packages', p, 'src'))).flatMap((p) =>
       filesUnder(join(ROOT, 'packages', p, 'src'), (n) => /\.(ts|mts|cts|js|mjs)$/.test(n)),
     );
-    const cited: string[] = [];
-    for (const file of sources) {
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .forEach((line, i) => {
-          if (ISSUE.test(line)) cited.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
-        });
-    }
     expect(sources.length).to.be.greaterThan(100);
-    expect(cited).to.deep.equal([]);
+    expect(issueCitations(sources)).to.deep.equal([]);
   });
 
   it('no test, test support, example, bench or script file cites an issue number (test titles say what they check)', () => {
@@ -169,16 +174,8 @@ describe('repository paths and source comments', () => {
       ...filesUnder(join(ROOT, 'bench'), code),
       ...filesUnder(join(ROOT, 'scripts'), code),
     ].filter((file) => file !== fileURLToPath(import.meta.url)); // this file shows the forms the rule refuses
-    const cited: string[] = [];
-    for (const file of files) {
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .forEach((line, i) => {
-          if (ISSUE.test(line)) cited.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
-        });
-    }
     expect(files.length).to.be.greaterThan(100);
-    expect(cited).to.deep.equal([]);
+    expect(issueCitations(files)).to.deep.equal([]);
   });
 
   it('the issue-number rule recognises the forms it refuses, and leaves rule ids and private fields alone', () => {
