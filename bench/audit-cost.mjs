@@ -15,8 +15,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { createScratchDatabase, DEFAULT_DATABASE_URL } from './lib/infra.mjs';
+import { createScratchDatabase } from './lib/infra.mjs';
 import { ROOT } from './lib/resolve.mjs';
+import { infraUrls } from './lib/session.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -85,7 +86,7 @@ for (const store of opt.store.split(',').map((s) => s.trim())) {
       rmSync(dir, { recursive: true, force: true });
     }
   } else if (store === 'postgres') {
-    const scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL ?? DEFAULT_DATABASE_URL);
+    const scratch = await createScratchDatabase(infraUrls().databaseUrl);
     try {
       results.postgres = await withCore(scratch.url, measure);
     } finally {

@@ -12,37 +12,28 @@
 // e.g. --max-old-space-size=128; recorded in the figures). Scenario (b) uses TEST_DATABASE_URL / TEST_REDIS_URL (defaults
 // postgres://postgres@127.0.0.1:5432/test, redis://127.0.0.1:6379) and is skipped when unreachable.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { alternate, median } from './lib/alternate.mjs';
-import { checkPostgres, checkRedis, createScratchDatabase, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from './lib/infra.mjs';
+import { checkPostgres, checkRedis, createScratchDatabase } from './lib/infra.mjs';
 import { detectLoadGenerator, runLoad } from './lib/load.mjs';
-import { cosAdmin, cpuProfilesIn, freePort, startBaseline, startService } from './lib/procs.mjs';
+import { cosAdmin, cpuProfilesIn, freePort } from './lib/procs.mjs';
 import { summariseProfile } from './lib/profile.mjs';
 import { renderFigures, writeFigures } from './lib/report.mjs';
 import { CLI_MAIN, ROOT } from './lib/resolve.mjs';
+import { benchArgs, benchSession, infraUrls } from './lib/session.mjs';
 import { lastPageCursor, readCacheBound, seedKeys, seedLookupKeys, seedOrganisations } from './lib/seed.mjs';
 
-// `pnpm bench -- --quick` hands the script a literal `--` first: drop it.
-const argv = process.argv.slice(2).filter((a) => a !== '--');
-const { values: opt } = parseArgs({
-  args: argv,
-  options: {
-    quick: { type: 'boolean', default: false },
-    dry: { type: 'boolean', default: false },
-    write: { type: 'boolean', default: false },
-    only: { type: 'string' },
-    duration: { type: 'string' },
-    rounds: { type: 'string' },
-    warmup: { type: 'string' },
-    connections: { type: 'string' },
-    profile: { type: 'boolean', default: false },
-    'skip-profile': { type: 'boolean', default: false },
-    keep: { type: 'boolean', default: false },
-  },
-  allowPositionals: false,
+const { argv, opt } = benchArgs({
+  dry: { type: 'boolean', default: false },
+  only: { type: 'string' },
+  duration: { type: 'string' },
+  rounds: { type: 'string' },
+  warmup: { type: 'string' },
+  connections: { type: 'string' },
+  profile: { type: 'boolean', default: false },
+  'skip-profile': { type: 'boolean', default: false },
 });
 
 const num = (flag, envName, quick, full) => {
@@ -78,50 +69,17 @@ const B_HEAP_TITLE = '(b) heap limit as shipped vs unbounded: Postgres + Redis';
 const UNBOUNDED_HEAP = '--max-old-space-size=4096';
 const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
 
-const started = Date.now();
-const log = (line = '') => process.stdout.write(`${line}\n`);
-const step = (line) => log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
-
-if (!existsSync(CLI_MAIN)) {
-  console.error(`bench: ${path.relative(ROOT, CLI_MAIN)} is missing; build first (pnpm bench runs tsc -b, or run npx tsc -b).`);
-  process.exit(2);
-}
-
+const { started, log, step, work, start, startBaseline, stop, stopAll, onClose, close, removeWork } = benchSession('bench', 'build first (pnpm bench runs tsc -b, or run npx tsc -b)');
 const generator = detectLoadGenerator();
-const work = mkdtempSync(path.join(os.tmpdir(), 'cos-bench-'));
 const profileDir = path.join(work, 'profiles');
 mkdirSync(profileDir);
-const running = new Set();
-const cleanups = [];
 const scenarios = [];
 const memory = [];
 
-async function stopAll() {
-  for (const p of [...running]) {
-    await p.stop().catch(() => {});
-    running.delete(p);
-  }
-}
-async function start(kind, options) {
-  const p = kind === 'baseline' ? await startBaseline(options) : await startService(options);
-  running.add(p);
-  return p;
-}
-async function stop(p) {
-  if (!p) return;
-  running.delete(p);
-  await p.stop();
-}
 function recordMemory(label, p) {
   const m = p?.memory();
   if (m) memory.push({ label, ...m });
 }
-
-process.on('SIGINT', async () => {
-  log('\nbench: interrupted, stopping children');
-  await stopAll();
-  process.exit(130);
-});
 
 // ---------- helpers ----------
 
@@ -177,7 +135,7 @@ function copySqlite(from, to) {
 async function profileUnderLoad(scenario, serviceOptions, side) {
   step(`  profiling ${scenario.title}: ${side.label}`);
   const name = `${scenario.id}-${Date.now()}`;
-  const p = await start('service', { ...serviceOptions, name, profileDir, logFile: path.join(work, `${name}.log`) });
+  const p = await start({ ...serviceOptions, name, profileDir, logFile: path.join(work, `${name}.log`) });
   try {
     await runLoad(generator, { url: side.url.replace(/^http:\/\/[^/]+/, p.base), durationS: Math.min(2, settings.durationS), connections: settings.connections, authorization: side.authorization });
     await runLoad(generator, { url: side.url.replace(/^http:\/\/[^/]+/, p.base), durationS: settings.durationS, connections: settings.connections, authorization: side.authorization });
@@ -302,11 +260,11 @@ try {
     logFile: path.join(work, `${name}.log`),
   });
   step('starting the embedded service and the bare Koa baseline');
-  const svcA = await start('service', embedded('a'));
+  const svcA = await start(embedded('a'));
   const first = await preflight(`${svcA.base}${orgPath}`, tenantAuth, 200, 'GET organisation (embedded)');
   const bodyFile = path.join(work, 'organisation.json');
   writeFileSync(bodyFile, first.text);
-  const baseline = await start('baseline', { bodyFile, logFile: path.join(work, 'baseline.log') });
+  const baseline = await startBaseline({ bodyFile, logFile: path.join(work, 'baseline.log') });
   const base = await preflight(`${baseline.base}${orgPath}`, undefined, 200, 'baseline');
   if (base.text !== first.text) throw new Error('the baseline does not answer the same JSON as the service');
   const koaSide = { label: 'bare Koa', url: `${baseline.base}${orgPath}`, process: baseline };
@@ -326,7 +284,7 @@ try {
 
   if (want('a-info')) {
     const s = newScenario('a-info', '(a) at LOG_LEVEL=info (one line per request)', 'service', 'bare Koa', 'none: the cost of the access log');
-    const svc = await start('service', embedded('a-info', { LOG_LEVEL: 'info' }));
+    const svc = await start(embedded('a-info', { LOG_LEVEL: 'info' }));
     const before = statSync(svc.logFile).size;
     await measure(s, {
       a: { label: 'service (SQLite, info log)', url: `${svc.base}${orgPath}`, authorization: tenantAuth, process: svc },
@@ -350,8 +308,8 @@ try {
     // request, decision and failure) against the same service without it, side by side.
     const s = newScenario('a-metrics', '(a) with metrics on (OPS_PORT set)', 'metrics on', 'metrics off', `≥ ${TARGET.aMetrics} ×`);
     const opsPort = await freePort();
-    const on = await start('service', embedded('a-metrics', { OPS_PORT: String(opsPort) }));
-    const off = await start('service', embedded('a-metrics-off'));
+    const on = await start(embedded('a-metrics', { OPS_PORT: String(opsPort) }));
+    const off = await start(embedded('a-metrics-off'));
     const metricsUrl = `http://127.0.0.1:${opsPort}/metrics`;
     const served = async () => {
       const text = (await getJson(metricsUrl)).text;
@@ -379,7 +337,7 @@ try {
   if (want('a-w2')) {
     // `serve --workers 2` against one worker, the same service otherwise: the embedded SQLite file, with
     // the counter in Redis (more than one worker needs a shared counter; serve refuses them without).
-    const redisUrl = process.env.TEST_REDIS_URL || DEFAULT_REDIS_URL;
+    const { redisUrl } = infraUrls();
     const title = '(a) two workers: SQLite + Redis counter, `--workers 2` vs 1';
     const redis = await checkRedis(redisUrl);
     if (!redis.ok) {
@@ -390,8 +348,8 @@ try {
       let two;
       let one;
       try {
-        two = await start('service', { ...embedded('a-w2', wEnv), serveArgs: ['--workers', '2'], readyz: true });
-        one = await start('service', { ...embedded('a-w1', wEnv), readyz: true });
+        two = await start({ ...embedded('a-w2', wEnv), serveArgs: ['--workers', '2'], readyz: true });
+        one = await start({ ...embedded('a-w1', wEnv), readyz: true });
         await preflight(`${two.base}${orgPath}`, tenantAuth, 200, '(a-w2) GET organisation, 2 workers');
         await measure(s, {
           a: { label: 'service, 2 workers', url: `${two.base}${orgPath}`, authorization: tenantAuth, process: two },
@@ -412,7 +370,7 @@ try {
   if (want('c')) {
     const s = newScenario('c', '(c) organisation over its limit (429)', 'service', 'bare Koa', `≥ ${TARGET.c} ×`);
     const limit = 60;
-    const svc = await start('service', embedded('c', { RATE_LIMIT_PER_MINUTE: String(limit) }));
+    const svc = await start(embedded('c', { RATE_LIMIT_PER_MINUTE: String(limit) }));
     try {
       let last;
       for (let i = 0; i <= limit; i++) last = await getJson(`${svc.base}${orgPath}`, tenantAuth);
@@ -441,8 +399,8 @@ try {
     // The tenant holds more active keys than MAX_ACTIVE_KEYS_PER_ORG's default (C-25): run with a cap
     // that allows them, so the store is one this service could have reached through `key issue`.
     const dEnv = (file) => ({ DATABASE_URL: `sqlite:${file}`, RATE_LIMIT_PER_MINUTE: RAISED, MAX_ACTIVE_KEYS_PER_ORG: String(dSeed.activeInOrganisation) });
-    const small = await start('service', { ...embedded('d-small'), env: dEnv(dFiles.small) });
-    const big = await start('service', { ...embedded('d-large'), env: dEnv(dFiles.large) });
+    const small = await start({ ...embedded('d-small'), env: dEnv(dFiles.small) });
+    const big = await start({ ...embedded('d-large'), env: dEnv(dFiles.large) });
     try {
       const bound = await readCacheBound();
       if (bound !== null && settings.lookupKeyCount <= bound) {
@@ -483,7 +441,7 @@ try {
     const total = settings.organisationCount.toLocaleString('en-US');
     const s = newScenario('e', `(e) list organisations: last vs first page of ${total}`, 'last page', 'first page', `≥ ${TARGET.e} ×`);
     const eOptions = { ...embedded('e'), env: { DATABASE_URL: `sqlite:${eFile}`, RATE_LIMIT_PER_MINUTE: RAISED } };
-    const svc = await start('service', eOptions);
+    const svc = await start(eOptions);
     try {
       const firstUrl = `${svc.base}/v1/organisations?limit=${settings.pageLimit}`;
       const lastUrl = `${firstUrl}&cursor=${lastCursor}`;
@@ -506,8 +464,7 @@ try {
   }
 
   if (want('b') || want('b-off') || want('b-w2') || want('b-heap') || want('p')) {
-    const dbUrl = process.env.TEST_DATABASE_URL || DEFAULT_DATABASE_URL;
-    const redisUrl = process.env.TEST_REDIS_URL || DEFAULT_REDIS_URL;
+    const { databaseUrl: dbUrl, redisUrl } = infraUrls();
     const [pg, redis] = await Promise.all([checkPostgres(dbUrl), checkRedis(redisUrl)]);
     const bScenarios = [];
     if (want('b')) bScenarios.push({ id: 'b', title: '(b) production: Postgres + Redis', cache: 'on', target: TARGET.b });
@@ -525,7 +482,7 @@ try {
       let scratch;
       try {
         scratch = await createScratchDatabase(dbUrl);
-        cleanups.push(() => scratch.drop());
+        onClose(() => scratch.drop());
         const env = { DATABASE_URL: scratch.url, REDIS_URL: redisUrl };
         step(`(b) setting up ${scratch.name} with cos-admin`);
         cosAdmin(['migrate'], env);
@@ -537,7 +494,7 @@ try {
           let svc;
           try {
             const bOptions = { name: b.id, env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED, CREDENTIAL_CACHE: b.cache }, logFile: path.join(work, `${b.id}.log`) };
-            svc = await start('service', bOptions);
+            svc = await start(bOptions);
             const url = `${svc.base}/v1/organisations/${pgOrgId}`;
             const r = await preflight(url, `Bearer ${pgKey}`, 200, 'GET organisation (Postgres)');
             if (r.headers.get('x-ratelimit-limit') !== RAISED) throw new Error(`X-RateLimit-Limit is ${r.headers.get('x-ratelimit-limit')}`);
@@ -569,8 +526,8 @@ try {
           let one;
           try {
             const wEnv = { ...env, RATE_LIMIT_PER_MINUTE: RAISED };
-            two = await start('service', { name: 'b-w2', env: wEnv, logFile: path.join(work, 'b-w2.log'), serveArgs: ['--workers', '2'], readyz: true });
-            one = await start('service', { name: 'b-w1', env: wEnv, logFile: path.join(work, 'b-w1.log'), readyz: true });
+            two = await start({ name: 'b-w2', env: wEnv, logFile: path.join(work, 'b-w2.log'), serveArgs: ['--workers', '2'], readyz: true });
+            one = await start({ name: 'b-w1', env: wEnv, logFile: path.join(work, 'b-w1.log'), readyz: true });
             const url = (svc) => `${svc.base}/v1/organisations/${pgOrgId}`;
             await preflight(url(two), `Bearer ${pgKey}`, 200, '(b-w2) GET organisation, 2 workers');
             await measure(s, {
@@ -665,8 +622,7 @@ try {
   exitCode = 1;
   log(`\nbench: ${err.stack || err.message}`);
 } finally {
-  await stopAll();
-  for (const c of cleanups) await c().catch((e) => log(`cleanup: ${e.message}`));
+  await close();
 }
 
 machine.loadEnd = os.loadavg()[0].toFixed(1);
@@ -696,8 +652,7 @@ if (writeDocs && scenarios.length) {
 } else {
   log(`\n(not written to docs/performance.md: ${opt.dry ? '--dry' : '--quick without --write'})`);
 }
-if (opt.keep) log(`scratch directory kept: ${work}`);
-else rmSync(work, { recursive: true, force: true });
+removeWork(opt.keep);
 if (scenarios.some((s) => s.failed)) exitCode = 1;
 process.exit(exitCode);
 
@@ -715,8 +670,8 @@ async function measurePropagation({ env, orgId, ownerKey }) {
   let a;
   let b;
   try {
-    a = await start('service', { name: 'p-a', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'p-a.log') });
-    b = await start('service', { name: 'p-b', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'p-b.log') });
+    a = await start({ name: 'p-a', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'p-a.log') });
+    b = await start({ name: 'p-b', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'p-b.log') });
     const owner = { authorization: `Bearer ${ownerKey}` };
     const times = [];
     const deletes = [];

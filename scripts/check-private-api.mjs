@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pnpm check: no source file reaches into a dependency's private API (issue 17). A knex or Node
+// pnpm check: no source file reaches into a dependency's private API. A knex or Node
 // upgrade may change those silently; a build would still pass and only behaviour (or speed) would
 // show it. Two things are refused in packages/*/src:
 //   1. a deep import or require of a package subpath its package.json does not export
@@ -121,7 +121,7 @@ for (const root of roots) {
 }
 
 if (findings.length > 0) {
-  process.stderr.write(`Private API of a dependency used (issue 17):\n${findings.map((f) => `  ${f}`).join('\n')}\n`);
+  process.stderr.write(`Private API of a dependency used:\n${findings.map((f) => `  ${f}`).join('\n')}\n`);
   process.exit(1);
 }
 process.stdout.write('no private API of a dependency is used\n');

@@ -1,5 +1,5 @@
 /**
- * Issue 7: "no code in the docs that the tests do not run". Every code block of docs/embedding.md
+ * No code in the docs that the tests do not run: every code block of docs/embedding.md
  * is either an example file, byte for byte, or the command that runs one, and those commands are
  * run here exactly as written.
  */
@@ -43,7 +43,7 @@ const exampleFiles = readdirSync(join(ROOT, 'examples'))
 describe('docs/embedding.md: every code block is tested', () => {
   const blocks = codeBlocks(readFileSync(DOC, 'utf8'));
 
-  it('issue 15: has one install block (how an outside project gets the packages), run by examples/test/pack.test.ts', () => {
+  it('has one install block (how an outside project gets the packages), run by examples/test/pack.test.ts', () => {
     const install = blocks.filter((b) => b.install);
     expect(install).to.have.length(1);
     expect(install[0]!.lang).to.equal('sh');

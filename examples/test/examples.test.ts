@@ -1,5 +1,5 @@
 /**
- * Issue 7 "Done when": the three embedding examples of docs/embedding.md run, and what they return
+ * The three embedding examples of docs/embedding.md run, and what they return
  * is what the contract says. The files the doc includes are the very modules imported here.
  */
 import { randomUUID } from 'node:crypto';

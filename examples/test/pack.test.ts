@@ -204,7 +204,7 @@ describe('packaging: the @cos packages from packed tarballs in a scratch project
     console.log(`      (better-sqlite3: ${prebuiltServed > 0 ? 'the workspace\'s binary, not compiled' : 'compiled from source'})`);
   });
 
-  it('issue 15: the guide never tells anyone to install an @cos package by name from a registry', () => {
+  it('the guide never tells anyone to install an @cos package by name from a registry', () => {
     const texts = [GUIDE, ...['core', 'store-sql', 'adapter-koa', 'cli', 'limiter-redis', 'webhook-sender'].map((p) => join(ROOT, 'packages', p, 'README.md'))];
     for (const file of texts) expect(readFileSync(file, 'utf8'), file).not.to.match(/(npm|pnpm|yarn) (install|i|add) (-\S+ )*@cos\//);
     expect(readFileSync(join(scratch, 'package.json'), 'utf8')).to.match(/"@cos\/core": "file:/);

@@ -1,5 +1,5 @@
 /**
- * scripts/check-private-api.mjs, run by `pnpm check` (issue 17): it must refuse a deep import of an
+ * scripts/check-private-api.mjs, run by `pnpm check`: it must refuse a deep import of an
  * unexported subpath and any `_`-prefixed member of somebody else's object, and pass documented API.
  */
 import { execFile } from 'node:child_process';
@@ -31,7 +31,7 @@ async function check(files: Record<string, string>): Promise<{ code: number; out
   }
 }
 
-describe('pnpm check: no private API of a dependency (issue 17)', () => {
+describe('pnpm check: no private API of a dependency', () => {
   it('passes the repository as it is', async () => {
     const { stdout } = await exec(process.execPath, [SCRIPT]);
     expect(stdout).to.contain('no private API of a dependency is used');

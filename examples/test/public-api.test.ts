@@ -1,5 +1,5 @@
 /**
- * Each package's public surface (issue 7): semver-ready metadata, an `exports` map whose entry
+ * Each package's public surface: semver-ready metadata, an `exports` map whose entry
  * points are all an embedder needs, and declarations (tsc's own .d.ts output) through which
  * nothing internal leaks: no `any`, no exported signature naming a type the package does not
  * export, and no import of a package a consumer would not get installed.
@@ -67,7 +67,7 @@ describe('public surface of the packages', function () {
       expect(m.license).to.equal('MIT');
       expect(m.type).to.equal('module');
       expect(m.sideEffects, 'sideEffects declared').not.to.equal(undefined);
-      // Node 22 and 20.19+ (issue 15; Node 24 waits for better-sqlite3 13, see README); the same range as the workspace's.
+      // Node 22 and 20.19+ (Node 24 waits for better-sqlite3 13, see README); the same range as the workspace's.
       expect(m.engines?.node).to.equal('^20.19.0 || ^22.12.0');
       expect(m.engines?.node).to.equal((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node);
       // the cli also ships its bin shim (bin/cos-admin.js imports dist/main.js)

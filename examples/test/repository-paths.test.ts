@@ -6,7 +6,9 @@
  *  - every file path a configuration names (.dependency-cruiser.cjs, knip.json, tsconfig*.json,
  *    .mocharc*.cjs) exists in the repository;
  *  - no source file under packages/[name]/src cites an issue number: decisions and their history
- *    live in docs/decisions/, comments say what the code does and why.
+ *    live in docs/decisions/, comments say what the code does and why;
+ *  - no test, test support, example, bench or script file cites one either: a test title names the
+ *    contract rule (C-n) it checks, or says what it checks.
  * Reads files only: no process, no network.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -31,6 +33,19 @@ function filesUnder(dir: string, keep: (name: string) => boolean): string[] {
 const ISSUE = /\b[Ii]ssues? #?\d+|(?<![\w&])#\d+\b/;
 
 const PACKAGES = readdirSync(join(ROOT, 'packages')).filter((p) => statSync(join(ROOT, 'packages', p)).isDirectory());
+
+/** Each line of `files` that cites an issue number, as "file:line: text". */
+function issueCitations(files: readonly string[]): string[] {
+  const cited: string[] = [];
+  for (const file of files) {
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (ISSUE.test(line)) cited.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  return cited;
+}
 
 /** `path` (absolute) exists and lies inside the repository. */
 function inRepository(path: string): boolean {
@@ -146,16 +161,21 @@ describe('repository paths and source comments', () => {
     const sources = PACKAGES.filter((p) => existsSync(join(ROOT, 'packages', p, 'src'))).flatMap((p) =>
       filesUnder(join(ROOT, 'packages', p, 'src'), (n) => /\.(ts|mts|cts|js|mjs)$/.test(n)),
     );
-    const cited: string[] = [];
-    for (const file of sources) {
-      readFileSync(file, 'utf8')
-        .split('\n')
-        .forEach((line, i) => {
-          if (ISSUE.test(line)) cited.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
-        });
-    }
     expect(sources.length).to.be.greaterThan(100);
-    expect(cited).to.deep.equal([]);
+    expect(issueCitations(sources)).to.deep.equal([]);
+  });
+
+  it('no test, test support, example, bench or script file cites an issue number (test titles say what they check)', () => {
+    const code = (n: string): boolean => /\.(ts|mts|cts|js|mjs|cjs)$/.test(n);
+    const files = [
+      ...PACKAGES.filter((p) => existsSync(join(ROOT, 'packages', p, 'test'))).flatMap((p) => filesUnder(join(ROOT, 'packages', p, 'test'), code)),
+      ...filesUnder(join(ROOT, 'packages', 'test-support', 'lib'), code),
+      ...filesUnder(join(ROOT, 'examples'), code),
+      ...filesUnder(join(ROOT, 'bench'), code),
+      ...filesUnder(join(ROOT, 'scripts'), code),
+    ].filter((file) => file !== fileURLToPath(import.meta.url)); // this file shows the forms the rule refuses
+    expect(files.length).to.be.greaterThan(100);
+    expect(issueCitations(files)).to.deep.equal([]);
   });
 
   it('the issue-number rule recognises the forms it refuses, and leaves rule ids and private fields alone', () => {

@@ -86,7 +86,7 @@ const OPERATIONS: readonly Operation[] = [
     ok: 204,
     path: (o, k) => `/v1/organisations/${o}/api-keys/${k}`,
   },
-  // Issue 28: the organisation's webhook endpoint. The world's organisations have none, so what an
+  // The organisation's webhook endpoint (an extension beyond v1, C-56). The world's organisations have none, so what an
   // allowed caller gets is 404 (after 401, 429, 403), except PUT, which creates it.
   { name: 'GET /organisations/{org_id}/webhook-endpoint', method: 'GET', scope: 'organisation', ok: 404, path: (o) => `/v1/organisations/${o}/webhook-endpoint` },
   {

@@ -1,5 +1,5 @@
 /**
- * Issue 16 over real HTTP (extensions beyond v1, C-56): POST .../api-keys/{key_id}/roll and the
+ * The key lifecycle over real HTTP (extensions beyond v1, C-56): POST .../api-keys/{key_id}/roll and the
  * `last_used_at` field. Every exchange is validated against docs/openapi.yaml, where the roll is
  * the always-on extension `components/pathItems/RollApiKey` (x-path) and the key records carry the
  * two added fields. A FakeClock drives the grace period and the 60 s flush interval.
@@ -10,7 +10,7 @@ import { MISSING_ID, createWorld, type World } from './support/world.js';
 
 const GRACE = 120;
 
-describe('adapter-koa: key lifecycle (issue 16)', () => {
+describe('adapter-koa: key lifecycle, roll and last_used_at (C-56, C-58)', () => {
   let world: World;
   let keys: string;
   beforeEach(async () => {

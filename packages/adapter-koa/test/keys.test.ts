@@ -8,7 +8,7 @@ import { OPERATOR } from '@cos/core';
 import { rawRequest } from './support/http.js';
 import { createWorld, type World } from './support/world.js';
 
-// C-22's fields plus the two that issue 16 added (C-56: fields may be added, never removed).
+// C-22's fields plus last_used_at and rolled_from, added by the key lifecycle (C-56: fields may be added, never removed).
 const KEY_RECORD_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status', 'scopes', 'created_by_key_id'].sort();
 
 describe('adapter-koa: API keys', () => {

@@ -1,5 +1,5 @@
 /**
- * One observation per request through the core's Metrics port (issue 15): method, the route
+ * One observation per request through the core's Metrics port: method, the route
  * template (never the raw path, so ids and keys never become label values), status, seconds.
  * Unknown paths are `unmatched`; 405s carry their template. With the no-op port nothing is observed.
  */

@@ -1,5 +1,5 @@
 /**
- * Embedding (issue 4 "Done when"): createV1Router and createKoaApp mounted in a host Koa app under
+ * Embedding: createV1Router and createKoaApp mounted in a host Koa app under
  * the host's own prefix, behind the host's own middleware, over real HTTP; every response of the
  * surface still validated against docs/openapi.yaml.
  */

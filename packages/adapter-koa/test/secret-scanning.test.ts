@@ -1,5 +1,5 @@
 /**
- * POST /v1/secret-scanning/alerts over real HTTP (issue 13, an extension beyond v1: C-56): the
+ * POST /v1/secret-scanning/alerts over real HTTP (an extension beyond v1: C-56): the
  * scanner's ECDSA P-256 signature over the raw body (a key pair made here, in the programme's
  * public-key format), revocation of exposed keys committed before the answer (C-36), the audit
  * entries (C-58), the source-address and own rate scopes (C-50, C-52), the body rules (C-10), the
@@ -126,7 +126,7 @@ function expectStandardError(res: ApiResponse, status: number, error: string): v
   for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) expect(res.headers.get(h), h).to.match(/^\d+$/);
 }
 
-describe('adapter-koa: POST /v1/secret-scanning/alerts (issue 13, C-56)', () => {
+describe('adapter-koa: POST /v1/secret-scanning/alerts (C-56)', () => {
   it('C-56, C-9: without the option the path is unknown: 404 in the standard shape, nothing read or changed', async () => {
     const world = await createWorld();
     try {

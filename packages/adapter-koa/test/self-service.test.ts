@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { IDEMPOTENCY_TTL_MS, OPERATOR } from '@cos/core';
 import { createWorld, type World } from './support/world.js';
 
-describe('adapter-koa: self-service (issue 28)', () => {
+describe('adapter-koa: self-service, GET /v1/me (C-56)', () => {
   let world: World;
   beforeEach(async () => {
     world = await createWorld();

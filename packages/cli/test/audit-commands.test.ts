@@ -9,24 +9,17 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { createSqlStore } from '@cos/store-sql';
-import { cliJson, runCli, type CliResult, type Env } from './support/cli.js';
-import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { runCli } from './support/cli.js';
+import { databaseTargets, suiteDatabase } from './support/databases.js';
 
 for (const target of databaseTargets()) {
   describe(`cos-admin audit on ${target.name} (C-63)`, function () {
     this.timeout(60_000);
-    let db: TestDatabase;
-    let env: Env;
-    const cli = (...args: string[]): Promise<CliResult> => runCli(args, env, db.cwd);
-    const json = <T = any>(...args: string[]): Promise<T> => cliJson<T>(args, env, db.cwd);
+    const suite = suiteDatabase(target);
+    const { cli, json } = suite;
 
     before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl };
       expect((await cli('migrate')).code).to.equal(0);
-    });
-    after(async () => {
-      await db?.drop();
     });
 
     it('C-63, C-40: every writing command records the --actor name on its entries (key roll included)', async () => {
@@ -64,12 +57,12 @@ for (const target of databaseTargets()) {
 
     it('C-63: checkpoint writes a signed checkpoint (never over a file) that verify --checkpoint checks; export --format jsonl verifies alone with --file, without a database', async () => {
       const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-      writeFileSync(join(db.cwd, 'private.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
-      writeFileSync(join(db.cwd, 'public.pem'), publicKey.export({ type: 'spki', format: 'pem' }));
+      writeFileSync(join(suite.db.cwd, 'private.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+      writeFileSync(join(suite.db.cwd, 'public.pem'), publicKey.export({ type: 'spki', format: 'pem' }));
       const org = await json('org', 'create', '--name', 'Checkpointed', '--slug', 'checkpointed');
       const cp = await json('audit', 'checkpoint', '--key', 'private.pem', '--out', 'checkpoint.json');
       expect(cp.out).to.equal('checkpoint.json');
-      const checkpoint = JSON.parse(readFileSync(join(db.cwd, 'checkpoint.json'), 'utf8'));
+      const checkpoint = JSON.parse(readFileSync(join(suite.db.cwd, 'checkpoint.json'), 'utf8'));
       expect(checkpoint.heads.find((h: any) => h.organisation_id === org.id).seq).to.equal(1);
       expect((await cli('audit', 'checkpoint', '--key', 'private.pem', '--out', 'checkpoint.json')).code, 'never overwrites').to.equal(1);
       await json('key', 'issue', org.id, '--label', 'after the checkpoint');
@@ -84,7 +77,7 @@ for (const target of databaseTargets()) {
         [2, 'api_key_issued'],
       ]);
       expect((await cli('audit', 'export', '--format', 'jsonl', '--out', 'all.jsonl')).code).to.equal(0);
-      const offline = await runCli(['audit', 'verify', '--file', 'all.jsonl', '--checkpoint', 'checkpoint.json', '--public-key', 'public.pem'], {}, db.cwd);
+      const offline = await runCli(['audit', 'verify', '--file', 'all.jsonl', '--checkpoint', 'checkpoint.json', '--public-key', 'public.pem'], {}, suite.db.cwd);
       expect(offline.code, `no DATABASE_URL needed: ${offline.stderr}`).to.equal(0);
     });
 
@@ -99,7 +92,7 @@ for (const target of databaseTargets()) {
       const human = await cli('audit', 'verify', '--org', org.id);
       expect(human.stdout).to.match(new RegExp(`^${org.id}  ok \\(2 entries, head seq 2\\)\\nThe 1 chain holds\\.\\n$`));
 
-      const store = createSqlStore({ databaseUrl: db.databaseUrl });
+      const store = createSqlStore({ databaseUrl: suite.db.databaseUrl });
       try {
         await store.knex('audit_entries').where({ organisation_id: org.id, seq: 2 }).update({ key_prefix: 'svc_live_Zzz' });
       } finally {

@@ -11,8 +11,8 @@ import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { expect } from 'chai';
 import { NACE_SECTIONS } from '@cos/core';
-import { cliJson, printedKeys, runCli, type CliResult, type Env } from './support/cli.js';
-import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { printedKeys, runCli, type CliResult, type Env } from './support/cli.js';
+import { databaseTargets, suiteDatabase } from './support/databases.js';
 
 const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
 const ORGANISATION_FIELDS = ['created_at', 'id', 'industry_section', 'is_system', 'name', 'slug', 'updated_at'];
@@ -44,22 +44,12 @@ function expectFailure(r: CliResult, pattern: RegExp, exitCode: 1 | 2 = 1): void
 for (const target of databaseTargets()) {
   describe(`cos-admin on ${target.name} (Operator interface)`, function () {
     this.timeout(60_000);
-    let db: TestDatabase;
-    let env: Env;
-    const cli = (...args: string[]): Promise<CliResult> => runCli(args, env, db.cwd);
-    const json = <T = any>(...args: string[]): Promise<T> => cliJson<T>(args, env, db.cwd);
+    const suite = suiteDatabase(target);
+    const { cli, json } = suite;
 
     let platformOrg: any;
     let platformKey: string;
     let acme: any;
-
-    before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl };
-    });
-    after(async () => {
-      await db?.drop();
-    });
 
     if (target.name === 'Postgres') {
       it('refuses operator commands while migrations are pending and says to run `cos-admin migrate`', async () => {
@@ -78,8 +68,8 @@ for (const target of databaseTargets()) {
         expect(human.stdout).to.match(/up to date/);
       });
     } else {
-      it('issue 15: a command other than migrate/bootstrap/serve on a missing SQLite file names the path and creates nothing', async () => {
-        const path = db.databaseUrl.slice('sqlite:'.length);
+      it('a command other than migrate/bootstrap/serve on a missing SQLite file names the path and creates nothing', async () => {
+        const path = suite.db.databaseUrl.slice('sqlite:'.length);
         for (const args of [['org', 'list'], ['org', 'list', '--json'], ['audit', 'list'], ['key', 'list', randomUUID()]]) {
           const r = await cli(...args);
           if (args.includes('--json')) {
@@ -235,7 +225,7 @@ for (const target of databaseTargets()) {
       expect((await json('member', 'list', acme.id)).data).to.have.length(2);
     });
 
-    it('issue 15, C-58: member add/remove write member_added/member_removed; the actor is --actor, else the OS user name', async () => {
+    it('C-58: member add/remove write member_added/member_removed; the actor is --actor, else the OS user name', async () => {
       const { userInfo } = await import('node:os');
       const added = await json('member', 'add', acme.id, '--email', 'audited@example.com', '--actor', 'alice');
       const removed = await cli('--actor', 'bob', 'member', 'remove', acme.id, added.id);
@@ -372,9 +362,9 @@ for (const target of databaseTargets()) {
 
     it('C-25: MAX_ACTIVE_KEYS_PER_ORG reaches the core: one key too many is refused', async () => {
       const fresh = await json('org', 'create', '--name', 'Capped', '--slug', 'capped');
-      const capped = { ...env, MAX_ACTIVE_KEYS_PER_ORG: '1' };
-      expect((await runCli(['key', 'issue', fresh.id, '--label', 'one'], capped, db.cwd)).code).to.equal(0);
-      expectFailure(await runCli(['key', 'issue', fresh.id, '--label', 'two'], capped, db.cwd), /1/);
+      const capped = { ...suite.env, MAX_ACTIVE_KEYS_PER_ORG: '1' };
+      expect((await runCli(['key', 'issue', fresh.id, '--label', 'one'], capped, suite.db.cwd)).code).to.equal(0);
+      expectFailure(await runCli(['key', 'issue', fresh.id, '--label', 'two'], capped, suite.db.cwd), /1/);
     });
 
     it('accepts the `--` that `pnpm cos-admin -- …` passes through', async () => {
@@ -389,23 +379,15 @@ for (const target of databaseTargets()) {
   // A database of its own, migrated here: the test passes alone (--grep) and whatever else ran.
   describe(`cos-admin paging on ${target.name} (Operator interface)`, function () {
     this.timeout(20_000);
-    let db: TestDatabase;
-    let env: Env;
-    const cli = (...args: string[]): Promise<CliResult> => runCli(args, env, db.cwd);
-    const json = <T = any>(...args: string[]): Promise<T> => cliJson<T>(args, env, db.cwd);
+    const { cli, json } = suiteDatabase(target);
 
     before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl };
       await json('migrate');
       // Organisations besides the one paged, so `org list` has pages too.
       for (const slug of ['other-1', 'other-2']) await json('org', 'create', '--name', slug, '--slug', slug);
     });
-    after(async () => {
-      await db?.drop();
-    });
 
-    it('issue 15: org list, member list, key list and audit list page with --limit/--cursor, or fetch every page with --all', async () => {
+    it('org list, member list, key list and audit list page with --limit/--cursor, or fetch every page with --all', async () => {
       const paged = await json('org', 'create', '--name', 'Paged', '--slug', 'paged');
       for (const n of [1, 2, 3]) {
         await json('member', 'add', paged.id, '--email', `paging-${n}@example.com`);
@@ -487,7 +469,7 @@ describe('cos-admin configuration (Operator interface)', function () {
     }
   });
 
-  it('issue 15: usage errors (unknown command or option, missing argument or option) exit 2 with one line', async () => {
+  it('usage errors (unknown command or option, missing argument or option) exit 2 with one line', async () => {
     const env = { DATABASE_URL: 'sqlite::memory:' };
     expectFailure(await runCli(['org', 'lst'], env, cwd), /unknown command 'lst' \(Did you mean list\?\)/, 2);
     expectFailure(await runCli(['frobnicate'], env, cwd), /unknown command 'frobnicate'/, 2);
@@ -501,7 +483,7 @@ describe('cos-admin configuration (Operator interface)', function () {
     expect(group.stderr).to.match(/^Usage: cos-admin org /);
   });
 
-  it('issue 15: with --json every failure is {"error", "message"} on stderr and stdout stays empty; 2 usage, 1 failure', async () => {
+  it('with --json every failure is {"error", "message"} on stderr and stdout stays empty; 2 usage, 1 failure', async () => {
     const cases: [string[], Env, number, string, RegExp][] = [
       [['org', 'lst', '--json'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^unknown command 'lst'/],
       [['org', 'list', '--json', '--bogus'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^unknown option '--bogus'$/],
@@ -524,7 +506,7 @@ describe('cos-admin configuration (Operator interface)', function () {
     }
   });
 
-  it('issue 15: --help documents the exit statuses and the --json error form', async () => {
+  it('--help documents the exit statuses and the --json error form', async () => {
     const r = await runCli(['--help'], {}, cwd);
     expect(r.stdout).to.match(/Exit status: 0 on success; 2 when the command line is wrong/);
     expect(r.stdout).to.include('{"error": "<CODE>", "message": "<message>"}');

@@ -1,5 +1,5 @@
 /**
- * Issue 15: one configuration table in code (config.ts); the tables of README.md,
+ * One configuration table in code (config.ts); the tables of README.md,
  * docs/operations.md and packages/cli/README.md, `.env.example` and `--help` are generated from it,
  * and the documented defaults are the ones loadConfig applies. Also the .env file: a bad value
  * names the file and line it came from, and a malformed line is reported, not skipped.
@@ -11,7 +11,7 @@ import { parseEnvFile } from '../src/env-file.js';
 import { runCli, tempDir } from './support/cli.js';
 import { currentText, ENV_EXAMPLE, expectedText, MARKDOWN_FILES } from './support/config-docs.js';
 
-describe('configuration documentation (issue 15)', function () {
+describe('configuration documentation', function () {
   this.timeout(60_000);
 
   for (const file of [...MARKDOWN_FILES, ENV_EXAMPLE]) {
@@ -46,7 +46,7 @@ describe('configuration documentation (issue 15)', function () {
   });
 });
 
-describe('the .env file (issue 15)', function () {
+describe('the .env file', function () {
   this.timeout(60_000);
 
   it('parses NAME=value, export, comments, quotes (multi-line in "…") and reports malformed lines by number', () => {

@@ -33,7 +33,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
   throw new Error('expected a rejection');
 }
 
-describe('instance registration (issue 27): caching instances and operator commands', () => {
+describe('instance registration: caching instances and operator commands (C-57)', () => {
   describe('redisLocationOf / planCommandFence', () => {
     it('a location never holds credentials: scheme, lower-case host, port (default 6379) and db (default 0)', () => {
       expect(redisLocationOf('redis://user:pw@Cache.Internal')).to.deep.equal({ location: 'redis://cache.internal:6379/0', target: 'cache.internal:6379', auth: true });

@@ -1,5 +1,5 @@
 /**
- * Issue 16 through the real `cos-admin` binary on SQLite and Postgres: `serve` writes the
+ * The key lifecycle through the real `cos-admin` binary on SQLite and Postgres: `serve` writes the
  * last_used_at of the requests it served when it gets SIGTERM (before the pools close; nothing was
  * written on the request path), `key roll` with --grace, `key list --unused-for` for stale keys, and
  * the api_key_rolled entry in `audit list`.
@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createSqlStore } from '@cos/store-sql';
 import { digestKey, keyPrefixOf } from '@cos/core';
-import { cliJson, ensureBuilt, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
-import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { ensureBuilt, type KeyView, type ServeProcess } from './support/cli.js';
+import { databaseTargets, suiteDatabase } from './support/databases.js';
 
 const DAY = 86_400_000;
 
@@ -18,45 +18,24 @@ before(async function () {
   await ensureBuilt();
 });
 
-interface KeyView {
-  id: string;
-  key?: string;
-  label: string;
-  status: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  rolled_from: string | null;
-}
-
 for (const target of databaseTargets()) {
-  describe(`cos-admin key lifecycle on ${target.name} (issue 16)`, function () {
+  describe(`cos-admin key lifecycle on ${target.name} (C-56, C-58)`, function () {
     this.timeout(90_000);
-    let db: TestDatabase;
-    let env: Env;
+    const suite = suiteDatabase(target, { PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000' });
     let orgId: string;
-    const servers: ServeProcess[] = [];
 
     before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl, PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000' };
-      await cliJson(['migrate'], env, db.cwd);
-      orgId = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Acme', '--slug', 'acme'], env, db.cwd)).id;
-    });
-    afterEach(() => {
-      for (const s of servers.splice(0)) s.kill();
-    });
-    after(async () => {
-      await db?.drop();
+      await suite.json('migrate');
+      orgId = (await suite.json<{ id: string }>('org', 'create', '--name', 'Acme', '--slug', 'acme')).id;
     });
 
-    const keyList = async (...args: string[]): Promise<KeyView[]> => (await cliJson<{ data: KeyView[] }>(['key', 'list', orgId, ...args], env, db.cwd)).data;
+    const keyList = async (...args: string[]): Promise<KeyView[]> => (await suite.json<{ data: KeyView[] }>('key', 'list', orgId, ...args)).data;
 
     it('serve writes last_used_at in the background: the first use at once, later uses batched (written on SIGTERM here), failed requests never', async () => {
-      const used = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'used'], env, db.cwd);
-      const revoked = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'revoked'], env, db.cwd);
-      await cliJson(['key', 'revoke', orgId, revoked.id], env, db.cwd);
-      const s = startServe([], env, db.cwd);
-      servers.push(s);
+      const used = await suite.json<KeyView>('key', 'issue', orgId, '--label', 'used');
+      const revoked = await suite.json<KeyView>('key', 'issue', orgId, '--label', 'revoked');
+      await suite.json('key', 'revoke', orgId, revoked.id);
+      const s = suite.serve([]);
       const { url } = await s.listening();
       const get = (key: string): Promise<Response> => fetch(`${url}/v1/organisations/${orgId}`, { headers: { authorization: `Bearer ${key}` } });
       const firstBefore = Date.now();
@@ -83,21 +62,20 @@ for (const target of databaseTargets()) {
       expect(lastUsed, 'written on SIGTERM').to.be.a('string');
       expect(Date.parse(lastUsed!)).to.be.within(before - 1000, after + 1000);
       expect(listed.find((k) => k.id === revoked.id)?.last_used_at).to.equal(null);
-      const table = await runCli(['key', 'list', orgId], env, db.cwd);
+      const table = await suite.cli('key', 'list', orgId);
       expect(table.stdout).to.match(/LAST USED/);
       expect(table.stdout).to.include(lastUsed!);
     });
 
     it('SIGKILL: last_used_at is never more than KEY_USAGE_FLUSH_MS behind the last use, after a quiet period (used, written, quiet, used, killed 1 s later) as under steady use', async () => {
       const INTERVAL = 3_000; // KEY_USAGE_FLUSH_MS: the rule scaled down from the default minute
-      const k = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'killed'], env, db.cwd);
+      const k = await suite.json<KeyView>('key', 'issue', orgId, '--label', 'killed');
       const lastUsedOf = async (): Promise<number | null> => {
         const v = (await keyList()).find((r) => r.id === k.id)?.last_used_at;
         return v === null || v === undefined ? null : Date.parse(v);
       };
       const serveHere = async (): Promise<{ s: ServeProcess; use: () => Promise<[number, number]> }> => {
-        const s = startServe([], { ...env, KEY_USAGE_FLUSH_MS: String(INTERVAL) }, db.cwd);
-        servers.push(s);
+        const s = suite.serve([], { KEY_USAGE_FLUSH_MS: String(INTERVAL) });
         const { url } = await s.listening();
         const use = async (): Promise<[number, number]> => {
           const before = Date.now();
@@ -144,33 +122,33 @@ for (const target of databaseTargets()) {
     });
 
     it('key roll --grace 24h: a new key (same label and environment) shown once; the old one ends in 24 h; a second roll is refused', async () => {
-      const old = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'deploy', '--test'], env, db.cwd);
+      const old = await suite.json<KeyView>('key', 'issue', orgId, '--label', 'deploy', '--test');
       const start = Date.now();
-      const rolled = await cliJson<KeyView>(['key', 'roll', orgId, old.id, '--grace', '24h'], env, db.cwd);
+      const rolled = await suite.json<KeyView>('key', 'roll', orgId, old.id, '--grace', '24h');
       expect(rolled).to.include({ rolled_from: old.id, label: 'deploy', status: 'active', last_used_at: null });
       expect(rolled.key).to.match(/^svc_test_[A-Za-z0-9]{48}$/);
       const oldNow = (await keyList()).find((k) => k.id === old.id)!;
       expect(oldNow.status).to.equal('active');
       expect(Date.parse(oldNow.expires_at!)).to.be.within(start + DAY - 1000, Date.now() + DAY + 1000);
-      const again = await runCli(['key', 'roll', orgId, old.id], env, db.cwd);
+      const again = await suite.cli('key', 'roll', orgId, old.id);
       expect(again.code).to.not.equal(0);
       expect(again.stderr.trim().split('\n')).to.have.length(1);
       expect(again.stderr).to.match(/already been rolled/);
-      const human = await runCli(['key', 'roll', orgId, rolled.id, '--label', 'deploy 2'], env, db.cwd);
+      const human = await suite.cli('key', 'roll', orgId, rolled.id, '--label', 'deploy 2');
       expect(human.code, human.stderr).to.equal(0);
       expect(human.stdout).to.match(/Rolled API key .* \(old key: revoked\)/);
       expect(human.stdout).to.match(/rolled from:\s+[0-9a-f-]{36}/);
-      const bad = await runCli(['key', 'roll', orgId, old.id, '--grace', '24x'], env, db.cwd);
+      const bad = await suite.cli('key', 'roll', orgId, old.id, '--grace', '24x');
       expect(bad.code).to.equal(2);
       expect(bad.stderr).to.match(/option '--grace <duration>' argument '24x' is invalid/);
-      const audit = await runCli(['audit', 'list', '--org', orgId, '--kind', 'api_key_rolled'], env, db.cwd);
+      const audit = await suite.cli('audit', 'list', '--org', orgId, '--kind', 'api_key_rolled');
       expect(audit.stdout).to.include(`rolled to ${rolled.id}, grace 86400s`);
-      const auditJson = await cliJson<{ data: { key_id: string; roll?: unknown }[] }>(['audit', 'list', '--org', orgId, '--kind', 'api_key_rolled'], env, db.cwd);
+      const auditJson = await suite.json<{ data: { key_id: string; roll?: unknown }[] }>('audit', 'list', '--org', orgId, '--kind', 'api_key_rolled');
       expect(auditJson.data.find((e) => e.key_id === old.id)?.roll).to.deep.equal({ to_key_id: rolled.id, grace_period_seconds: 86_400 });
     });
 
     it('key list --unused-for 90d: active keys last used, or (never used) created, more than 90 days ago', async () => {
-      const store = createSqlStore({ databaseUrl: db.databaseUrl });
+      const store = createSqlStore({ databaseUrl: suite.db.databaseUrl });
       const now = Date.now();
       const insert = async (label: string, createdAt: number, extra: { revokedAt?: number } = {}): Promise<string> => {
         const raw = `svc_live_${randomBytes(36).toString('base64').replace(/[^A-Za-z0-9]/g, 'A').slice(0, 48)}`;
@@ -200,7 +178,7 @@ for (const target of databaseTargets()) {
         const stale = (await keyList('--unused-for', '90d')).map((k) => k.id);
         expect(stale).to.include.members([neverUsedOld, usedLongAgo]);
         for (const id of [usedRecently, newNeverUsed, revokedOld]) expect(stale).to.not.include(id);
-        const bad = await runCli(['key', 'list', orgId, '--unused-for', 'soon'], env, db.cwd);
+        const bad = await suite.cli('key', 'list', orgId, '--unused-for', 'soon');
         expect(bad.code).to.equal(2);
         expect(bad.stderr).to.match(/option '--unused-for <duration>' argument 'soon' is invalid/);
       } finally {

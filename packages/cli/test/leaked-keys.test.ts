@@ -1,5 +1,5 @@
 /**
- * Issue 13, end to end through real `cos-admin serve` processes: the test plays the secret-scanning
+ * Leaked keys (C-58, C-62), end to end through real `cos-admin serve` processes: the test plays the secret-scanning
  * programme (its own P-256 key pair and key file, signed alerts) and the organisation's webhook
  * receiver (verifying every delivery with the `standardwebhooks` library). SQLite: two instances on
  * one file; Postgres: two instances on one database, with Redis as the shared counter when
@@ -38,7 +38,7 @@ function alert(token: string, url = 'https://github.com/octo/leak/blob/abc/confi
 }
 
 for (const target of databaseTargets()) {
-  describe(`leaked keys through cos-admin serve on ${target.name} (issue 13)`, function () {
+  describe(`leaked keys through cos-admin serve on ${target.name} (C-36, C-58, C-62)`, function () {
     this.timeout(120_000);
     const servers: ServeProcess[] = [];
     const receivers: Receiver[] = [];

@@ -8,64 +8,49 @@
 import { expect } from 'chai';
 import { ALL_BUILTIN_SCOPES, createCore, InProcessRateCounter, type Core, type KeyPrincipal } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
-import { cliJson, runCli, type Env } from './support/cli.js';
-import { databaseTargets, type TestDatabase } from './support/databases.js';
-
-interface KeyView {
-  id: string;
-  key?: string;
-  label: string;
-  status: string;
-  expires_at: string | null;
-  scopes: string[];
-  created_by_key_id: string | null;
-  rolled_from: string | null;
-}
+import { type KeyView } from './support/cli.js';
+import { databaseTargets, suiteDatabase } from './support/databases.js';
 
 for (const target of databaseTargets()) {
   describe(`cos-admin least privilege on ${target.name} (C-60, C-61, C-62)`, function () {
     this.timeout(90_000);
-    let db: TestDatabase;
-    let env: Env;
+    const suite = suiteDatabase(target);
     let orgId: string;
     let store: SqlStore;
     let core: Core;
 
     before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl };
-      await cliJson(['migrate'], env, db.cwd);
-      orgId = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Acme', '--slug', 'acme'], env, db.cwd)).id;
-      store = createSqlStore({ databaseUrl: db.databaseUrl });
+      await suite.json('migrate');
+      orgId = (await suite.json<{ id: string }>('org', 'create', '--name', 'Acme', '--slug', 'acme')).id;
+      store = createSqlStore({ databaseUrl: suite.db.databaseUrl });
       core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InProcessRateCounter() });
     });
     after(async () => {
       await store?.close();
-      await db?.drop();
     });
 
-    const keyList = async (...args: string[]): Promise<KeyView[]> => (await cliJson<{ data: KeyView[] }>(['key', 'list', orgId, ...args], env, db.cwd)).data;
+    const keyList = async (...args: string[]): Promise<KeyView[]> => (await suite.json<{ data: KeyView[] }>('key', 'list', orgId, ...args)).data;
     const principalOf = (raw: string): Promise<KeyPrincipal> => core.authenticator.authenticate(`Bearer ${raw}`);
 
     it('C-60: key issue --scopes and key roll --scopes; scopes in every --json record; a SCOPES column in key list; bad scopes are refused', async () => {
-      const issued = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'ci', '--scopes', 'organisations:read, api_keys:read'], env, db.cwd);
+      const issued = await suite.json<KeyView>('key', 'issue', orgId, '--label', 'ci', '--scopes', 'organisations:read, api_keys:read');
       expect(issued.scopes).to.deep.equal(['api_keys:read', 'organisations:read']);
       expect(issued.created_by_key_id).to.equal(null);
-      const all = await cliJson<KeyView>(['key', 'issue', orgId, '--label', 'all'], env, db.cwd);
+      const all = await suite.json<KeyView>('key', 'issue', orgId, '--label', 'all');
       expect(all.scopes, 'the operator default: all eight').to.deep.equal([...ALL_BUILTIN_SCOPES]);
-      const rolled = await cliJson<KeyView>(['key', 'roll', orgId, issued.id, '--scopes', 'organisations:read'], env, db.cwd);
+      const rolled = await suite.json<KeyView>('key', 'roll', orgId, issued.id, '--scopes', 'organisations:read');
       expect(rolled).to.deep.include({ scopes: ['organisations:read'], rolled_from: issued.id });
-      const kept = await cliJson<KeyView>(['key', 'roll', orgId, rolled.id], env, db.cwd);
+      const kept = await suite.json<KeyView>('key', 'roll', orgId, rolled.id);
       expect(kept.scopes).to.deep.equal(['organisations:read']);
       const listed = await keyList('--all');
       expect(listed.find((k) => k.id === kept.id)?.scopes).to.deep.equal(['organisations:read']);
-      const table = await runCli(['key', 'list', orgId], env, db.cwd);
+      const table = await suite.cli('key', 'list', orgId);
       expect(table.stdout).to.match(/SCOPES/);
       expect(table.stdout).to.include('api_keys:read,api_keys:write,audit:read');
-      const shown = await runCli(['key', 'revoke', orgId, all.id], env, db.cwd);
+      const shown = await suite.cli('key', 'revoke', orgId, all.id);
       expect(shown.stdout).to.match(/scopes:\s+api_keys:read, api_keys:write/);
       for (const bad of ['organisations:delete', 'members:read,members:read', ',']) {
-        const refused = await runCli(['key', 'issue', orgId, '--label', 'bad', '--scopes', bad], env, db.cwd);
+        const refused = await suite.cli('key', 'issue', orgId, '--label', 'bad', '--scopes', bad);
         expect(refused.code, bad).to.not.equal(0);
         expect(refused.stderr, bad).to.include('--scopes: must be a non-empty array of known scopes without duplicates');
       }
@@ -83,40 +68,38 @@ for (const target of databaseTargets()) {
       const transitive = await keyList('--created-by', root.key.id, '--transitive');
       expect(transitive.map((k) => k.id).sort()).to.deep.equal([child.key.id, grandchild.key.id, rolled.key.id].sort());
       expect(await keyList('--created-by', grandchild.key.id)).to.deep.equal([]);
-      const usage = await runCli(['key', 'list', orgId, '--transitive'], env, db.cwd);
+      const usage = await suite.cli('key', 'list', orgId, '--transitive');
       expect(usage.code).to.not.equal(0);
       expect(usage.stderr).to.include('--transitive needs --created-by');
     });
 
     it('C-62: org policy show answers the default; org policy set changes only what it is given, audited; key list --exceeding-policy lists the keys that would not be issued today', async () => {
-      const policyOrg = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Policy', '--slug', 'policy'], env, db.cwd)).id;
-      const forever = await cliJson<KeyView>(['key', 'issue', policyOrg, '--label', 'forever'], env, db.cwd);
-      const testKey = await cliJson<KeyView>(['key', 'issue', policyOrg, '--label', 'test', '--test', '--expires-in', '1d'], env, db.cwd);
-      const soon = await cliJson<KeyView>(['key', 'issue', policyOrg, '--label', 'soon', '--expires-in', '12h'], env, db.cwd);
-      expect(await cliJson(['org', 'policy', 'show', policyOrg], env, db.cwd)).to.deep.equal({
+      const policyOrg = (await suite.json<{ id: string }>('org', 'create', '--name', 'Policy', '--slug', 'policy')).id;
+      const forever = await suite.json<KeyView>('key', 'issue', policyOrg, '--label', 'forever');
+      const testKey = await suite.json<KeyView>('key', 'issue', policyOrg, '--label', 'test', '--test', '--expires-in', '1d');
+      const soon = await suite.json<KeyView>('key', 'issue', policyOrg, '--label', 'soon', '--expires-in', '12h');
+      expect(await suite.json('org', 'policy', 'show', policyOrg)).to.deep.equal({
         max_lifetime_seconds: null,
         allowed_environments: ['live', 'test'],
         exposure_response: 'revoke_key',
       });
-      expect(await cliJson(['org', 'policy', 'set', policyOrg, '--max-lifetime', '1d', '--environments', 'live'], env, db.cwd)).to.deep.equal({
+      expect(await suite.json('org', 'policy', 'set', policyOrg, '--max-lifetime', '1d', '--environments', 'live')).to.deep.equal({
         max_lifetime_seconds: 86_400,
         allowed_environments: ['live'],
         exposure_response: 'revoke_key',
       });
-      expect(await cliJson(['org', 'policy', 'set', policyOrg, '--exposure-response', 'revoke_key_and_descendants'], env, db.cwd)).to.deep.equal({
+      expect(await suite.json('org', 'policy', 'set', policyOrg, '--exposure-response', 'revoke_key_and_descendants')).to.deep.equal({
         max_lifetime_seconds: 86_400,
         allowed_environments: ['live'],
         exposure_response: 'revoke_key_and_descendants',
       });
-      const human = await runCli(['org', 'policy', 'show', policyOrg], env, db.cwd);
+      const human = await suite.cli('org', 'policy', 'show', policyOrg);
       expect(human.stdout).to.match(/max lifetime:\s+86400 s \(1d\)/);
-      const exceeding = await cliJson<{ data: KeyView[] }>(['key', 'list', policyOrg, '--exceeding-policy'], env, db.cwd);
+      const exceeding = await suite.json<{ data: KeyView[] }>('key', 'list', policyOrg, '--exceeding-policy');
       expect(exceeding.data.map((k) => k.id).sort()).to.deep.equal([forever.id, testKey.id].sort());
       expect(exceeding.data.map((k) => k.id)).to.not.include(soon.id);
-      const entries = await cliJson<{ data: Array<{ kind: string; key_policy?: { old: unknown; new: unknown } }> }>(
-        ['audit', 'list', '--org', policyOrg, '--kind', 'organisation_policy_updated'],
-        env,
-        db.cwd,
+      const entries = await suite.json<{ data: Array<{ kind: string; key_policy?: { old: unknown; new: unknown } }> }>(
+        'audit', 'list', '--org', policyOrg, '--kind', 'organisation_policy_updated',
       );
       expect(entries.data).to.have.length(2);
       expect(entries.data.map((e) => e.key_policy?.new)).to.deep.include({
@@ -124,15 +107,15 @@ for (const target of databaseTargets()) {
         allowed_environments: ['live'],
         exposure_response: 'revoke_key',
       });
-      const refused = await runCli(['key', 'issue', policyOrg, '--label', 'too long', '--expires-in', '2d'], env, db.cwd);
+      const refused = await suite.cli('key', 'issue', policyOrg, '--label', 'too long', '--expires-in', '2d');
       expect(refused.code).to.not.equal(0);
       expect(refused.stderr).to.include('--expires-at').and.to.include('must not be later than');
-      const none = await cliJson(['org', 'policy', 'set', policyOrg, '--max-lifetime', 'none'], env, db.cwd);
+      const none = await suite.json('org', 'policy', 'set', policyOrg, '--max-lifetime', 'none');
       expect(none).to.include({ max_lifetime_seconds: null });
-      const nothing = await runCli(['org', 'policy', 'set', policyOrg], env, db.cwd);
+      const nothing = await suite.cli('org', 'policy', 'set', policyOrg);
       expect(nothing.code).to.not.equal(0);
       expect(nothing.stderr).to.include('nothing to change');
-      const tooShort = await runCli(['org', 'policy', 'set', policyOrg, '--max-lifetime', '30m'], env, db.cwd);
+      const tooShort = await suite.cli('org', 'policy', 'set', policyOrg, '--max-lifetime', '30m');
       expect(tooShort.code).to.equal(2);
       expect(tooShort.stderr).to.include("option '--max-lifetime <duration>' argument '30m' is invalid. It must be at least 1h.");
     });

@@ -1,5 +1,5 @@
 /**
- * PrometheusMetrics (the Metrics port on prom-client, issue 15) rendered as the Prometheus text
+ * PrometheusMetrics (the Metrics port on prom-client) rendered as the Prometheus text
  * format: TYPE lines, cumulative histogram buckets, the closed label sets present at 0, and the
  * outbox gauge read at scrape time (left alone when the store does not answer).
  */

@@ -1,5 +1,5 @@
 /**
- * The operations listener of `cos-admin serve` (issue 15), through a real serve process:
+ * The operations listener of `cos-admin serve`, through a real serve process:
  * OPS_PORT unset is off; set, it answers GET /livez (touches no dependency), /readyz (the store
  * within its budget; 503 while the store is unreachable and while draining after SIGTERM) and
  * /metrics (Prometheus text: the named cos_* metrics with their labels, route templates, no key
@@ -11,8 +11,8 @@ import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { cliJson, ensureBuilt, printedKeys, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
-import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { cliJson, ensureBuilt, printedKeys, runCli, type ServeProcess } from './support/cli.js';
+import { databaseTargets, suiteDatabase } from './support/databases.js';
 import { sample } from './support/prometheus.js';
 
 before(async function () {
@@ -105,31 +105,17 @@ async function stopCleanly(s: ServeProcess): Promise<void> {
 }
 
 for (const target of databaseTargets()) {
-  describe(`cos-admin serve: the operations listener on ${target.name} (issue 15)`, function () {
+  describe(`cos-admin serve: the operations listener on ${target.name} (Operator interface)`, function () {
     this.timeout(90_000);
-    let db: TestDatabase;
-    let env: Env;
-    const servers: ServeProcess[] = [];
-    const serve = (args: string[], extra: Env = {}): ServeProcess => {
-      const s = startServe(args, { ...env, ...extra }, db.cwd);
-      servers.push(s);
-      return s;
-    };
+    const suite = suiteDatabase(target, { PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' });
+    const { serve } = suite;
     let platformKey: string;
 
     before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl, PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' };
-      expect((await cliJson(['migrate'], env, db.cwd)).applied).to.include('0001_initial');
-      const boot = await runCli(['bootstrap'], env, db.cwd);
+      expect((await suite.json('migrate')).applied).to.include('0001_initial');
+      const boot = await suite.cli('bootstrap');
       platformKey = printedKeys(boot.stdout)[0]!;
       expect(platformKey, boot.stderr).to.be.a('string');
-    });
-    afterEach(() => {
-      for (const s of servers.splice(0)) s.kill();
-    });
-    after(async () => {
-      await db?.drop();
     });
 
     it('OPS_PORT unset: no operations listener (start-up line says ops "off"); /livez, /readyz, /metrics on the API port are 404 in the contract shape (C-9)', async () => {
@@ -222,7 +208,7 @@ for (const target of databaseTargets()) {
       await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
       try {
         const hook = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks/cos`;
-        await cliJson(['org', 'webhook', 'set', orgId, '--url', hook], { ...env, ...local }, db.cwd);
+        await cliJson(['org', 'webhook', 'set', orgId, '--url', hook], { ...suite.env, ...local }, suite.db.cwd);
         const issued = await fetch(`${api}/v1/organisations/${orgId}/api-keys`, {
           method: 'POST',
           headers: { ...auth, 'content-type': 'application/json' },
@@ -306,7 +292,7 @@ for (const target of databaseTargets()) {
         [{ OPS_PORT: '0', OPS_HOST: 'not a host' }, /^cos-admin: .*OPS_HOST must be a host name or an IP address/],
       ] as const) {
         // The configuration is read and refused before anything starts: in process.
-        const r = await runCli(['serve'], { ...env, ...extra }, db.cwd);
+        const r = await runCli(['serve'], { ...suite.env, ...extra }, suite.db.cwd);
         expect(r.code, JSON.stringify(extra)).to.equal(1);
         expect(r.stdout).to.equal('');
         expect(r.stderr.trim().split('\n'), r.stderr).to.have.length(1);
@@ -328,9 +314,9 @@ for (const target of databaseTargets()) {
     if (target.name === 'Postgres') {
       it('C-4: readyz is 503 while the store is unreachable (livez stays 200, store errors are counted) and 200 again once it is back', async () => {
         const proxy = new Proxy();
-        const real = new URL(db.databaseUrl);
+        const real = new URL(suite.db.databaseUrl);
         const proxyPort = await proxy.start(real.hostname, Number(real.port || 5432));
-        const viaProxy = new URL(db.databaseUrl);
+        const viaProxy = new URL(suite.db.databaseUrl);
         viaProxy.hostname = '127.0.0.1';
         viaProxy.port = String(proxyPort);
         try {

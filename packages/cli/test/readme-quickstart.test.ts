@@ -43,7 +43,7 @@ function prose(markdown: string): string {
 
 /**
  * Commands that need pnpm on the PATH: a line of a ```sh block, or an inline `code` span, that
- * starts with `pnpm ` (issue 15: the docs must work with only Node and npm; `npx -y pnpm@10 …`).
+ * starts with `pnpm ` (the docs must work with only Node and npm; `npx -y pnpm@10 …`).
  */
 function barePnpmCommands(markdown: string): string[] {
   const text = prose(markdown);
@@ -64,7 +64,7 @@ function nodeAndNpmOnly(dir: string): string {
   return dir;
 }
 
-describe('README quickstart from a fresh clone (issue 6)', function () {
+describe('README quickstart from a fresh clone', function () {
   this.timeout(240_000);
 
   it('has the two set-up commands: one installs and starts the server, one installs and runs the tests', () => {
@@ -74,7 +74,7 @@ describe('README quickstart from a fresh clone (issue 6)', function () {
     expect(ci, '.ci/run runs the README test command').to.match(/\$PNPM install\b/).and.to.match(/\$PNPM test\b/);
   });
 
-  it('issue 15: README, operations.md and performance.md need only Node and npm: no command starts with a bare `pnpm`', () => {
+  it('README, operations.md and performance.md need only Node and npm: no command starts with a bare `pnpm`', () => {
     for (const doc of ['README.md', 'docs/operations.md', 'docs/performance.md']) {
       expect(barePnpmCommands(readFileSync(join(ROOT, doc), 'utf8')), doc).to.deep.equal([]);
     }
@@ -157,7 +157,7 @@ describe('README quickstart from a fresh clone (issue 6)', function () {
     // the same `npx -y pnpm@10`: the first runs exactly as written; the others run through the pnpm
     // that npx resolves for `pnpm@10` (asked once, with only node, npm and npx on the PATH), as an
     // npx start costs about 3 s of CPU each and proves nothing the first line has not.
-    describe("issue 15: the README's cos-admin commands run as written with only node, npm and npx on the PATH", () => {
+    describe("the README's cos-admin commands run as written with only node, npm and npx on the PATH", () => {
       const runnable = (cosAdminBlock ?? '')
         .trim()
         .split('\n')

@@ -63,7 +63,7 @@ function signedAlert(body: string, key: ProgrammeKey): Record<string, string> {
   };
 }
 
-describe('cli: SECRET_SCANNING_KEYS_URL (issue 28)', function () {
+describe('cli: SECRET_SCANNING_KEYS_URL, where the scanner\'s public keys are fetched', function () {
   this.timeout(30_000);
   let programme: KeyListServer;
   beforeEach(async () => {

@@ -9,8 +9,8 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
-import { childEnv, cliJson, ensureBuilt, jsonLines, nodeArgs, printedKeys, ROOT, runCli, startServe, type Env, type ServeProcess } from './support/cli.js';
-import { databaseTargets, type TestDatabase } from './support/databases.js';
+import { childEnv, cliJson, ensureBuilt, jsonLines, nodeArgs, printedKeys, ROOT, startServe, type ServeProcess } from './support/cli.js';
+import { databaseTargets, suiteDatabase, type TestDatabase } from './support/databases.js';
 
 const VERSION = (JSON.parse(readFileSync(`${ROOT}/packages/cli/package.json`, 'utf8')) as { version: string }).version;
 
@@ -63,26 +63,9 @@ async function listAll(base: string, key: string): Promise<any[]> {
 for (const target of databaseTargets()) {
   describe(`cos-admin serve on ${target.name} (Operator interface)`, function () {
     this.timeout(90_000);
-    let db: TestDatabase;
-    let env: Env;
-    const servers: ServeProcess[] = [];
-    const serve = (args: string[], extra: Env = {}): ServeProcess => {
-      const s = startServe(args, { ...env, ...extra }, db.cwd);
-      servers.push(s);
-      return s;
-    };
+    const suite = suiteDatabase(target, { PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' });
+    const { serve } = suite;
     let platformKey: string;
-
-    before(async () => {
-      db = await target.create();
-      env = { DATABASE_URL: db.databaseUrl, PORT: '0', RATE_LIMIT_PER_MINUTE: '1000000', UNAUTH_RATE_LIMIT_PER_MINUTE: '1000000' };
-    });
-    afterEach(() => {
-      for (const s of servers.splice(0)) s.kill();
-    });
-    after(async () => {
-      await db?.drop();
-    });
 
     if (target.name === 'Postgres') {
       it('refuses to start with pending migrations and says to run `cos-admin migrate`', async () => {
@@ -92,7 +75,7 @@ for (const target of databaseTargets()) {
         expect(s.stdout()).to.equal('');
         expect(s.stderr().trim().split('\n')).to.have.length(1);
         expect(s.stderr()).to.match(/pending migration.*run `cos-admin migrate` first/);
-        expect((await cliJson(['migrate'], env, db.cwd)).applied).to.include('0001_initial');
+        expect((await suite.json('migrate')).applied).to.include('0001_initial');
       });
     }
 
@@ -181,8 +164,8 @@ for (const target of databaseTargets()) {
         do {
           const page: any = await cliJson(
             ['audit', 'list', '--kind', 'organisation_created', '--limit', '100', ...(cursor ? ['--cursor', cursor] : [])],
-            env,
-            db.cwd,
+            suite.env,
+            suite.db.cwd,
           );
           created.push(...page.data);
           cursor = page.meta.next_cursor ?? undefined;
@@ -209,7 +192,7 @@ for (const target of databaseTargets()) {
         );
         const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
         socket.on('error', () => undefined);
-        const before = (await cliJson(['org', 'list'], env, db.cwd)).data.length;
+        const before = (await suite.json('org', 'list')).data.length;
         const t0 = Date.now();
         s.child.kill('SIGTERM');
         const exit = await s.exited();
@@ -221,7 +204,7 @@ for (const target of databaseTargets()) {
         expect(logs.some((l) => l['msg'] === 'shutdown grace period over: closing the remaining connections')).to.equal(true);
         expect(logs.find((l) => l['msg'] === 'shut down: pools closed')).to.include({ forced: true });
         // the cut-off write wrote nothing
-        expect((await cliJson(['org', 'list'], env, db.cwd)).data).to.have.length(before);
+        expect((await suite.json('org', 'list')).data).to.have.length(before);
       });
     }
 
@@ -239,7 +222,7 @@ for (const target of databaseTargets()) {
       } finally {
         blocker.close();
       }
-      const bad = await runCli(['serve', '--port', '99999'], env, db.cwd);
+      const bad = await suite.cli('serve', '--port', '99999');
       expect(bad.code, 'a malformed option value is a usage error').to.equal(2);
       expect(bad.stderr.trim()).to.equal('cos-admin: --port must be an integer from 0 to 65535');
     });
@@ -290,7 +273,7 @@ describe('cos-admin serve with REDIS_URL (C-55)', function () {
   });
 });
 
-describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operator interface: SIGTERM stops, exit 0; issue 18)', function () {
+describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operator interface: SIGTERM stops, exit 0)', function () {
   this.timeout(60_000);
   const servers: ServeProcess[] = [];
   let tmp: TestDatabase | undefined;
@@ -334,7 +317,7 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
     expect(exit.ms).to.be.below(3_000);
   });
 
-  it('issue 15: `cos-admin serve | head -2` in a real shell: head exits after two lines, serving goes on, SIGTERM then exits 0 within 3 s', async () => {
+  it('`cos-admin serve | head -2` in a real shell: head exits after two lines, serving goes on, SIGTERM then exits 0 within 3 s', async () => {
     // A free port chosen here: head prints nothing before its second line (its stdout is a pipe, so
     // it is buffered), so the start-up line cannot tell the port.
     const probe = createServer();
@@ -394,7 +377,7 @@ describe('cos-admin serve: SIGTERM ends the process whatever stdout does (Operat
     }
   });
 
-  it('issue 15: a second signal cuts the drain short, also with a closed stdout: exit 0 within 3 s although a request is still in flight', async () => {
+  it('a second signal cuts the drain short, also with a closed stdout: exit 0 within 3 s although a request is still in flight', async () => {
     const boot = await cliJson<{ key: { key: string } }>(['bootstrap', '--slug', 'signals'], { DATABASE_URL: tmp!.databaseUrl }, tmp!.cwd).catch(() => null);
     const { s, url } = await start();
     let key = boot?.key.key;

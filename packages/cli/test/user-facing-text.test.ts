@@ -1,5 +1,5 @@
 /**
- * Issue 15: user-facing text says the rule itself, never an internal rule id (`C-25`, `C-51`, …)
+ * User-facing text says the rule itself, never an internal rule id (`C-25`, `C-51`, …)
  * nor a document that is not in the repository. Checked: `cos-admin --help` of every command,
  * docs/openapi.yaml (which Spectral and Redocly also lint in `pnpm check`) and the operator docs. Rule ids stay welcome
  * in code comments and test names.
@@ -28,7 +28,7 @@ function helpOf(cmd: Command): string {
   return out;
 }
 
-describe('no internal rule ids in user-facing text (issue 15)', function () {
+describe('no internal rule ids in user-facing text', function () {
   this.timeout(60_000);
 
   it('cos-admin --help, for the program and every command, names no rule id', async () => {

@@ -36,7 +36,7 @@ interface NotificationRecord {
 }
 
 for (const target of databaseTargets()) {
-  describe(`webhooks at rest, outbox retention and webhook audit through cos-admin on ${target.name} (issue 27)`, function () {
+  describe(`webhooks at rest, outbox retention and webhook audit through cos-admin on ${target.name} (C-59)`, function () {
     this.timeout(120_000);
     let db: TestDatabase | undefined;
     let direct: SqlStore | undefined;
@@ -124,7 +124,7 @@ for (const target of databaseTargets()) {
       expect(human.stdout).to.include(`notification ${pending!.id} (api_key.issued)`).and.to.include('carol');
     });
 
-    it('issue 28: rotate-secret --overlap keeps the old secret (as stored) until the overlap ends (default 24h); --overlap 0 drops it; a malformed --overlap is a usage error', async () => {
+    it('rotate-secret --overlap keeps the old secret (as stored) until the overlap ends (default 24h); --overlap 0 drops it; a malformed --overlap is a usage error', async () => {
       const { env, cwd, orgId, sql } = await prepare();
       await cliJson(['org', 'webhook', 'set', orgId, '--url', 'https://hooks.acme.example/cos'], env, cwd);
       const before = await storedSecret(sql, orgId);

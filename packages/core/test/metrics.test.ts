@@ -1,5 +1,5 @@
 /**
- * The Metrics port as the core uses it (issue 15): rate-limit decisions by scope kind and outcome
+ * The Metrics port as the core uses it: rate-limit decisions by scope kind and outcome
  * (C-50, C-51), fail-open (C-54), authentication failures by a reason that never carries key
  * material (C-31, C-32, C-36), and webhook delivery results (C-59). Without a port, the core's is the
  * no-op one.
@@ -20,7 +20,7 @@ import {
 import { CapturingLogger, FakeClock, InMemoryRateCounter, RecordingMetrics, createInMemoryStore, createTestCore } from '@cos/core/testing';
 import { rejectsWith } from './use-cases-fixtures.js';
 
-describe('Metrics port in core (issue 15)', () => {
+describe('Metrics port in core', () => {
   it('createCore without a Metrics port uses noopMetrics, which accepts every call', () => {
     const store = createInMemoryStore();
     const core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter: new InMemoryRateCounter(new FakeClock()) });

@@ -1,5 +1,5 @@
 /**
- * The credential cache and its fence (issue 14, C-36, C-57), on the in-memory store and the
+ * The credential cache and its fence (C-36, C-57), on the in-memory store and the
  * in-memory shared counter store, with a FakeClock: two cores over one store and one counter store
  * play two instances. Timings are never asserted; round trips and store reads are counted.
  */
@@ -54,7 +54,7 @@ interface Instance {
 
 const LIMIT = 30;
 
-describe('use case: credential cache (issue 14, C-36, C-57)', () => {
+describe('use case: credential cache (C-36, C-57)', () => {
   let clock: FakeClock;
   let store: StoreHarness;
   let shared: InMemoryFreshCounter;
@@ -370,7 +370,7 @@ describe('use case: credential cache (issue 14, C-36, C-57)', () => {
     await off.core.organisations.patch(OPERATOR, org.id, { name: 'Redis down' }); // no 503 with the cache off
   });
 
-  it('issue 16, key roll: the old key\'s shortened expiry reaches the other instance\'s cache at once (shortenExpiry is fenced), and a roll with no grace revokes it there', async () => {
+  it('C-57, key roll: the old key\'s shortened expiry reaches the other instance\'s cache at once (shortenExpiry is fenced), and a roll with no grace revokes it there', async () => {
     await warm(two);
     await one.core.apiKeys.roll(OPERATOR, org.id, keyId, { grace_period_seconds: 60 });
     expect(await admit(two)).to.equal('ok'); // within the grace

@@ -34,7 +34,7 @@ describe('use case: members', () => {
     }
   });
 
-  it('issue 15, C-58, C-63: add and remove write member_added / member_removed with the member (by id, never the e-mail address) and the named operator; failures write nothing', async () => {
+  it('C-58, C-63: add and remove write member_added / member_removed with the member (by id, never the e-mail address) and the named operator; failures write nothing', async () => {
     const f = fixture();
     const org = await f.org('acme');
     const audit = async () => (await f.store.stores.audit.list({ organisationId: org.id }, { limit: 100, after: null })).filter((e) => e.kind.startsWith('member_'));
@@ -50,7 +50,7 @@ describe('use case: members', () => {
     ]);
   });
 
-  it('issue 15: a member_removed entry that cannot be written leaves the member in place (same unit of work)', async () => {
+  it('C-58: a member_removed entry that cannot be written leaves the member in place (same unit of work)', async () => {
     const f = fixture();
     const org = await f.org('acme');
     const m = await f.core.members.add(OPERATOR, org.id, { email: 'ada@example.org' });

@@ -319,7 +319,7 @@ describe('use case: organisations', () => {
     });
   });
 
-  describe('get: the record read with the key (issue 17: one read path, no state outside the request)', () => {
+  describe('get: the record read with the key (one read path, no state outside the request)', () => {
     /** A core whose organisation store counts findById. */
     async function counting() {
       const reads = { findById: 0 };

@@ -181,7 +181,7 @@ describe('use case: webhooks and the outbox (C-59)', () => {
     expect((await f.core.webhooks.show(platform.principal, tenant.org.id)).url).to.equal('https://x.example/h');
   });
 
-  it('issue 28: redeliver makes a failed delivery due again under its id and sends a delivered one again under a new id; another organisation\'s is 404', async () => {
+  it('C-59: redeliver makes a failed delivery due again under its id and sends a delivered one again under a new id; another organisation\'s is 404', async () => {
     const f = fixture();
     const tenant = await f.tenant('acme');
     const other = await f.tenant('globex');

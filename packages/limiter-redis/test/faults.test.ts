@@ -243,7 +243,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const infosBefore = coreLines(logger, 'info').length;
     const after = await counted(rl);
     // The 200 hits that timed out reached Redis after their deadline and counted nothing (fail-open
-    // requests are allowed without being counted, issue 18); only the checks around the freeze count.
+    // requests are allowed without being counted, C-54); only the checks around the freeze count.
     const used = 1_000_000 - after.decision.remaining;
     expect(used, 'hits counted').to.be.within(2, before.attempts + after.attempts);
     expect(coreLines(logger, 'info').length - infosBefore, 'info lines on recovery').to.equal(1);

@@ -1,5 +1,5 @@
 /**
- * The core's CredentialFreshness contract suite (issue 14), unchanged, over Redis: two counters
+ * The core's CredentialFreshness contract suite (C-57), unchanged, over Redis: two counters
  * (two instances) on one server, against a redis-server this test starts (its flush is FLUSHALL,
  * then SCRIPT FLUSH as well) and against TEST_REDIS_URL (its flush deletes the run's keys only).
  */

@@ -19,6 +19,7 @@ import {
   waitFor,
   type AdminClient,
 } from './support/redis-server.js';
+import { rejection } from '@cos/test-support/rejection';
 
 const WINDOW_START = Date.UTC(2026, 5, 10, 12, 0, 0);
 const TTL = 120_000;
@@ -29,15 +30,6 @@ const MARGIN_MS = 100;
  * into a failure; the tests about the bound itself set timeoutMs explicitly.
  */
 const GENEROUS_TIMEOUT_MS = 1_000;
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
 
 const ORG: RateScope = { kind: 'organisation', organisationId: '7b0c9a52-2f5e-4c41-9d43-1f6f3e0b8a10' };
 

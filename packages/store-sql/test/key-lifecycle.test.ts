@@ -1,5 +1,5 @@
 /**
- * Issue 16 through the real core on every store (in-memory, SQLite file and :memory:, Postgres), with
+ * The key lifecycle through the real core on every store (in-memory, SQLite file and :memory:, Postgres), with
  * a FakeClock: rolling a key (grace, grace 0, grace beyond the old key's expiry, revoked / expired /
  * another organisation's key, concurrent rolls, the cap C-25, the audit entries C-58 and the webhook
  * event C-59), and last_used_at (written after the 60 s interval, never by a failed authentication,
@@ -23,20 +23,12 @@ import {
 import { createInMemoryStore, createTestCore, FakeClock, type StoreHarness, type TestCore } from '@cos/core/testing';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { forEachTarget } from './support/targets.js';
+import { rejection } from '@cos/test-support/rejection';
 
 const HOOK = 'https://receiver.example/hook';
 const GRACE = 3_600;
 const MINUTE = 60_000;
 const PAGE = { limit: 100, after: null } as const;
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 interface Fixture {
   tc: TestCore;
@@ -66,7 +58,7 @@ const bearer = (raw: string): string => `Bearer ${raw}`;
 type Harness = StoreHarness & Partial<Pick<SqlStore, 'onStatement' | 'query'>>;
 
 function describeKeyLifecycle(name: string, open: () => Promise<Harness>, postgresUrl?: string): void {
-  describe(`key lifecycle (issue 16) on ${name}`, () => {
+  describe(`key lifecycle (C-56, C-58) on ${name}`, () => {
     let store: Harness;
     let f: Fixture;
     beforeEach(async () => {

@@ -19,18 +19,10 @@ import {
 } from '@cos/core';
 import { createInMemoryStore, createTestCore, type StoreHarness, type TestCore } from '@cos/core/testing';
 import { forEachTarget } from './support/targets.js';
+import { rejection } from '@cos/test-support/rejection';
 
 const PAGE = { limit: 1000, after: null } as const;
 const STRICT = { max_lifetime_seconds: 86_400, allowed_environments: ['live'], exposure_response: 'revoke_key_and_descendants' };
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 interface Fixture {
   tc: TestCore;

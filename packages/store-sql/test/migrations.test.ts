@@ -4,6 +4,7 @@ import { ALL_BUILTIN_SCOPES } from '@cos/core';
 import { expect } from 'chai';
 import { auditRecord, ChainVerifier, GENESIS_HASH, type AuditEntry, type ChainedAuditEntry, type ChainRecord } from '@cos/core';
 import { forEachTarget, TABLES } from './support/targets.js';
+import { rejection } from '@cos/test-support/rejection';
 
 async function hasTable(store: SqlStore, name: string): Promise<boolean> {
   return store.knex.schema.hasTable(name);
@@ -26,15 +27,6 @@ async function indexNames(store: SqlStore, table: string): Promise<string[]> {
 /** Entries without their chain columns (what migrations before 0009 wrote). */
 function unchained(entries: readonly ChainedAuditEntry[]): AuditEntry[] {
   return entries.map(({ seq: _s, prevHash: _p, hash: _h, ...e }) => e);
-}
-
-async function rejection(p: PromiseLike<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a rejection');
 }
 
 forEachTarget('migrations', (target) => {
@@ -106,7 +98,7 @@ forEachTarget('migrations', (target) => {
     expect(await indexNames(store, 'api_key_exposures')).to.deep.equal([]);
   });
 
-  it('issue 15: 0004_operator_audit only adds nullable columns: entries written before it read back without a name or member', async () => {
+  it('0004_operator_audit only adds nullable columns: entries written before it read back without a name or member', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
@@ -125,7 +117,7 @@ forEachTarget('migrations', (target) => {
     ]);
   });
 
-  it('issue 27: 0007_webhook_at_rest only adds nullable columns and an index: entries and notifications written before it read back unchanged', async () => {
+  it('0007_webhook_at_rest only adds nullable columns and an index: entries and notifications written before it read back unchanged', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     const from = MIGRATIONS.findIndex((m) => m.name === '0007_webhook_at_rest');
@@ -173,7 +165,7 @@ forEachTarget('migrations', (target) => {
     ]);
   });
 
-  it('issue 16: 0003_key_lifecycle keeps keys and audit entries written under 0002 (never used, not rolled, no roll detail)', async () => {
+  it('0003_key_lifecycle keeps keys and audit entries written under 0002 (never used, not rolled, no roll detail)', async () => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);

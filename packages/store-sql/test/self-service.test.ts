@@ -1,5 +1,5 @@
 /**
- * Issue 28 through the real core on every store (in-memory, SQLite file and :memory:, Postgres):
+ * Self-service through the real core on every store (in-memory, SQLite file and :memory:, Postgres):
  * who am I (the calling key and its organisation) and the `cause` every webhook event carries.
  * The same over HTTP: system-tests/contract/self-service.test.ts.
  */
@@ -12,7 +12,7 @@ const HOOK = 'https://receiver.example/hook';
 const PAGE = { limit: 100, after: null } as const;
 
 function describeSelfService(name: string, open: () => Promise<StoreHarness>): void {
-  describe(`self-service (issue 28) on ${name}`, () => {
+  describe(`self-service, who am I and the events' cause (C-56) on ${name}`, () => {
     let store: StoreHarness;
     let core: Core;
     let orgId: string;

@@ -8,19 +8,11 @@ import type { SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { at, auditEntry, issuedKey, member, organisation } from './support/fixtures.js';
 import { forEachTarget } from './support/targets.js';
+import { rejection } from '@cos/test-support/rejection';
 
 /** Entries without their chain fields (seq, prevHash, hash; the chain has tests of its own). */
 function unchained(entries: readonly ChainedAuditEntry[]): AuditEntry[] {
   return entries.map(({ seq: _s, prevHash: _p, hash: _h, ...e }) => e);
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected the promise to reject');
 }
 
 forEachTarget('SQL stores', (target) => {

@@ -55,7 +55,7 @@ describe('C-17: store unavailable', () => {
     }
   });
 
-  it('C-17: during an outage the store\'s calls log one throttled warning and nothing per failed connection attempt; the knex of SqlStore.knex logs its "Acquire connection error" through the service\'s logger, one line per 10 s without a stack (issue 18)', async () => {
+  it('C-17: during an outage the store\'s calls log one throttled warning and nothing per failed connection attempt; the knex of SqlStore.knex logs its "Acquire connection error" through the service\'s logger, one line per 10 s without a stack', async () => {
     const logger = new CapturingLogger();
     const store = createSqlStore({ databaseUrl: 'postgres://postgres@127.0.0.1:1/test', logger });
     try {

@@ -150,7 +150,7 @@ describe('webhook-sender: WebhookDelivery over real HTTP (C-59)', () => {
     await receiver.close();
   });
 
-  it('issue 28: after rotate-secret with an overlap, every delivery carries both signatures (new first) until it ends, then only the new one', async () => {
+  it('C-59: after rotate-secret with an overlap, every delivery carries both signatures (new first) until it ends, then only the new one', async () => {
     const s = await setup(receiver.url);
     const old = s.secret;
     const rotated = await s.tc.core.webhooks.rotateSecret(OPERATOR, s.orgId, 60);

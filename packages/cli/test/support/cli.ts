@@ -143,6 +143,19 @@ export async function cliJson<T = any>(args: readonly string[], env: Env, cwd: s
   return JSON.parse(r.stdout) as T;
 }
 
+/** A key record as `cos-admin key issue|roll|list --json` prints it (`key` only when just issued or rolled). */
+export interface KeyView {
+  id: string;
+  key?: string;
+  label: string;
+  status: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  rolled_from: string | null;
+  scopes: string[];
+  created_by_key_id: string | null;
+}
+
 /** A `serve` child process and what it printed. */
 export interface ServeProcess {
   readonly child: ChildProcess;

@@ -1,5 +1,5 @@
 /**
- * The files that show the configuration table, and their generated parts (issue 15): README.md,
+ * The files that show the configuration table, and their generated parts: README.md,
  * docs/operations.md and packages/cli/README.md between the markers below, and .env.example
  * whole. `pnpm docs:config` runs this file to write them; config-docs.test.ts checks them.
  */

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createSqlStore } from '@cos/store-sql';
-import { tempDir } from './cli.js';
+import { cliJson, runCli, startServe, tempDir, type CliResult, type Env, type ServeProcess } from './cli.js';
 
 export interface TestDatabase {
   readonly databaseUrl: string;
@@ -72,4 +72,59 @@ export function databaseTargets(): DatabaseTarget[] {
   if (url !== undefined && url !== '') return [sqlite, postgres(url)];
   if (process.env['CI'] === 'true') return [sqlite, missingPostgres];
   return [sqlite];
+}
+
+/** A suite's own database, its environment and `cos-admin` run in process against it. */
+export interface SuiteDatabase {
+  /** The database (set by the suite's first `before` hook). */
+  readonly db: TestDatabase;
+  /** DATABASE_URL of `db` plus the suite's extra variables. */
+  readonly env: Env;
+  /** Runs one command in `db.cwd` with `env`. */
+  cli(...args: string[]): Promise<CliResult>;
+  /** Runs a command that must succeed with --json and returns its parsed stdout. */
+  json<T = any>(...args: string[]): Promise<T>;
+  /** Starts `cos-admin serve` as a child process with `env` plus `extra`; killed after each test. */
+  serve(args: string[], extra?: Env): ServeProcess;
+}
+
+/**
+ * Registers, in the calling `describe`, a `before` hook that creates a database of the suite's own
+ * on `target` (hooks the suite registers later run after it: migrate there), an `afterEach` hook
+ * that kills the `serve` processes the test left running, and an `after` hook that drops the
+ * database. `extraEnv` joins DATABASE_URL in the environment of every command.
+ */
+export function suiteDatabase(target: DatabaseTarget, extraEnv: Env = {}): SuiteDatabase {
+  let db: TestDatabase | undefined;
+  let env: Env = {};
+  const current = (): TestDatabase => {
+    if (db === undefined) throw new Error(`the ${target.name} database of this suite is created in its before hook`);
+    return db;
+  };
+  const servers: ServeProcess[] = [];
+  before(async () => {
+    db = await target.create();
+    env = { DATABASE_URL: db.databaseUrl, ...extraEnv };
+  });
+  afterEach(() => {
+    for (const s of servers.splice(0)) s.kill();
+  });
+  after(async () => {
+    await db?.drop();
+  });
+  return {
+    get db() {
+      return current();
+    },
+    get env() {
+      return env;
+    },
+    cli: (...args) => runCli(args, env, current().cwd),
+    json: <T = any>(...args: string[]) => cliJson<T>(args, env, current().cwd),
+    serve(args, extra = {}) {
+      const s = startServe(args, { ...env, ...extra }, current().cwd);
+      servers.push(s);
+      return s;
+    },
+  };
 }

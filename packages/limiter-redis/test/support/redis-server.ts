@@ -5,9 +5,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
+import { freePort } from '@cos/test-support/free-port';
+
+export { freePort };
 
 export const REDIS_SERVER_BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 
@@ -34,19 +36,6 @@ export function describeWithRedisServer(title: string, body: (this: Mocha.Suite)
     } else {
       it(`needs ${REDIS_SERVER_BIN} on PATH (skipped outside CI)`);
     }
-  });
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
   });
 }
 

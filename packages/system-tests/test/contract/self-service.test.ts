@@ -1,5 +1,5 @@
 /**
- * Issue 28 over the stack as `cos-admin serve` composes it, on SQLite (a file) and Postgres, with two
+ * Self-service over the stack as `cos-admin serve` composes it, on SQLite (a file) and Postgres, with two
  * instances (two containers) on one database: GET /v1/me, Idempotency-Key kept in the store (a
  * retry on the other instance is replayed; the raw key never), and `cause` in the events written.
  * Every response is checked against docs/openapi.yaml.
@@ -59,7 +59,7 @@ const conforms = (r: Incoming): Incoming => {
 };
 
 for (const [name, open] of TARGETS) {
-  describe(`system: self-service (issue 28) on ${name}, two instances`, function () {
+  describe(`system: self-service (C-56) on ${name}, two instances`, function () {
     this.timeout(60_000);
     let database: Database | null = null;
     let a: ContainerStack;

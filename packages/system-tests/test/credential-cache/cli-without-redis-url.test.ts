@@ -14,7 +14,7 @@ import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { cliJson, ensureBuilt, runCli, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
 import { databaseTargets } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '../support/redis-server.js';
+import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
 import { Client } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
 
@@ -53,7 +53,7 @@ async function startPasswordRedis(password: string): Promise<{ port: number; chi
   };
 }
 
-describe('system: operator commands without REDIS_URL against caching instances (issue 27, C-36, C-57)', function () {
+describe('system: operator commands without REDIS_URL against caching instances (C-36, C-57)', function () {
   this.timeout(240_000);
   let redis: RedisServer;
   let databaseUrl: string;

@@ -1,5 +1,5 @@
 /**
- * Issue 14 end to end (C-36, C-57): two real `cos-admin serve` processes on one Postgres and one
+ * The credential cache end to end (C-36, C-57): two real `cos-admin serve` processes on one Postgres and one
  * Redis (a redis-server this test spawns, so it may kill, freeze, flush and restart it), each with
  * the credential cache on (the default). Instance A reaches Redis through a TcpProxy the test owns
  * (the partition cases); B directly. Load of the same key runs on both instances while a key is
@@ -12,7 +12,7 @@ import { FRESHNESS_SCRIPT_SHA1 } from '@cos/limiter-redis';
 import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
 import { databaseTargets } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '../support/redis-server.js';
+import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { Client, type Incoming } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
@@ -37,7 +37,7 @@ interface Shot {
   readonly name?: string;
 }
 
-describe('system: the credential cache across two serve instances (issue 14, C-36, C-57)', function () {
+describe('system: the credential cache across two serve instances (C-36, C-57)', function () {
   this.timeout(300_000);
   let redis: RedisServer;
   let proxy: TcpProxy;

@@ -1,5 +1,5 @@
 /**
- * HTTP fuzzing at the boundary (issue 9): random methods, paths, headers, query strings and JSON
+ * HTTP fuzzing at the boundary: random methods, paths, headers, query strings and JSON
  * bodies against a live service (Koa over SQLite in memory, in-process counter, real sockets).
  * Invariants, for every case:
  *   - never a 500 (nor any 5xx: the store is up);
@@ -10,7 +10,7 @@
  * Strings carry NUL and other control characters (names, labels, cursor ids), and one property
  * sends raw bytes with odd framing (Transfer-Encoding other than chunked, bad chunks, Expect other
  * than 100-continue, no Host): each such request is refused in the standard shape and changes
- * nothing (issue 18).
+ * nothing.
  * On SQLite in memory, and on Postgres when the run has one (always in CI: Postgres cannot hold
  * NUL, so only there does a NUL that reaches the store show as a 500).
  * Seeded: the seed is printed, FUZZ_SEED=<seed> replays it, FUZZ_SCALE multiplies the case counts
@@ -138,7 +138,7 @@ async function runCase(stack: Stack, cast: Cast, probe: StateProbe, shape: Reque
 }
 
 
-/** What the service must answer to a framing it refuses (issue 18), or undefined when it is served. */
+/** What the service must answer to a framing it refuses (C-15, C-52), or undefined when it is served. */
 function framingRefusal(f: FramingShape): { status: number; field: string } | undefined {
   if (f.transferEncoding !== undefined && f.transferEncoding.trim().toLowerCase() !== 'chunked') return { status: 400, field: 'request' };
   if (f.host !== 'present') return { status: 400, field: 'host' };

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CapturingLogger } from '@cos/core/testing';
 import { IN_CI } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '../support/redis-server.js';
+import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
 import { startContainerStack, postgresUrlForSchema, type ContainerStack } from '../support/container-stack.js';
 import { createSchema, freshSchemaName } from '../support/postgres.js';
 import { createTenant, type Tenant } from '../support/stack.js';
@@ -148,7 +148,7 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
 
     expect(result.skipped, 'arrivals skipped because 200 requests were in flight').to.equal(0);
     expect(samples.filter((s) => s.status === 0).map((s) => s.error), 'transport errors').to.deep.equal([]);
-    // With the credential cache on (the default with Postgres + REDIS_URL, issue 14) an organisation
+    // With the credential cache on (the default with Postgres + REDIS_URL, C-57) an organisation
     // change is refused with 503 while Redis cannot be reached (it could not be announced to the
     // other instances' caches); reads keep being served. 1.5 s after the restart / thaw for the reconnect.
     const redisDown = (s: Sample): boolean =>

@@ -1,8 +1,8 @@
 /**
- * Issue 18, item 2: one rule on every store for text Postgres cannot hold. A name or label with a
+ * One rule on every store for text Postgres cannot hold. A name or label with a
  * control character (U+0000 included) is 400 VALIDATION_ERROR on its field (C-11, C-13, C-23); a
- * cursor whose id part is not a record id (U+0000 included) is 400 on `cursor` (C-6). Before, NUL
- * was a 500 on Postgres and stored as sent on SQLite. Nothing changes on a refusal.
+ * cursor whose id part is not a record id (U+0000 included) is 400 on `cursor` (C-6), on
+ * Postgres and SQLite alike. Nothing changes on a refusal.
  */
 import { expect } from 'chai';
 import { createTenant, type Stack, type Tenant } from '../support/stack.js';
@@ -27,7 +27,7 @@ function refusedOn(r: Incoming, field: string, issue?: string): void {
 const cursorOf = (at: string, id: string): string => Buffer.from(JSON.stringify([at, id]), 'utf8').toString('base64url');
 
 for (const target of STORE_TARGETS) {
-  describe(`system: control characters and cursor ids on ${target.name} (issue 18; C-6, C-11, C-13, C-23)`, function () {
+  describe(`system: control characters and cursor ids on ${target.name} (C-6, C-11, C-13, C-23)`, function () {
     this.timeout(60_000);
     let stack: Stack;
     let running: Awaited<ReturnType<typeof startStackOn>>;

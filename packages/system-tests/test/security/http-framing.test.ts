@@ -1,5 +1,5 @@
 /**
- * Issue 18, items 1 and 4: what the HTTP layer answers must agree with what the store holds, and
+ * What the HTTP layer answers must agree with what the store holds, and
  * every answer is in the contract's shape with X-Request-Id (C-15) and the X-RateLimit-* headers
  * (C-52).
  *  - A DELETE whose framing Node's parser refuses (Transfer-Encoding other than chunked, a bad
@@ -45,7 +45,7 @@ function slowSocket(baseUrl: string, parts: string[], gapMs: number): Promise<st
 }
 
 for (const target of STORE_TARGETS) {
-  describe(`system: answers agree with the store when the HTTP framing is odd, on ${target.name} (issue 18; C-15, C-35, C-40, C-52)`, function () {
+  describe(`system: answers agree with the store when the HTTP framing is odd, on ${target.name} (C-15, C-35, C-40, C-52)`, function () {
     this.timeout(60_000);
     let stack: Stack;
     let running: Awaited<ReturnType<typeof startStackOn>>;
@@ -125,7 +125,7 @@ for (const target of STORE_TARGETS) {
   });
 }
 
-describe('system: requests Node would answer bare are answered in the standard error shape (issue 18; C-15, C-52)', function () {
+describe('system: requests Node would answer bare are answered in the standard error shape (C-15, C-52)', function () {
   this.timeout(30_000);
   let running: Awaited<ReturnType<typeof startStackOn>>;
   let stack: Stack;

@@ -1,5 +1,5 @@
 /**
- * Soak (issue 9): SOAK_SECONDS (default 30 here in the normal run; `pnpm soak` sets 300) of mixed
+ * Soak: SOAK_SECONDS (default 30 here in the normal run; `pnpm soak` sets 300) of mixed
  * traffic at a steady rate against the whole stack on Postgres + Redis: reads, writes (renames,
  * issuances, organisation creations), revocations, and a flooding tenant that draws 429s.
  *   - zero 5xx and zero transport errors; 429s only for the flooding tenant (per-organisation counters, C-50);
@@ -13,7 +13,7 @@ import { intFromEnv, postgresUrl, redisUrl } from '../support/env.js';
 import { createSchema, freshSchemaName } from '../support/postgres.js';
 import { startContainerStack, postgresUrlForSchema, type ContainerStack } from '../support/container-stack.js';
 import { createTenant, uniqueSlug, type Tenant } from '../support/stack.js';
-import { RedisServer } from '../support/redis-server.js';
+import { RedisServer } from '@cos/test-support/redis-server';
 import { CountingLogger } from '../support/counting-logger.js';
 import { runLoad, type Planned, type Sample } from '../support/load.js';
 import { median, sampleMemory, type MemorySample } from '../support/memory.js';

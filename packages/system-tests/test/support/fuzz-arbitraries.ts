@@ -57,7 +57,7 @@ const sqlish = fc.constantFrom(
   'constructor',
 );
 
-/** Control characters (C0, DEL, C1; NUL first): a name or label holding one is 400 (issue 18). */
+/** Control characters (C0, DEL, C1; NUL first): a name or label holding one is 400 (C-11, C-13, C-23). */
 export const CONTROL_CHARACTERS = ['\u0000', '\u0001', '\u0008', '\u000b', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f', '\t', '\n', '\r'];
 
 /** A short string with control characters somewhere inside (also at its ends). */
@@ -289,7 +289,7 @@ const queryValue = fc.oneof(
     .tuple(fc.string({ maxLength: 30 }), fc.uuid())
     .map(([a, b]) => Buffer.from(JSON.stringify([a, b])).toString('base64url')),
   fc.constant(Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000Z', '00000000-0000-4000-8000-000000000000'])).toString('base64url')),
-  // A well-formed position whose id part holds NUL or other control characters (issue 18, C-6).
+  // A well-formed position whose id part holds NUL or other control characters (C-6).
   fc
     .tuple(fc.uuid(), withControlCharacters, fc.boolean())
     .map(([u, c, append]) => Buffer.from(JSON.stringify(['2020-01-01T00:00:00.000Z', append ? `${u}${c}` : c])).toString('base64url')),
@@ -562,7 +562,7 @@ export const requestShape: fc.Arbitrary<RequestShape> = fc.record({
 });
 
 /**
- * HTTP framing no well-behaved client sends (issue 18): a Transfer-Encoding other than chunked,
+ * HTTP framing no well-behaved client sends: a Transfer-Encoding other than chunked,
  * malformed chunks, an Expect other than 100-continue, no or an empty Host. Sent as raw bytes.
  */
 export interface FramingShape {

@@ -85,7 +85,7 @@ const schemas = {
   apiKey: {
     type: 'object',
     additionalProperties: false,
-    // C-22's fields, plus last_used_at and rolled_from (issue 16) and scopes and created_by_key_id
+    // C-22's fields, plus last_used_at and rolled_from (the key lifecycle) and scopes and created_by_key_id
     // (C-60, C-61), added beyond v1 (C-56: fields may be added).
     required: [
       'id',

@@ -12,12 +12,10 @@
  * Mocha calls `mochaGlobalSetup` and `mochaGlobalTeardown` in the main process (with the runner as
  * `this`: every test's events, workers' included, reach it there) and `mochaHooks` in each worker.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, createConnection } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { RedisServer, redisServerAvailable } from '../redis-server.js';
 import { createDatabases } from './postgres.js';
 import { skipReason, topologyRanges } from './slots.js';
 
@@ -93,56 +91,18 @@ export const mochaHooks = {
 // ---------------------------------------------------------------------------------------------
 // Main process.
 
-const redisServers: ChildProcess[] = [];
+const redisServers: RedisServer[] = [];
 const pending: { file: string; title: string }[] = [];
 let reportDir: string | undefined;
 
 process.once('exit', () => {
-  for (const proc of redisServers) proc.kill('SIGKILL');
+  for (const server of redisServers) void server.kill();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr !== null ? addr.port : 0));
-    });
-  });
-}
-
-function pong(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(500, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d: Buffer) => done(d.toString('utf8').startsWith('+PONG')));
-  });
-}
-
 async function startRedis(): Promise<string> {
-  const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
-    stdio: 'ignore',
-  });
-  redisServers.push(proc);
-  const deadline = Date.now() + 10_000;
-  while (!(await pong(port))) {
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`the test run's redis-server on ${port} did not come up`);
-    await sleep(20);
-  }
-  return `redis://127.0.0.1:${port}`;
-}
-
-function redisServerOnPath(): boolean {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  return probe.status === 0;
+  const server = await RedisServer.start();
+  redisServers.push(server);
+  return server.url;
 }
 
 export async function mochaGlobalSetup(this: Mocha.Runner): Promise<void> {
@@ -156,7 +116,7 @@ export async function mochaGlobalSetup(this: Mocha.Runner): Promise<void> {
   const redisUrl = process.env['TEST_REDIS_URL'] || undefined;
   const ranges = topologyRanges(workers, process.env['REDIS_TOPOLOGY_PORTS'] || undefined);
   const databases = databaseUrl === undefined ? [] : await createDatabases(databaseUrl, workers);
-  const ownRedis = redisUrl !== undefined && redisServerOnPath();
+  const ownRedis = redisUrl !== undefined && redisServerAvailable();
   const redis = ownRedis ? await Promise.all(ranges.map(() => startRedis())) : [];
   const slotsOut: WorkerSlot[] = ranges.map((topologyPorts, i) => ({
     ...(databaseUrl === undefined ? {} : { databaseUrl: databases[i]! }),
@@ -215,6 +175,6 @@ export async function mochaGlobalTeardown(): Promise<void> {
   const lines = closingLines();
   // stderr: stdout may carry a machine-read report (--reporter json).
   process.stderr.write(`\n${lines.join('\n')}\n`);
-  for (const proc of redisServers.splice(0)) proc.kill('SIGKILL');
+  await Promise.all(redisServers.splice(0).map((server) => server.kill()));
   if (reportDir !== undefined) rmSync(reportDir, { recursive: true, force: true });
 }

@@ -1,10 +1,12 @@
 /**
- * A throw-away redis-server the test spawns on a free port and may kill (SIGKILL: a crash, not a
- * shutdown) and start again on the same port.
+ * A throw-away redis-server on a free port of 127.0.0.1, no persistence (a restart starts empty):
+ * the test run's own per-worker servers (runner/setup.ts) and the system tests' servers, which a
+ * test may freeze, stall or kill (SIGKILL: a crash, not a shutdown) and start again on the same port.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { freePort, sleep } from './free-port.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort } from './free-port.js';
 
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -53,19 +55,18 @@ export class RedisServer {
     if (this.child !== null) return;
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--enable-debug-command', 'yes'],
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--enable-debug-command', 'yes', '--loglevel', 'warning'],
       { stdio: 'ignore' },
     );
     this.child = child;
     child.once('exit', () => {
       if (this.child === child) this.child = null;
     });
-    for (let i = 0; i < 100; i += 1) {
-      if (await ping(this.port)) return;
-      if (this.child === null) break;
-      await sleep(50);
+    const deadline = Date.now() + 10_000;
+    while (!(await ping(this.port))) {
+      if (this.child === null || Date.now() > deadline) throw new Error(`redis-server did not come up on port ${this.port} (is redis-server installed?)`);
+      await sleep(20);
     }
-    throw new Error(`redis-server did not come up on port ${this.port} (is redis-server installed?)`);
   }
 
   /** SIGSTOP: Redis keeps its sockets open but answers nothing (a frozen or partitioned host). */
@@ -98,7 +99,10 @@ export class RedisServer {
     });
   }
 
-  /** SIGKILL: Redis dies without a goodbye, like a crashed host. */
+  /**
+   * SIGKILL: Redis dies without a goodbye, like a crashed host. The signal goes out before this
+   * returns, so a process `exit` handler may call it without waiting.
+   */
   async kill(): Promise<void> {
     const child = this.child;
     if (child === null) return;
