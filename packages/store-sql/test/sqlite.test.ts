@@ -41,6 +41,24 @@ describe('SQLite store', () => {
     }
   });
 
+  it('C-17: after units of work (which begin with busy_timeout 0), single statements and knex run with the statement timeout as busy timeout again', async () => {
+    const store = createSqlStore({ databaseUrl: `sqlite:${join(dir, 'busy-after-work.sqlite')}`, statementTimeoutMs: 1234 });
+    try {
+      await store.migrate();
+      const o = organisation();
+      await store.unitOfWork.run((stores) => stores.organisations.create(o));
+      await store.unitOfWork.run(async (stores) => {
+        expect(await stores.organisations.findById(o.id)).to.not.equal(null);
+      });
+      const viaStore = await store.query<Record<string, unknown>>('PRAGMA busy_timeout');
+      expect(Object.values(viaStore[0] ?? {})[0], 'a single statement').to.equal(1234);
+      await store.unitOfWork.run((stores) => stores.organisations.findById(o.id));
+      expect(await pragma(store, 'busy_timeout'), 'knex').to.equal(1234);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('the default statement timeout (C-17) is 2000 ms', async () => {
     const store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
     try {

@@ -27,10 +27,14 @@
  *  - That wait does not block the event loop: SQLite's own busy handler sleeps inside the
  *    synchronous better-sqlite3 call, which would stall every other request of the process, and
  *    deadlock against a transaction of another store in the same process (its holder could never
- *    run to COMMIT). So each `BEGIN IMMEDIATE` attempt runs with busy_timeout 0 (restored right after
- *    it, before any await) and is retried on SQLITE_BUSY after timers with SQLite's own back-off
- *    steps, until the unit of work's budget is used up; then the SQLITE_BUSY becomes the core's
- *    UnavailableError. The budget counts from `transaction()`, the wait in the line included.
+ *    run to COMMIT). So each `BEGIN IMMEDIATE` attempt runs with busy_timeout 0 and is retried on
+ *    SQLITE_BUSY after timers with SQLite's own back-off steps, until the unit of work's budget is
+ *    used up; then the SQLITE_BUSY becomes the core's UnavailableError. The budget counts from
+ *    `transaction()`, the wait in the line included.
+ *  - busy_timeout 0 then stays for the rest of the unit of work and for the next ones (a PRAGMA is a
+ *    statement: two per unit of work otherwise): once BEGIN IMMEDIATE holds the write lock of the WAL
+ *    database, no statement of the transaction waits for a lock. The budget's busy_timeout is set
+ *    again before the connection serves anything else: a single statement, or knex.
  *  - Single statements wait in the line up to the budget, then synchronously up to the connection's
  *    busy_timeout (the budget) for another process's lock, as before.
  */
@@ -132,6 +136,8 @@ export class SqliteDatabase {
   private closed = false;
   private onIdle: (() => void) | null = null;
   private readonly busyTimeoutMs: number;
+  /** The connection's busy_timeout is 0 (units of work), not busyTimeoutMs (everything else). */
+  private busyTimeoutZero = false;
 
   /** Single statements outside a unit of work. */
   readonly session: SqlSession = { run: (sql, bindings) => this.single(sql, bindings) };
@@ -143,7 +149,16 @@ export class SqliteDatabase {
     this.knexPool = {
       min: 1,
       max: 1,
-      acquire: () => ({ promise: self.acquire(performance.now() + options.budgetMs) }),
+      acquire: () => ({
+        promise: self.acquire(performance.now() + options.budgetMs).then((connection) => {
+          try {
+            return self.withBudgetTimeout(connection);
+          } catch (e) {
+            self.release();
+            throw e;
+          }
+        }),
+      }),
       release(connection) {
         if (connection !== self.connection || !self.held) return false;
         self.release();
@@ -223,14 +238,14 @@ export class SqliteDatabase {
     const connection = this.connection;
     if (connection !== null && !this.held && !this.closed) {
       try {
-        return Promise.resolve(this.send(connection, sql, bindings));
+        return Promise.resolve(this.send(this.withBudgetTimeout(connection), sql, bindings));
       } catch (e) {
         return Promise.reject(e);
       }
     }
     return this.acquire(performance.now() + this.options.budgetMs).then((held) => {
       try {
-        return this.send(held, sql, bindings);
+        return this.send(this.withBudgetTimeout(held), sql, bindings);
       } finally {
         this.release();
       }
@@ -271,12 +286,11 @@ export class SqliteDatabase {
     this.options.listeners.emit('BEGIN IMMEDIATE', []);
     for (let attempt = 0; ; attempt += 1) {
       try {
-        this.exec(connection, 'PRAGMA busy_timeout = 0', []);
-        try {
-          this.exec(connection, 'BEGIN IMMEDIATE', []);
-        } finally {
-          this.exec(connection, `PRAGMA busy_timeout = ${this.busyTimeoutMs}`, []);
+        if (!this.busyTimeoutZero) {
+          this.exec(connection, 'PRAGMA busy_timeout = 0', []);
+          this.busyTimeoutZero = true;
         }
+        this.exec(connection, 'BEGIN IMMEDIATE', []);
         return;
       } catch (e) {
         const left = deadline - performance.now();
@@ -284,6 +298,15 @@ export class SqliteDatabase {
         await sleep(Math.min(BUSY_BACKOFF_MS[Math.min(attempt, BUSY_BACKOFF_MS.length - 1)]!, Math.ceil(left)));
       }
     }
+  }
+
+  /** The connection with the budget's busy_timeout (held by the caller, outside a unit of work). */
+  private withBudgetTimeout(connection: SqliteConnection): SqliteConnection {
+    if (this.busyTimeoutZero) {
+      this.exec(connection, `PRAGMA busy_timeout = ${this.busyTimeoutMs}`, []);
+      this.busyTimeoutZero = false;
+    }
+    return connection;
   }
 
   /** The connection, once it is this caller's turn (FIFO), or a rejection at `deadline`. Opens it on first use. */
@@ -348,6 +371,7 @@ export class SqliteDatabase {
       throw e;
     }
     this.connection = connection;
+    this.busyTimeoutZero = false;
     return connection;
   }
 }

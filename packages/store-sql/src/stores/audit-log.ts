@@ -1,5 +1,6 @@
 import {
   auditHashPrefix,
+  chainedEntry,
   GENESIS_HASH,
   linkAuditEntry,
   type AuditActor,
@@ -146,7 +147,7 @@ export class SqlAuditLog implements AuditLog {
     const columns = entryColumns(e);
     if (this.ctx.dialect === 'postgres') {
       const [row] = await query(this.ctx, APPEND_POSTGRES, [...columns, auditHashPrefix(e), e.organisationId]);
-      return { ...e, seq: Number(row!.seq), prevHash: String(row!.prev_hash), hash: String(row!.hash) };
+      return chainedEntry(e, { seq: Number(row!.seq), prevHash: String(row!.prev_hash), hash: String(row!.hash) });
     }
     const [row] = await query(this.ctx, HEAD, [e.organisationId]);
     const chained = linkAuditEntry(e, row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) });
