@@ -555,8 +555,8 @@ try {
           let unbounded;
           try {
             const hEnv = { ...env, RATE_LIMIT_PER_MINUTE: RAISED };
-            bounded = await start('service', { name: 'b-heap', env: hEnv, logFile: path.join(work, 'b-heap.log') });
-            unbounded = await start('service', { name: 'b-unbounded', env: { ...hEnv, NODE_OPTIONS: UNBOUNDED_HEAP }, logFile: path.join(work, 'b-unbounded.log') });
+            bounded = await start({ name: 'b-heap', env: hEnv, logFile: path.join(work, 'b-heap.log') });
+            unbounded = await start({ name: 'b-unbounded', env: { ...hEnv, NODE_OPTIONS: UNBOUNDED_HEAP }, logFile: path.join(work, 'b-unbounded.log') });
             const url = (svc) => `${svc.base}/v1/organisations/${pgOrgId}`;
             await preflight(url(unbounded), `Bearer ${pgKey}`, 200, '(b-heap) GET organisation, unbounded heap');
             await measure(s, {
