@@ -64,7 +64,11 @@ export interface HttpApp {
 }
 
 /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). */
-export function createStore(config: AppConfig, logger: Logger, poolMax?: number, metrics?: Metrics, statementTimeoutMs?: number): SqlStore {
+export function createStore(
+  config: AppConfig,
+  logger: Logger,
+  { poolMax, metrics, statementTimeoutMs }: { readonly poolMax?: number; readonly metrics?: Metrics; readonly statementTimeoutMs?: number } = {},
+): SqlStore {
   return createSqlStore({
     databaseUrl: config.databaseUrl,
     logger,

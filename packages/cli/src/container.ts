@@ -194,7 +194,11 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
     T.SqlStore,
     [T.Logger, T.PoolMax, T.Metrics, T.PrometheusMetrics],
     (logger, poolMax, metrics, p) => {
-      const store = createStore(config, logger, poolMax ?? undefined, metrics === noopMetrics ? undefined : metrics, overrides.statementTimeoutMs);
+      const store = createStore(config, logger, {
+        ...(poolMax !== null ? { poolMax } : {}),
+        ...(metrics !== noopMetrics ? { metrics } : {}),
+        ...(overrides.statementTimeoutMs !== undefined ? { statementTimeoutMs: overrides.statementTimeoutMs } : {}),
+      });
       p?.observeOutbox(() => store.stores.outbox.countPending());
       return store;
     },
