@@ -9,13 +9,14 @@ import {
   systemClock,
   type Clock,
   type CoreConfig,
+  type RateCounter,
   type RateDecision,
   type RateScope,
 } from '@cos/core';
 import { CapturingLogger, FakeClock } from '@cos/core/testing';
-import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
+import { createRedisCounter, RedisCounterError, type RedisRateCounter } from '@cos/limiter-redis';
+import { overBound, probeBound } from '@cos/test-support/deadline';
 import { expect } from 'chai';
-import { performance } from 'node:perf_hooks';
 import {
   RedisServer,
   adminClient,
@@ -35,27 +36,31 @@ const TIMEOUT_MS = 50;
  * counts again): generous, so a loaded machine cannot turn one slow answer into a failure.
  */
 const GENEROUS_TIMEOUT_MS = 1_000;
-/** What a check may take beyond the timeout: scheduling on a loaded CI machine (brief: < timeout + 100 ms). */
-const MARGIN_MS = 100;
 const ORG_ID = '7b0c9a52-2f5e-4c41-9d43-1f6f3e0b8a10';
 const ORG: RateScope = { kind: 'organisation', organisationId: ORG_ID };
 
 interface Timed {
   readonly decision: RateDecision;
-  readonly ms: number;
+  /** The check ended before a timer of the traffic's bound, armed right after the check started, fired. */
+  readonly withinBound: boolean;
+  readonly elapsedMs: number;
 }
 
-/** `total` checks of one scope from `workers` concurrent callers; `onDone(n)` after each completes. */
-async function traffic(limiter: RateLimiter, total: number, workers: number, onDone?: (done: number) => void): Promise<Timed[]> {
+/**
+ * `total` checks of one scope from `workers` concurrent callers, each probed against `boundMs`
+ * (test-support/deadline: measured against the event loop, so a loaded machine does not fail a
+ * bound that holds); `onDone(n)` after each completes.
+ */
+async function traffic(limiter: RateLimiter, boundMs: number, total: number, workers: number, onDone?: (done: number) => void): Promise<Timed[]> {
   const results: Timed[] = [];
   let started = 0;
   await Promise.all(
     Array.from({ length: workers }, async () => {
       while (started < total) {
         started++;
-        const t0 = performance.now();
-        const decision = await limiter.check(ORG);
-        results.push({ decision, ms: performance.now() - t0 });
+        const { outcome, withinBound, elapsedMs } = await probeBound(() => limiter.check(ORG), boundMs);
+        if (outcome.status === 'rejected') throw outcome.reason; // check() never rejects: a failure of the test
+        results.push({ decision: outcome.value, withinBound, elapsedMs });
         onDone?.(results.length);
       }
     }),
@@ -63,8 +68,27 @@ async function traffic(limiter: RateLimiter, total: number, workers: number, onD
   return results;
 }
 
-function maxMs(results: readonly Timed[]): number {
-  return Math.max(...results.map((r) => r.ms));
+/**
+ * A counter that passes every hit to `inner` and records how each one ended: 'counted', or the
+ * reason the Redis counter gave for failing ('not-connected', 'command-failed', 'timeout'…).
+ */
+function recording(inner: RedisRateCounter): { readonly counter: RateCounter; readonly endings: string[] } {
+  const endings: string[] = [];
+  const counter: RateCounter = {
+    hit(key, ttlMs) {
+      return inner.hit(key, ttlMs).then(
+        (count) => {
+          endings.push('counted');
+          return count;
+        },
+        (error: unknown) => {
+          endings.push(error instanceof RedisCounterError ? error.reason : String(error));
+          throw error;
+        },
+      );
+    },
+  };
+  return { counter, endings };
 }
 
 /** Log lines at `level`: all of them the core RateLimiter's, the one owner of the counter's health lines (C-54). */
@@ -101,7 +125,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
   async function ready(c: RedisRateCounter): Promise<void> {
     await waitFor(() => c.isReady, 5_000, 'the counter to connect');
   }
-  function limiter(c: RedisRateCounter, timeoutMs: number, config: Partial<CoreConfig> = {}, clock: Clock = systemClock): RateLimiter {
+  function limiter(c: RateCounter, timeoutMs: number, config: Partial<CoreConfig> = {}, clock: Clock = systemClock): RateLimiter {
     const full: CoreConfig = { ...DEFAULT_CORE_CONFIG, ...config, rateCounterTimeoutMs: timeoutMs };
     return new RateLimiter({ counter: c, clock, logger, config: full });
   }
@@ -125,7 +149,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
   async function trafficWhileFrozen(s: RedisServer, rl: RateLimiter, total: number, workers: number): Promise<Timed[]> {
     s.freeze();
     try {
-      return await traffic(rl, total, workers);
+      return await traffic(rl, TIMEOUT_MS, total, workers);
     } finally {
       s.thaw();
     }
@@ -143,14 +167,14 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const port = await freePort();
     const c = counter(`redis://127.0.0.1:${port}`, GENEROUS_TIMEOUT_MS);
     const rl = limiter(c, GENEROUS_TIMEOUT_MS); // default limit: 60
-    const results = await traffic(rl, 100, 4);
+    // bound 0: a connection that is not up fails at once, before any timer could fire
+    const results = await traffic(rl, 0, 100, 4);
 
     expect(results).to.have.length(100);
     for (const { decision } of results) {
       expect(decision).to.include({ allowed: true, degraded: true, limit: 60, remaining: 60 });
     }
-    // not even the deployed timeout: a connection that is not up fails at once
-    expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+    expect(overBound(results), 'checks that waited for a timer (wall ms)').to.deep.equal([]);
     expect(coreLines(logger, 'warn').map((e) => e.message)).to.deep.equal([FAIL_OPEN_WARNING]);
 
     await server(port);
@@ -165,9 +189,10 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const s = await server();
     const c = counter(s.url, GENEROUS_TIMEOUT_MS);
     await ready(c);
-    const rl = limiter(c, GENEROUS_TIMEOUT_MS, { rateLimitPerMinute: 1_000_000 });
+    const { counter: recorded, endings } = recording(c);
+    const rl = limiter(recorded, GENEROUS_TIMEOUT_MS, { rateLimitPerMinute: 1_000_000 });
     let killed: Promise<void> | undefined;
-    const results = await traffic(rl, 200, 4, (done) => {
+    const results = await traffic(rl, GENEROUS_TIMEOUT_MS, 200, 4, (done) => {
       if (done === 50) killed = s.kill(); // crash while the other callers are in flight
     });
     await killed;
@@ -176,8 +201,10 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     expect(results.every((r) => r.decision.allowed)).to.equal(true);
     expect(results.slice(0, 40).every((r) => !r.decision.degraded)).to.equal(true);
     expect(results.slice(-50).every((r) => r.decision.degraded)).to.equal(true);
-    // even the checks in flight at the crash: a closed socket fails them at once, not at the timeout
-    expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+    expect(overBound(results), 'checks that outlived the timeout (wall ms)').to.deep.equal([]);
+    // even the checks in flight at the crash: the closed socket failed them, not the timeout
+    expect(endings).to.have.length(200);
+    expect(endings.filter((e) => e !== 'counted' && e !== 'command-failed' && e !== 'not-connected')).to.deep.equal([]);
     expect(coreLines(logger, 'warn')).to.have.length(1);
   });
 
@@ -237,7 +264,7 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const results = await trafficWhileFrozen(s, rl, 200, 20);
     expect(results).to.have.length(200);
     for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true });
-    expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+    expect(overBound(results), 'checks that outlived the timeout (wall ms)').to.deep.equal([]);
     expect(coreLines(logger, 'warn').length - warnsBefore, 'warnings while frozen').to.equal(1);
 
     const infosBefore = coreLines(logger, 'info').length;
@@ -282,9 +309,9 @@ describeWithRedisServer('limiter-redis faults, through the core RateLimiter', fu
     const warnsBefore = coreLines(logger, 'warn').length;
     try {
       await admin.sendCommand(['CLIENT', 'PAUSE', '700', 'ALL']);
-      const results = await traffic(rl, 100, 10);
+      const results = await traffic(rl, TIMEOUT_MS, 100, 10);
       for (const { decision } of results) expect(decision).to.include({ allowed: true, degraded: true });
-      expect(maxMs(results)).to.be.below(TIMEOUT_MS + MARGIN_MS);
+      expect(overBound(results), 'checks that outlived the timeout (wall ms)').to.deep.equal([]);
       expect(coreLines(logger, 'warn').length - warnsBefore, 'warnings while paused').to.equal(1);
       const infosBefore = coreLines(logger, 'info').length;
       await counted(rl);

@@ -7,7 +7,6 @@ import { DEFAULT_CORE_CONFIG, RateLimiter, counterKey, freshnessKeys, keySlot, s
 import { CapturingLogger } from '@cos/core/testing';
 import { RedisCounterError, RedisRateCounter, createRedisCounter } from '@cos/limiter-redis';
 import { expect } from 'chai';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   RedisServer,
@@ -19,12 +18,11 @@ import {
   waitFor,
   type AdminClient,
 } from './support/redis-server.js';
+import { probeBound } from '@cos/test-support/deadline';
 import { rejection } from '@cos/test-support/rejection';
 
 const WINDOW_START = Date.UTC(2026, 5, 10, 12, 0, 0);
 const TTL = 120_000;
-/** Scheduling slack on a loaded CI machine on top of a bound. */
-const MARGIN_MS = 100;
 /**
  * Tests about counting use a generous bound so that a loaded machine cannot turn a slow answer
  * into a failure; the tests about the bound itself set timeoutMs explicitly.
@@ -175,9 +173,10 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       const c = counter({ url, timeoutMs: 1_000 });
       expect(c.isReady).to.equal(false);
       for (let i = 0; i < 20; i++) {
-        const started = performance.now();
-        const err = await rejection(c.hit(counterKey('org:x', WINDOW_START), TTL));
-        expect(performance.now() - started).to.be.below(MARGIN_MS);
+        // bound 0 (test-support/deadline): settled before any timer could fire
+        const { outcome, withinBound } = await probeBound(() => c.hit(counterKey('org:x', WINDOW_START), TTL), 0);
+        expect(withinBound, 'rejected at once').to.equal(true);
+        const err = outcome.status === 'rejected' ? outcome.reason : null;
         expect(err).to.be.instanceOf(RedisCounterError);
         expect((err as RedisCounterError).reason).to.equal('not-connected');
         await sleep(5);
@@ -191,10 +190,15 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       await patient.hit(counterKey('org:frozen', WINDOW_START), TTL);
       server.freeze();
       try {
-        const started = performance.now();
-        const errors = await Promise.all(Array.from({ length: 20 }, () => rejection(c.hit(counterKey('org:frozen', WINDOW_START), TTL))));
-        const elapsed = performance.now() - started;
-        expect(elapsed).to.be.within(45, 50 + MARGIN_MS);
+        const { outcome, withinBound, elapsedMs } = await probeBound(
+          () => Promise.all(Array.from({ length: 20 }, () => rejection(c.hit(counterKey('org:frozen', WINDOW_START), TTL)))),
+          50,
+        );
+        // after the timeout (a wall-clock lower bound holds on any machine), and never later than it
+        expect(elapsedMs).to.be.at.least(45);
+        expect(withinBound, 'all rejected by their 50 ms timers').to.equal(true);
+        const errors = outcome.status === 'fulfilled' ? outcome.value : [];
+        expect(errors).to.have.length(20);
         for (const err of errors) expect((err as RedisCounterError).reason).to.equal('timeout');
         expect(c.isReady).to.equal(true); // the socket is open; only the answers are missing
       } finally {
@@ -210,9 +214,10 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
     it('C-54: timeoutMs is configurable (REDIS_TIMEOUT_MS)', async () => {
       const c = await ready(counter({ keyPrefix: uniquePrefix(), timeoutMs: 200 }));
       await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
-      const started = performance.now();
-      const err = await rejection(c.hit(counterKey('org:paused', WINDOW_START), TTL));
-      expect(performance.now() - started).to.be.within(195, 200 + MARGIN_MS);
+      const { outcome, withinBound, elapsedMs } = await probeBound(() => rejection(c.hit(counterKey('org:paused', WINDOW_START), TTL)), 200);
+      expect(elapsedMs).to.be.at.least(195);
+      expect(withinBound, 'rejected by its 200 ms timer').to.equal(true);
+      const err = outcome.status === 'fulfilled' ? outcome.value : null;
       expect((err as RedisCounterError).reason).to.equal('timeout');
       await admin.sendCommand(['CLIENT', 'UNPAUSE']);
       expect(() => createRedisCounter({ url: server.url, timeoutMs: 0 })).to.throw(RangeError);
@@ -225,9 +230,9 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
         expect(await c.hit(counterKey('org:k', WINDOW_START), TTL)).to.equal(1);
         await local.kill();
         await waitFor(() => !c.isReady, 1_000, 'the counter to notice');
-        const started = performance.now();
-        expect(((await rejection(c.hit(counterKey('org:k', WINDOW_START), TTL))) as RedisCounterError).reason).to.equal('not-connected');
-        expect(performance.now() - started).to.be.below(MARGIN_MS);
+        const { outcome, withinBound } = await probeBound(() => rejection(c.hit(counterKey('org:k', WINDOW_START), TTL)), 0);
+        expect(withinBound, 'rejected at once').to.equal(true);
+        expect(((outcome.status === 'fulfilled' ? outcome.value : null) as RedisCounterError).reason).to.equal('not-connected');
         await local.start(); // same port, empty data, empty script cache
         await ready(c);
         expect(await c.hit(counterKey('org:k', WINDOW_START), TTL)).to.equal(1);
@@ -240,18 +245,15 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
     it('close() returns promptly on a dead Redis and on a frozen one; later hits reject', async () => {
       const dead = counter({ url: `redis://127.0.0.1:${await freePort()}` });
       await sleep(50);
-      let started = performance.now();
-      await dead.close();
-      expect(performance.now() - started).to.be.below(200);
+      expect((await probeBound(() => dead.close(), 0)).withinBound, 'a dead connection closes at once').to.equal(true);
       expect(((await rejection(dead.hit(counterKey('org:x', WINDOW_START), TTL))) as RedisCounterError).reason).to.equal('closed');
 
       const c = await ready(counter({ keyPrefix: uniquePrefix(), timeoutMs: 50 }));
       server.freeze();
       try {
         await rejection(c.hit(counterKey('org:x', WINDOW_START), TTL)); // leaves a command waiting for its answer
-        started = performance.now();
-        await c.close();
-        expect(performance.now() - started).to.be.below(1_000 + MARGIN_MS * 3);
+        // the unanswered command holds close() for its grace period (1 s), not longer
+        expect((await probeBound(() => c.close(), 1_000)).withinBound, 'closed within the grace period').to.equal(true);
       } finally {
         server.thaw();
       }
