@@ -1,4 +1,6 @@
-// A B A B: both sides get a warm-up, then `rounds` alternating runs; medians per side; ratios A/B.
+// A B, B A, A B…: both sides get a warm-up, then `rounds` rounds of one run per side, the order
+// swapped every round so that neither side always runs first (a side still warming up, or a
+// machine drifting, would otherwise favour one side); medians per side; ratios A/B.
 import { runLoad } from './load.mjs';
 
 export function median(values) {
@@ -58,10 +60,12 @@ export async function alternate(generator, { a, b, rounds, durationS, warmupS, c
   const runsA = [];
   const runsB = [];
   for (let i = 0; i < rounds; i++) {
-    for (const [side, runs] of [
+    const order = [
       [a, runsA],
       [b, runsB],
-    ]) {
+    ];
+    if (i % 2 === 1) order.reverse();
+    for (const [side, runs] of order) {
       const r = await run(side, durationS);
       runs.push(r);
       log?.(`    ${String(i + 1).padStart(2)}/${rounds} ${side.label.padEnd(28)} ${fmt(r)}`);

@@ -21,7 +21,7 @@ export function renderFigures(run) {
   );
   L.push(`- Load generator: ${run.loadGenerator.name} ${run.loadGenerator.version}${run.loadGenerator.name === 'wrk' ? ' (1 thread)' : ' (in the bench process)'}, ${run.settings.connections} connections, keep-alive`);
   L.push(
-    `- Method: per scenario a warm-up of ${run.settings.warmupS} s per side, then ${run.settings.rounds} alternations A B A B of ${run.settings.durationS} s each; figures are medians of the alternated runs. The service runs as \`node packages/cli/dist/main.js serve\` (a child process, LOG_LEVEL=warn unless stated, RATE_LIMIT_PER_MINUTE=1000000000 except in (c)); bare Koa is \`bench/baseline.mjs\`, Koa + @koa/router answering the same JSON from memory.`,
+    `- Method: per scenario a warm-up of ${run.settings.warmupS} s per side, then ${run.settings.rounds} rounds of one ${run.settings.durationS} s run per side, in the order A B, B A, A B… (neither side always first); figures are medians of the alternated runs. The service runs as \`node packages/cli/dist/main.js serve\` (a child process, LOG_LEVEL=warn unless stated, RATE_LIMIT_PER_MINUTE=1000000000 except in (c)); bare Koa is \`bench/baseline.mjs\`, Koa + @koa/router answering the same JSON from memory.`,
   );
   if (process.env.BENCH_SERVICE_NODE_OPTIONS) L.push(`- Service processes ran with NODE_OPTIONS=\`${process.env.BENCH_SERVICE_NODE_OPTIONS}\``);
   if (run.infra) L.push(`- Scenario (b) infrastructure: ${run.infra}`);
