@@ -52,3 +52,35 @@ export function probeBound<T>(call: () => Promise<T>, boundMs: number): Promise<
 export function overBound(results: readonly Pick<Probed<unknown>, 'withinBound' | 'elapsedMs'>[]): number[] {
   return results.filter((r) => !r.withinBound).map((r) => Math.round(r.elapsedMs));
 }
+
+/**
+ * How long the process could not run its timers: a ticker of `periodMs` adds up how late each tick
+ * fired. The difference of two readings of `heldUpMs()` is the time the event loop was held up
+ * between them, by the machine or by the process's own work, to within a period. A request timed
+ * from the same process spends its wall time either held up that way or waiting with the loop
+ * free; only the second can be waiting on a dependency, so "wall time minus held-up time" is what a
+ * bound on waiting checks, on an idle machine or a loaded one alike.
+ */
+export class LoopHoldUps {
+  #total = 0;
+  #last = performance.now();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(readonly periodMs = 5) {
+    this.#timer = setInterval(() => {
+      const now = performance.now();
+      this.#total += Math.max(0, now - this.#last - periodMs);
+      this.#last = now;
+    }, periodMs);
+    this.#timer.unref();
+  }
+
+  /** The running total in ms, the tick now overdue included. */
+  heldUpMs(): number {
+    return this.#total + Math.max(0, performance.now() - this.#last - this.periodMs);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}

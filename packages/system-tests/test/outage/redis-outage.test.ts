@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CapturingLogger } from '@cos/core/testing';
 import { IN_CI } from '../support/env.js';
+import { LoopHoldUps } from '@cos/test-support/deadline';
 import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
 import { startContainerStack, postgresUrlForSchema, type ContainerStack } from '../support/container-stack.js';
 import { createSchema, freshSchemaName } from '../support/postgres.js';
@@ -37,6 +38,22 @@ function tooFrequent(lines: readonly { at: number; level: string; message: strin
   return out;
 }
 const RATE = 60;
+/**
+ * What a request may spend waiting (its wall time less the time this process's loop was held up,
+ * LoopHoldUps): the service, its Redis counter and the load's client share the test's event loop, so
+ * on a loaded machine a request's wall time grows with the machine's load, not with Redis. The
+ * longest wait the service may add is REDIS_TIMEOUT_MS (50 ms) per counter call; the rest of the
+ * bound is the request itself.
+ */
+const MAX_WAIT_MS = 750;
+
+/** The longest wait of the samples (wall time less held-up time), and the longest wall time. */
+function slowest(samples: readonly Sample[]): { waitMs: number; wallMs: number } {
+  return {
+    waitMs: samples.reduce((m, s) => Math.max(m, s.elapsedMs - s.heldUpMs), 0),
+    wallMs: samples.reduce((m, s) => Math.max(m, s.elapsedMs), 0),
+  };
+}
 
 describe('system: the whole stack keeps serving while Redis dies under load (C-54, C-55)', function () {
   this.timeout(120_000);
@@ -116,11 +133,13 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
       await sleep(4000);
     })();
     const problems: string[] = [];
+    const holdUps = new LoopHoldUps();
     const load = runLoad({
       client: stack.client,
       ratePerSecond: RATE,
       durationMs: 20_000,
       origin: started,
+      holdUps,
       next: (i): Planned => {
         const t = tenants[i % tenants.length] as Tenant;
         const pick = i % 10;
@@ -142,6 +161,7 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
       },
     });
     const [result] = await Promise.all([load, timeline]);
+    holdUps.stop();
     const at = (what: string): number => events.find((e) => e.what === what)?.at ?? Number.NaN;
     const samples = result.samples;
     const inWindow = (s: Sample, from: number, to: number): boolean => s.at >= from && s.at < to;
@@ -160,8 +180,8 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
     expect(problems.slice(0, 5), 'contract shape').to.deep.equal([]);
 
     // Requests never queue behind a dead or frozen Redis (C-54: bounded by REDIS_TIMEOUT_MS = 50 ms).
-    const slowest = samples.reduce((m, s) => Math.max(m, s.elapsedMs), 0);
-    expect(slowest, 'slowest request (ms)').to.be.lessThan(750);
+    const worst = slowest(samples);
+    expect(worst.waitMs, `longest wait of a request (ms; longest wall time ${Math.round(worst.wallMs)})`).to.be.lessThan(MAX_WAIT_MS);
 
     // Fail-open: while Redis is dead or frozen, Remaining equals Limit (allow 300 ms for in-flight calls at the switch).
     const down = samples.filter((s) => inWindow(s, at('kill') + 300, at('restart') - 100) || inWindow(s, at('freeze') + 300, at('thaw') - 100));
@@ -178,7 +198,7 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
 
     // A warning, but not one per request nor per blip: each message at most once per 10 s (C-54).
     const logLines = stamped.filter((l) => l.level !== 'debug' && !l.message.startsWith('request ')).map((l) => `${l.at} ${l.level} ${l.message}`);
-    console.log(`      ${samples.length} requests, slowest ${Math.round(slowest)} ms; timeline ${events.map((e) => `${Math.round(e.at)} ${e.what}`).join(', ')}; log: ${logLines.join(' / ')}`);
+    console.log(`      ${samples.length} requests, longest wait ${Math.round(worst.waitMs)} ms (wall ${Math.round(worst.wallMs)} ms); timeline ${events.map((e) => `${Math.round(e.at)} ${e.what}`).join(', ')}; log: ${logLines.join(' / ')}`);
     expect(stamped.filter((l) => l.level === 'warn').length, 'warnings logged').to.be.greaterThan(0);
     // One owner of the counter's health lines: the core's RateLimiter warns when requests fail open and
     // says when they are counted again; the Redis counter itself logs nothing.
@@ -201,21 +221,25 @@ describe('system: the whole stack keeps serving while Redis dies under load (C-5
         await sleep(170);
       }
     })();
+    const holdUps = new LoopHoldUps();
     const result = await runLoad({
       client: stack.client,
       ratePerSecond: RATE,
       durationMs: 6000,
       origin: started,
+      holdUps,
       next: (i): Planned => {
         const t = tenants[i % tenants.length] as Tenant;
         return { label: 'org', request: { method: 'GET', path: `/v1/organisations/${t.id}`, headers: { authorization: `Bearer ${t.key}` } } };
       },
     });
+    holdUps.stop();
     stalling = false;
     await stalls;
     const samples = result.samples;
     expect(samples.filter((s) => s.status !== 200).map((s) => `${s.status} ${s.error ?? ''}`)).to.deep.equal([]);
-    expect(samples.reduce((m, s) => Math.max(m, s.elapsedMs), 0), 'slowest request (ms)').to.be.lessThan(750);
+    const worst = slowest(samples);
+    expect(worst.waitMs, `longest wait of a request (ms; longest wall time ${Math.round(worst.wallMs)})`).to.be.lessThan(MAX_WAIT_MS);
     // Some requests met a stall and failed open; others were counted.
     expect(samples.some((s) => s.remaining === s.limit)).to.equal(true);
     expect(samples.some((s) => s.remaining !== null && s.remaining < (s.limit ?? 0))).to.equal(true);

@@ -3,6 +3,7 @@
  * (open model: a slow service does not slow the arrivals), with a cap on requests in flight so
  * a hung service shows up as rejections, not as an unbounded pile of sockets.
  */
+import type { LoopHoldUps } from '@cos/test-support/deadline';
 import type { Incoming, Outgoing, Client } from './http.js';
 
 export interface Sample {
@@ -10,6 +11,11 @@ export interface Sample {
   readonly label: string;
   readonly status: number;
   readonly elapsedMs: number;
+  /**
+   * Of elapsedMs, the time this process's event loop was held up (LoopHoldUps; 0 without one): the
+   * service and the client share the loop, so elapsedMs - heldUpMs is what the request spent waiting.
+   */
+  readonly heldUpMs: number;
   readonly limit: number | null;
   readonly remaining: number | null;
   readonly error?: string;
@@ -31,6 +37,8 @@ export interface LoadOptions {
   readonly onSample?: (s: Sample) => void;
   /** performance.now() value that sample times are relative to (default: the start of the load). */
   readonly origin?: number;
+  /** Measures each sample's heldUpMs. */
+  readonly holdUps?: LoopHoldUps;
 }
 
 export interface LoadResult {
@@ -65,14 +73,16 @@ export async function runLoad(o: LoadOptions, keepSamples = true): Promise<LoadR
     const { label, request, onResponse } = o.next(i);
     sent += 1;
     const at = performance.now() - origin;
+    const heldUpAtSend = o.holdUps?.heldUpMs() ?? 0;
+    const heldUp = (): number => (o.holdUps?.heldUpMs() ?? 0) - heldUpAtSend;
     const p = o.client
       .send(request)
       .then(
         (r) => {
           onResponse?.(r);
-          return { at, label, status: r.status, elapsedMs: r.elapsedMs, limit: numberHeader(r, 'x-ratelimit-limit'), remaining: numberHeader(r, 'x-ratelimit-remaining') };
+          return { at, label, status: r.status, elapsedMs: r.elapsedMs, heldUpMs: heldUp(), limit: numberHeader(r, 'x-ratelimit-limit'), remaining: numberHeader(r, 'x-ratelimit-remaining') };
         },
-        (e: unknown) => ({ at, label, status: 0, elapsedMs: performance.now() - origin - at, limit: null, remaining: null, error: (e as Error).message }),
+        (e: unknown) => ({ at, label, status: 0, elapsedMs: performance.now() - origin - at, heldUpMs: heldUp(), limit: null, remaining: null, error: (e as Error).message }),
       )
       .then((s: Sample) => {
         if (keepSamples) samples.push(s);
