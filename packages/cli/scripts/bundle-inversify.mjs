@@ -8,14 +8,15 @@
 // inversify package itself, which stays a dependency (the declarations embedders compile against
 // name its types).
 //
-// Beside the bundle: inversify.LICENSE.txt, the licence files of every package in it, and
+// Beside the bundle: inversify.LEGAL.txt, the licence files of every package in it (not named
+// *LICENSE*: pnpm pack leaves the repository's LICENSE out of a package that has such a file), and
 // inversify.json, the name@version of inversify and of everything it depends on as installed when
 // it was bundled. bundleStaleness compares that list with what is installed now, so a launcher or
 // a build finds a bundle that is missing, older than this script, or made from other versions.
 //
 // `node packages/cli/scripts/bundle-inversify.mjs` (`pnpm build` runs it after `tsc -b`) bundles
 // when the bundle is stale and says so on stdout; otherwise it does nothing.
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,7 +25,7 @@ const SCRIPT = fileURLToPath(import.meta.url);
 export const CLI_DIR = dirname(dirname(SCRIPT));
 /** The bundle, relative to the cli's directory (package.json "imports" names it too). */
 export const BUNDLE = 'dist/vendor/inversify.js';
-const LICENCES = 'dist/vendor/inversify.LICENSE.txt';
+const LICENCES = 'dist/vendor/inversify.LEGAL.txt';
 const STAMP = 'dist/vendor/inversify.json';
 const LICENCE_FILE = /^(licen[cs]e|copying|notice|copyrightnotice)(\.|$)/i;
 
@@ -111,7 +112,7 @@ export async function bundleInversify(cliDir = CLI_DIR) {
     // The licence texts go into their own file, in full, rather than as comments in the bundle.
     legalComments: 'none',
     banner: {
-      js: `// ${inversify} and the packages it imports, bundled into one ES module by packages/cli/scripts/bundle-inversify.mjs.\n// Their licences: inversify.LICENSE.txt beside this file.`,
+      js: `// ${inversify} and the packages it imports, bundled into one ES module by packages/cli/scripts/bundle-inversify.mjs.\n// Their licences: inversify.LEGAL.txt beside this file.`,
     },
     metafile: true,
     write: false,
@@ -143,6 +144,11 @@ export async function bundleInversify(cliDir = CLI_DIR) {
   writeWhole(join(cliDir, LICENCES), [header, ...sections.map((s) => s.text)].join(rule));
   // Last: a stamp beside a bundle means the bundle is complete.
   writeWhole(join(cliDir, STAMP), `${JSON.stringify({ packages }, null, 2)}\n`);
+  // What an earlier version of this script left there would be packed too.
+  const made = new Set([BUNDLE, LICENCES, STAMP].map((f) => f.slice('dist/vendor/'.length)));
+  for (const entry of readdirSync(join(cliDir, 'dist/vendor'))) {
+    if (!made.has(entry) && !entry.endsWith('.partial')) rmSync(join(cliDir, 'dist/vendor', entry), { recursive: true, force: true });
+  }
   return { bytes: result.outputFiles[0].contents.length, packages: sections.map((s) => s.id) };
 }
 

@@ -44,9 +44,13 @@ describe('inversify bundled into the built CLI', () => {
     expect(import.meta.resolve('#inversify')).to.match(/\/node_modules\/inversify\/lib\/index\.js$/);
   });
 
-  it('the bundle is current, and ships the licence of every package in it', () => {
+  it('the bundle is current, of the inversify version package.json pins, and ships the licence of every package in it', () => {
     expect(bundleStaleness()).to.equal(null);
-    const licences = readFileSync(join(CLI, 'dist/vendor/inversify.LICENSE.txt'), 'utf8');
+    // The declarations embedders compile against come from the dependency: the same version as the code that runs.
+    const declared = (JSON.parse(readFileSync(join(CLI, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies['inversify'];
+    expect(declared).to.match(/^\d+\.\d+\.\d+$/);
+    expect(JSON.parse(readFileSync(join(CLI, 'dist/vendor/inversify.json'), 'utf8'))).to.have.property('packages').that.includes(`inversify@${declared}`);
+    const licences = readFileSync(join(CLI, 'dist/vendor/inversify.LEGAL.txt'), 'utf8');
     const sections = licences.split(/\n-{72}\n\n/);
     const section = (pkg: string): string => sections.find((s) => s.startsWith(`${pkg}@`)) ?? '';
     const inversify = installedPackages().find((p) => p.startsWith('inversify@'));
