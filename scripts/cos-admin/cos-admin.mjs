@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BUNDLE, bundleStaleness } from '../../packages/cli/scripts/bundle-inversify.mjs';
-import { staleness } from './stale.mjs';
+import { markBuilt, staleness } from './stale.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -29,6 +29,7 @@ if (reason !== null) {
     process.stderr.write(`cos-admin: the build failed (tsc -b exited ${build.status ?? build.signal}); nothing was run\n`);
     process.exit(1);
   }
+  markBuilt(ROOT);
   process.stderr.write('cos-admin: built.\n');
 }
 
