@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { markBuilt } from '../../../../scripts/cos-admin/stale.mjs';
 import { bundleStaleness } from '../../scripts/bundle-inversify.mjs';
 import { CONFIG_TABLE } from '../../src/config.js';
 import { runCli as runInProcess } from '../../src/run.js';
@@ -45,6 +46,7 @@ export function ensureBuilt(): Promise<void> {
     });
   built ??= withBuildLock(async () => {
     await run('tsc -b packages/cli', [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'packages/cli']);
+    markBuilt(ROOT); // as the launcher does: its staleness check then agrees with this build
     if (bundleStaleness() !== null) await run('bundle-inversify', [join(ROOT, 'packages/cli/scripts/bundle-inversify.mjs')]);
   });
   return built;
