@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The built CLI loads inversify from one file, dist/vendor/inversify.js: the inversify package and
 // everything it imports (the @inversifyjs packages, reflect-metadata/lite) bundled by esbuild into
-// one ES module. Node loads the package's few hundred ES module files one by one, which costs more
-// CPU than all the rest of an operator command's start; one file costs a few milliseconds
+// one ES module. Node loads the package as some 250 ES module files, one by one, a large share of
+// an operator command's CPU; one file costs a few milliseconds
 // (docs/decisions/0028-inversify-bundled-into-the-cli.md). package.json's "imports" maps
 // `#inversify` to that file; under the "source" condition (tests, tsx) and for types it is the
 // inversify package itself, which stays a dependency (the declarations embedders compile against
