@@ -69,7 +69,7 @@ const B_HEAP_TITLE = '(b) heap limit as shipped vs unbounded: Postgres + Redis';
 const UNBOUNDED_HEAP = '--max-old-space-size=4096';
 const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
 
-const { started, log, step, work, start, startBaseline, stop, stopAll, onClose, close, removeWork } = benchSession('bench', 'build first (pnpm bench runs tsc -b, or run npx tsc -b)');
+const { started, log, step, work, start, startBaseline, stop, stopAll, onClose, close, removeWork } = benchSession('bench', 'build first (pnpm bench and pnpm build do)');
 const generator = detectLoadGenerator();
 const profileDir = path.join(work, 'profiles');
 mkdirSync(profileDir);

@@ -12,7 +12,7 @@ export async function importFrom(pkg, specifier) {
   return import(pathToFileURL(require.resolve(specifier)).href);
 }
 
-/** The built output of one of our packages (`pnpm bench` runs `tsc -b` first). */
+/** The built output of one of our packages (`pnpm bench` builds first, as `pnpm build` does). */
 export async function importBuilt(pkg) {
   return import(pathToFileURL(path.join(ROOT, 'packages', pkg, 'dist', 'index.js')).href);
 }

@@ -37,17 +37,20 @@ export function infraUrls() {
 }
 
 /**
- * Starts a run named `name` (the prefix of its messages): exits with status 2 when the built CLI is
- * missing (`buildHint` says how to build), makes the scratch directory `cos-<name>-*` and stops
+ * Starts a run named `name` (the prefix of its messages): exits with status 2 when the built CLI
+ * (or its inversify bundle) is missing (`buildHint` says how to build), makes the scratch directory `cos-<name>-*` and stops
  * every running process on SIGINT.
  */
 export function benchSession(name, buildHint) {
   const started = Date.now();
   const log = (line = '') => process.stdout.write(`${line}\n`);
   const step = (line) => log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
-  if (!existsSync(CLI_MAIN)) {
-    console.error(`${name}: ${path.relative(ROOT, CLI_MAIN)} is missing; ${buildHint}.`);
-    process.exit(2);
+  // The built CLI and the inversify bundle it loads (`tsc -b` alone does not make the bundle).
+  for (const built of [CLI_MAIN, path.join(path.dirname(CLI_MAIN), 'vendor', 'inversify.js')]) {
+    if (!existsSync(built)) {
+      console.error(`${name}: ${path.relative(ROOT, built)} is missing; ${buildHint}.`);
+      process.exit(2);
+    }
   }
   const work = mkdtempSync(path.join(os.tmpdir(), `cos-${name}-`));
   const running = new Set();

@@ -233,6 +233,55 @@ describe('packaging: the @cos packages from packed tarballs in a scratch project
     expect(await tarList(coreTarball)).to.include('package/dist/testing/index.js');
   });
 
+  it('@cos/cli ships the inversify bundle its dist loads, with the bundled packages\' licences; its "imports" map #inversify to it and, for types, to inversify (a dependency, at the bundled version)', async () => {
+    const cli = tarballs[PACKAGES.indexOf('cli')]!;
+    expect(await tarList(cli)).to.include.members(['package/dist/vendor/inversify.js', 'package/dist/vendor/inversify.LEGAL.txt']);
+    const manifest = await tarManifest(cli);
+    expect(manifest.imports).to.deep.equal({ '#inversify': { types: 'inversify', default: './dist/vendor/inversify.js' } });
+    const { stdout: stamp } = await exec('tar', ['xzf', cli, '-O', 'package/dist/vendor/inversify.json']);
+    expect((JSON.parse(stamp) as { packages: string[] }).packages).to.include(`inversify@${(manifest.dependencies as Record<string, string>)['inversify']}`);
+  });
+
+  it('the installed cos-admin runs an operator command on the bundle: no file of the inversify packages is loaded', async () => {
+    const loads = join(work, 'loads.txt');
+    writeFileSync(loads, '');
+    const recordLoads = join(ROOT, 'packages', 'cli', 'test', 'fixtures', 'record-loads.mjs');
+    const bin = join(scratch, 'node_modules', '@cos', 'cli', 'bin', 'cos-admin.js');
+    const env = { ...process.env, DATABASE_URL: `sqlite:${join(work, 'none.sqlite')}`, COS_RECORD_LOADS: loads };
+    const failed = await exec(process.execPath, ['--import', recordLoads, bin, 'org', 'list', '--json'], { cwd: scratch, env }).catch((e: { code: number; stderr: string }) => e);
+    expect(JSON.parse((failed as { stderr: string }).stderr)).to.include({ error: 'DATABASE_NOT_FOUND' });
+    const urls = readFileSync(loads, 'utf8').trim().split('\n');
+    expect(urls.filter((u) => u.endsWith('/@cos/cli/dist/vendor/inversify.js'))).to.have.length(1);
+    expect(urls.filter((u) => /\/node_modules\/(inversify|@inversifyjs\/[^/]+|reflect-metadata)\//.test(u))).to.deep.equal([]);
+  });
+
+  it('a strict TypeScript consumer of @cos/cli gets inversify\'s types for the container (through #inversify), not any', async () => {
+    writeFileSync(
+      join(scratch, 'consumer-cli.ts'),
+      [
+        "import { buildContainer, CLI_TOKENS, loadConfig, type ServiceContainer } from '@cos/cli';",
+        "import type { Core } from '@cos/core';",
+        'type IsAny<T> = 0 extends 1 & T ? true : false;',
+        "export const bindIsTyped: IsAny<ServiceContainer['bind']> = false;",
+        "export const unbindIsTyped: IsAny<ServiceContainer['unbindAllAsync']> = false;",
+        'export async function core(): Promise<Core> {',
+        "  const container: ServiceContainer = await buildContainer(loadConfig({ DATABASE_URL: 'sqlite::memory:' }));",
+        '  return container.get(CLI_TOKENS.Core);',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(scratch, 'tsconfig.cli.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        files: ['consumer-cli.ts'],
+      }),
+    );
+    const result = await exec(process.execPath, [TSC, '-p', 'tsconfig.cli.json'], { cwd: scratch }).catch((e: { stdout: string }) => e);
+    expect(result.stdout, 'tsc output').to.equal('');
+  });
+
   for (const example of EXAMPLES) {
     it(`example ${example} runs in the scratch project from the installed tarballs (node --import tsx)`, async () => {
       copyFileSync(join(ROOT, 'examples', example), join(scratch, example));

@@ -1,8 +1,9 @@
 // Whether `pnpm cos-admin` must build first (cos-admin.mjs): a package's sources, tsconfig.json or
 // package.json (or the shared tsconfig.base.json) newer than that package's tsconfig.tsbuildinfo,
-// which `tsc -b` writes (or touches) on every build of it. Only modification times are read: a
-// few hundred stat calls, no TypeScript start-up.
-import { readdirSync, statSync } from 'node:fs';
+// which `tsc -b` writes when it compiles the package and the launcher touches after every
+// successful `tsc -b` (markBuilt). Only modification times are read: a few hundred stat calls, no
+// TypeScript start-up.
+import { readdirSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The packages `tsc -b packages/cli` builds (packages/cli/tsconfig.json's references, and cli). */
@@ -38,4 +39,20 @@ export function staleness(root, packages = PACKAGES) {
     if (inputs > built) return `packages/${name} changed since its last build`;
   }
   return null;
+}
+
+/**
+ * After a successful `tsc -b`: records every package's build as current. tsc leaves the
+ * tsconfig.tsbuildinfo of a package it finds up to date untouched, and a change to package.json
+ * alone (which tsc does not read as an input) would otherwise make every later run build again.
+ */
+export function markBuilt(root, packages = PACKAGES) {
+  const now = new Date();
+  for (const name of packages) {
+    try {
+      utimesSync(join(root, 'packages', name, 'tsconfig.tsbuildinfo'), now, now);
+    } catch {
+      // not built: the next staleness check says so
+    }
+  }
 }

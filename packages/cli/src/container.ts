@@ -12,7 +12,7 @@
  * buildContainer when the configuration chooses them; Koa and the webhook sender load on `getAsync`.
  * Factories are explicit: no decorators and no constructor metadata.
  */
-import { Container, type GetOptions, type OptionalGetOptions, type ServiceIdentifier } from 'inversify';
+import { Container, type GetOptions, type OptionalGetOptions, type ServiceIdentifier } from '#inversify';
 import {
   cryptoRandom,
   InProcessRateCounter,

@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { PACKAGES, staleness } from '../../../scripts/cos-admin/stale.mjs';
+import { markBuilt, PACKAGES, staleness } from '../../../scripts/cos-admin/stale.mjs';
 import { ROOT, childEnv, ensureBuilt, tempDir } from './support/cli.js';
 import { serviceVersion } from '../src/version.js';
 
@@ -51,6 +51,13 @@ describe('pnpm cos-admin: the launcher', () => {
       at('tsconfig.base.json', 3_000);
       expect(staleness(root)).to.equal('packages/core changed since its last build');
       at('tsconfig.base.json', 1_000);
+      expect(staleness(root)).to.equal(null);
+    });
+
+    it('a package.json newer than a build tsc finds up to date (it leaves the tsbuildinfo alone): current once the launcher marks the build', () => {
+      at('packages/cli/package.json', 3_000);
+      expect(staleness(root)).to.equal('packages/cli changed since its last build');
+      markBuilt(root);
       expect(staleness(root)).to.equal(null);
     });
 

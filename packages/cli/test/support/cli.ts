@@ -4,7 +4,7 @@
  * start, no build, nothing shared between runs. spawnCli and startServe run it as a child process,
  * for what only a process shows (exit status, signals, what reaches the real stdout, `serve`): by
  * default the built bin (packages/cli/dist/main.js, the file the package installs, shebang and
- * all) after an incremental `tsc -b packages/cli` once per run, as a child then starts in a third
+ * all) after an incremental build once per run (ensureBuilt), as a child then starts in a third
  * of the time tsx needs; COS_CLI_TEST_FROM=source runs the TypeScript sources through tsx instead.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -15,6 +15,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { markBuilt } from '../../../../scripts/cos-admin/stale.mjs';
+import { bundleStaleness } from '../../scripts/bundle-inversify.mjs';
 import { CONFIG_TABLE } from '../../src/config.js';
 import { runCli as runInProcess } from '../../src/run.js';
 
@@ -27,22 +29,26 @@ const FROM_SOURCE = process.env['COS_CLI_TEST_FROM'] === 'source';
 let built: Promise<void> | undefined;
 
 /**
- * Builds packages/cli (and what it references) once per test process, unless running from source.
- * Test processes side by side (mocha --parallel workers, two suites) take turns through a lock
- * directory, so no two `tsc -b` write dist at once; a later one finds everything up to date.
+ * Builds packages/cli (and what it references) once per test process, unless running from source:
+ * `tsc -b packages/cli`, then the inversify bundle the built CLI loads (made only when missing or
+ * stale: scripts/bundle-inversify.mjs). Test processes side by side (mocha --parallel workers, two
+ * suites) take turns through a lock directory, so no two builds write dist at once; a later one
+ * finds everything up to date.
  */
 export function ensureBuilt(): Promise<void> {
   if (FROM_SOURCE) return Promise.resolve();
-  built ??= withBuildLock(
-    () =>
-      new Promise<void>((resolve, reject) => {
-        const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
-        execFile(process.execPath, [tsc, '-b', 'packages/cli'], { cwd: ROOT }, (error, stdout, stderr) => {
-          if (error) reject(new Error(`tsc -b packages/cli failed:\n${stdout}${stderr}`));
-          else resolve();
-        });
-      }),
-  );
+  const run = (what: string, args: string[]): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      execFile(process.execPath, args, { cwd: ROOT }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`${what} failed:\n${stdout}${stderr}`));
+        else resolve();
+      });
+    });
+  built ??= withBuildLock(async () => {
+    await run('tsc -b packages/cli', [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'packages/cli']);
+    markBuilt(ROOT); // as the launcher does: its staleness check then agrees with this build
+    if (bundleStaleness() !== null) await run('bundle-inversify', [join(ROOT, 'packages/cli/scripts/bundle-inversify.mjs')]);
+  });
   return built;
 }
 
