@@ -30,7 +30,8 @@ interface Manifest {
   exports: Record<string, string | Record<string, string>>;
   files?: string[];
   engines?: { node?: string };
-  publishConfig?: { access?: string; exports?: Record<string, string | Record<string, string>> };
+  imports?: Record<string, Record<string, string>>;
+  publishConfig?: { access?: string; exports?: Record<string, string | Record<string, string>>; imports?: Record<string, Record<string, string>> };
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
@@ -181,8 +182,18 @@ describe('public surface of the packages', function () {
       for (const file of dts) {
         const text = readFileSync(join(dir, 'dist', file), 'utf8');
         for (const match of text.matchAll(/(?:from|import\()\s*['"]([^'"./][^'"]*)['"]/g)) {
-          const specifier = match[1]!;
+          let specifier = match[1]!;
           if (specifier.startsWith('node:')) continue;
+          if (specifier.startsWith('#')) {
+            // A subpath import (package.json "imports", as published): its types come from the package its
+            // "types" condition names, which must then be a dependency like any other import.
+            const target = (m.publishConfig?.imports ?? m.imports)?.[specifier]?.types;
+            if (target === undefined) {
+              problems.push(`@cos/${pkg} .d.ts imports ${specifier}, which its published "imports" map gives no types for`);
+              continue;
+            }
+            specifier = target;
+          }
           const parts = specifier.split('/');
           imported.add(specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!);
         }
