@@ -17,25 +17,6 @@ export interface SqlResult {
  */
 export interface SqlSession {
   run(sql: string, bindings: readonly unknown[]): Promise<SqlResult>;
-  /** A SQLite unit of work on a store's own connection (sqlite/audit-heads.ts): audit chain heads known without a statement. */
-  readonly auditHeads?: KnownAuditHeads;
-}
-
-/** An organisation's audit chain head: its last entry's seq and hash. */
-export interface ChainHead {
-  readonly seq: number;
-  readonly hash: string;
-}
-
-/**
- * The audit chain heads a unit of work can know without reading them: what its own connection
- * committed, as long as no other connection has committed since (any process, any table).
- */
-export interface KnownAuditHeads {
-  /** The organisation's committed head as this unit of work would read it, or undefined when it must be read. */
-  known(organisationId: string): ChainHead | undefined;
-  /** The head this unit of work's append left; known to later units of work once (and only if) this one commits. */
-  appended(organisationId: string, head: ChainHead): void;
 }
 
 /** What every store needs: where its statements go, the dialect and the error translator. */

@@ -37,24 +37,17 @@
  *    again before the connection serves anything else: a single statement, or knex.
  *  - Single statements wait in the line up to the budget, then synchronously up to the connection's
  *    busy_timeout (the budget) for another process's lock, as before.
- *  - The audit chain heads the connection's units of work committed are remembered (audit-heads.ts)
- *    and handed to each unit of work with `PRAGMA data_version` read inside it, so an append can
- *    skip its head read when no other connection has committed since. Anything else that writes on
- *    the connection (a single statement that is not read-only, knex) forgets them.
  */
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SqlResult, SqlSession, StatementListeners } from '../context.js';
-import { RememberedAuditHeads } from './audit-heads.js';
 
 const require = createRequire(import.meta.url);
 
 interface Statement {
   readonly reader: boolean;
-  /** The statement does not write to the database. */
-  readonly readonly: boolean;
   all(...bindings: unknown[]): unknown[];
   run(...bindings: unknown[]): { changes: number };
 }
@@ -145,8 +138,6 @@ export class SqliteDatabase {
   private readonly busyTimeoutMs: number;
   /** The connection's busy_timeout is 0 (units of work), not busyTimeoutMs (everything else). */
   private busyTimeoutZero = false;
-  /** The audit chain heads this connection committed (audit-heads.ts). */
-  private readonly auditHeads = new RememberedAuditHeads();
 
   /** Single statements outside a unit of work. */
   readonly session: SqlSession = { run: (sql, bindings) => this.single(sql, bindings) };
@@ -160,8 +151,6 @@ export class SqliteDatabase {
       max: 1,
       acquire: () => ({
         promise: self.acquire(performance.now() + options.budgetMs).then((connection) => {
-          // knex's statements (migrations, a host's SQL) are not seen here: they may change the audit log.
-          self.auditHeads.forget();
           try {
             return self.withBudgetTimeout(connection);
           } catch (e) {
@@ -190,7 +179,6 @@ export class SqliteDatabase {
     let active = true;
     try {
       await this.beginImmediate(connection, deadline);
-      const auditHeads = this.auditHeads.unitOfWork(() => Number(this.send(connection, 'PRAGMA data_version', []).rows[0]!.data_version));
       let result: T;
       try {
         result = await work({
@@ -202,27 +190,21 @@ export class SqliteDatabase {
               return Promise.reject(e);
             }
           },
-          auditHeads,
         });
         active = false;
         this.send(connection, 'COMMIT', []);
       } catch (e) {
         active = false;
         // A failed statement may have ended the transaction already (SQLite rolls back on some errors).
-        let rolledBack = false;
         if (connection.inTransaction) {
           try {
             this.send(connection, 'ROLLBACK', []);
-            rolledBack = true;
           } catch {
             // The original error is the one to report.
           }
         }
-        // Not rolled back by this ROLLBACK: part of the unit of work may have been committed after all.
-        if (!rolledBack && auditHeads.appendedAny) this.auditHeads.forget();
         throw e;
       }
-      auditHeads.committed();
       return result;
     } finally {
       active = false;
@@ -256,26 +238,18 @@ export class SqliteDatabase {
     const connection = this.connection;
     if (connection !== null && !this.held && !this.closed) {
       try {
-        return Promise.resolve(this.sendSingle(this.withBudgetTimeout(connection), sql, bindings));
+        return Promise.resolve(this.send(this.withBudgetTimeout(connection), sql, bindings));
       } catch (e) {
         return Promise.reject(e);
       }
     }
     return this.acquire(performance.now() + this.options.budgetMs).then((held) => {
       try {
-        return this.sendSingle(this.withBudgetTimeout(held), sql, bindings);
+        return this.send(this.withBudgetTimeout(held), sql, bindings);
       } finally {
         this.release();
       }
     });
-  }
-
-  /** A statement outside a unit of work; one that writes forgets the remembered audit heads (it is not an append). */
-  private sendSingle(connection: SqliteConnection, sql: string, bindings: readonly unknown[]): SqlResult {
-    this.options.listeners.emit(sql, bindings);
-    const statement = this.statementFor(connection, sql);
-    if (!statement.readonly) this.auditHeads.forget();
-    return this.runStatement(statement, bindings);
   }
 
   private send(connection: SqliteConnection, sql: string, bindings: readonly unknown[]): SqlResult {
@@ -284,10 +258,7 @@ export class SqliteDatabase {
   }
 
   private exec(connection: SqliteConnection, sql: string, bindings: readonly unknown[]): SqlResult {
-    return this.runStatement(this.statementFor(connection, sql), bindings);
-  }
-
-  private runStatement(statement: Statement, bindings: readonly unknown[]): SqlResult {
+    const statement = this.statementFor(connection, sql);
     const values = bindings.length === 0 ? bindings : driverBindings(bindings);
     if (statement.reader) {
       const rows = statement.all(...values) as Record<string, unknown>[];
@@ -401,7 +372,6 @@ export class SqliteDatabase {
     }
     this.connection = connection;
     this.busyTimeoutZero = false;
-    this.auditHeads.forget();
     return connection;
   }
 }

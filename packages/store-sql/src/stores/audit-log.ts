@@ -137,9 +137,7 @@ export class SqlAuditLog implements AuditLog {
    * taken in APPEND_POSTGRES, held until the transaction ends; SQLite: BEGIN IMMEDIATE already holds
    * the database's write lock), so the head is the last committed one and UNIQUE (organisation_id,
    * seq) is never what decides. Postgres links and inserts in that one statement; SQLite reads the
-   * head, then inserts (two calls into the embedded library, no round trip), and skips the read when
-   * the unit of work knows the head (`session.auditHeads`: the store's own connection committed it
-   * and no other connection has committed since, sqlite/audit-heads.ts).
+   * head, then inserts (two calls into the embedded library, no round trip).
    */
   async append(e: AuditEntry): Promise<ChainedAuditEntry> {
     const { transaction } = this.ctx;
@@ -151,15 +149,9 @@ export class SqlAuditLog implements AuditLog {
       const [row] = await query(this.ctx, APPEND_POSTGRES, [...columns, auditHashPrefix(e), e.organisationId]);
       return chainedEntry(e, { seq: Number(row!.seq), prevHash: String(row!.prev_hash), hash: String(row!.hash) });
     }
-    const heads = this.ctx.session.auditHeads;
-    let head = heads?.known(e.organisationId) ?? null;
-    if (head === null) {
-      const [row] = await query(this.ctx, HEAD, [e.organisationId]);
-      if (row !== undefined) head = { seq: Number(row.seq), hash: String(row.hash) };
-    }
-    const chained = linkAuditEntry(e, head);
+    const [row] = await query(this.ctx, HEAD, [e.organisationId]);
+    const chained = linkAuditEntry(e, row === undefined ? null : { seq: Number(row.seq), hash: String(row.hash) });
     await execute(this.ctx, INSERT, [...columns, chained.seq, chained.prevHash, chained.hash]);
-    heads?.appended(e.organisationId, { seq: chained.seq, hash: chained.hash });
     return chained;
   }
 
