@@ -16,6 +16,8 @@
 //           no-unique chain columns written, no head read, no UNIQUE (organisation_id, seq) index
 //           blob      chain with both hashes as 32-byte BLOBs
 //           org-seq   chain on a WITHOUT ROWID table keyed by (organisation_id, seq), id UNIQUE
+//           no-kind   chain without the (kind, occurred_at, id) index
+//           no-org    chain without the (organisation_id, occurred_at, id) index
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,6 +53,8 @@ const variants = [
   { name: 'no-read', prepare: () => {}, read: false, chain: true },
   { name: 'no-unique', prepare: dropUnique, read: false, chain: true },
   { name: 'blob', prepare: () => {}, read: true, chain: true, blob: true },
+  { name: 'no-kind', prepare: (db) => db.exec('DROP INDEX audit_entries_kind_occurred_at_id'), read: true, chain: true },
+  { name: 'no-org', prepare: (db) => db.exec('DROP INDEX audit_entries_organisation_occurred_at_id'), read: true, chain: true },
   {
     name: 'org-seq',
     read: true,
