@@ -117,8 +117,8 @@ describe('SQLite: several processes on one file', function () {
           ? (where.write(command) as Promise<number>)
           : applyWrite(where, command).then((seq) => seq as number);
       };
-      // Runs of one writer (its own last append is the head it remembers) broken by another writer
-      // (what it remembers is no longer the head), in units of work and alone.
+      // Runs of one writer broken by another, in units of work and alone: a head a store kept from
+      // its own last append would be stale after each change of writer.
       const turns: Array<SqlStore | SqliteChild> = [a, a, b, a, other, a, a, b, b, other, other, b, a, other, a, b];
       const seqs: number[] = [];
       for (const [i, where] of turns.entries()) seqs.push(await append(where, i % 3 === 0));
