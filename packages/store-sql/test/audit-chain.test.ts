@@ -93,4 +93,29 @@ describe('audit chain: concurrent writers (C-63)', function () {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('C-63: SQLite: a unit of work that appended and rolled back leaves the head where it was; two appends in one unit of work link to each other', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cos-audit-rollback-'));
+    const store = createSqlStore({ databaseUrl: `sqlite:${join(dir, 'cos.sqlite')}` });
+    try {
+      await store.migrate();
+      const appended = [await store.stores.audit.append(entry(0, 1))];
+      const failed = await store.unitOfWork
+        .run(async (tx) => {
+          expect((await tx.audit.append(entry(1, 1))).seq).to.equal(2);
+          expect((await tx.audit.append(entry(2, 1))).seq, 'after its own uncommitted append').to.equal(3);
+          throw new Error('rolled back');
+        })
+        .then(() => null, (e: unknown) => e);
+      expect((failed as Error).message).to.equal('rolled back');
+      appended.push(await store.stores.audit.append(entry(3, 1)));
+      appended.push(...(await store.unitOfWork.run(async (tx) => [await tx.audit.append(entry(4, 1)), await tx.audit.append(entry(5, 1))])));
+      appended.push(await store.stores.audit.append(entry(6, 1)));
+      expect(appended.map((e) => e.seq)).to.deep.equal([1, 2, 3, 4, 5]);
+      expectOneChain(await wholeChain(store), appended, 5);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -9,11 +9,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConflictError, createCore, InProcessRateCounter, OPERATOR, UnavailableError } from '@cos/core';
+import { auditRecord, ChainVerifier, ConflictError, createCore, InProcessRateCounter, OPERATOR, UnavailableError, type ChainedAuditEntry } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { expect } from 'chai';
 import { issuedKey } from './support/fixtures.js';
 import { churn, type ChurnResult } from './support/key-churn.js';
+import { applyWrite, type WriteCommand } from './support/store-writes.js';
 import { SqliteChild } from './support/sqlite-child.js';
 
 const UNITS = 200;
@@ -98,6 +99,37 @@ describe('SQLite: several processes on one file', function () {
       expectNoFailures('store a', ra);
       expectNoFailures('store b', rb);
       await expectEachWriteOnceWithItsAudit(a, organisationId, [...ra.issued, ...rb.issued]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('C-63: two stores on one file and another process appending to one chain in turn: each append links after whichever wrote last, the chain verifies', async () => {
+    const { file, url, organisationId } = await freshFile();
+    const a = createSqlStore({ databaseUrl: url });
+    const b = createSqlStore({ databaseUrl: url });
+    const other = child(['serve', file, organisationId]);
+    try {
+      await other.next('ready');
+      const append = (where: SqlStore | SqliteChild, unitOfWork: boolean): Promise<number> => {
+        const command: WriteCommand = { op: 'append', organisationId, unitOfWork };
+        return where instanceof SqliteChild
+          ? (where.write(command) as Promise<number>)
+          : applyWrite(where, command).then((seq) => seq as number);
+      };
+      // Runs of one writer broken by another, in units of work and alone: a head a store kept from
+      // its own last append would be stale after each change of writer.
+      const turns: Array<SqlStore | SqliteChild> = [a, a, b, a, other, a, a, b, b, other, other, b, a, other, a, b];
+      const seqs: number[] = [];
+      for (const [i, where] of turns.entries()) seqs.push(await append(where, i % 3 === 0));
+      const total = turns.length + 1; // and organisation_created
+      expect(seqs, 'every append linked after the one before it').to.deep.equal(Array.from({ length: turns.length }, (_, i) => i + 2));
+      other.end();
+      expect(await other.exited).to.equal(0);
+      const chain: ChainedAuditEntry[] = await a.stores.audit.chain(organisationId, { afterSeq: 0, limit: 100 });
+      const v = new ChainVerifier(organisationId);
+      for (const e of chain) v.push(auditRecord(e));
+      expect(v.finish()).to.include({ status: 'ok', entries: total });
     } finally {
       await Promise.all([a.close(), b.close()]);
     }

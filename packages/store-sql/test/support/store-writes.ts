@@ -4,6 +4,7 @@
  * `unitOfWork` runs it inside `store.unitOfWork.run`, otherwise as a single statement outside one.
  */
 import type { ApiKey } from '@cos/core';
+import { newAuditEntry } from '@cos/core/testing/contracts';
 import type { SqlStore } from '@cos/store-sql';
 
 /** An ApiKey with its dates as epoch milliseconds. */
@@ -25,7 +26,9 @@ export type WriteCommand =
   /** `is_system` has no store method (only bootstrap sets it): one UPDATE on the store's pool. */
   | { readonly op: 'system'; readonly organisationId: string; readonly isSystem: boolean }
   /** A TRUNCATE checkpoint (restarts the WAL when no reader is in the way): content unchanged. */
-  | { readonly op: 'checkpoint' };
+  | { readonly op: 'checkpoint' }
+  /** One audit entry appended to the organisation's chain; answers the seq it was linked at. */
+  | { readonly op: 'append'; readonly organisationId: string; readonly unitOfWork: boolean };
 
 export function keyToJson(k: ApiKey): KeyJson {
   return {
@@ -81,5 +84,10 @@ export async function applyWrite(store: SqlStore, command: WriteCommand): Promis
     }
     case 'checkpoint':
       return store.knex.raw('PRAGMA wal_checkpoint(TRUNCATE)');
+    case 'append': {
+      const entry = newAuditEntry(command.organisationId, { actor: { type: 'operator', name: `process ${process.pid}` } });
+      const chained = command.unitOfWork ? await store.unitOfWork.run((tx) => tx.audit.append(entry)) : await store.stores.audit.append(entry);
+      return chained.seq;
+    }
   }
 }
