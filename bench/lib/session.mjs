@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from './infra.mjs';
 import { startBaseline, startService } from './procs.mjs';
+import { BUNDLE, CLI_DIR } from '../../packages/cli/scripts/bundle-inversify.mjs';
 import { CLI_MAIN, ROOT } from './resolve.mjs';
 
 /**
@@ -46,7 +47,7 @@ export function benchSession(name, buildHint) {
   const log = (line = '') => process.stdout.write(`${line}\n`);
   const step = (line) => log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
   // The built CLI and the inversify bundle it loads (`tsc -b` alone does not make the bundle).
-  for (const built of [CLI_MAIN, path.join(path.dirname(CLI_MAIN), 'vendor', 'inversify.js')]) {
+  for (const built of [CLI_MAIN, path.join(CLI_DIR, BUNDLE)]) {
     if (!existsSync(built)) {
       console.error(`${name}: ${path.relative(ROOT, built)} is missing; ${buildHint}.`);
       process.exit(2);
