@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { pairedFigures, runPairedBlocks } from './lib/paired.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -113,26 +114,14 @@ for (const v of variants) {
   const frames = (statSync(`${file}-wal`).size - 32) / (24 + db.pragma('page_size', { simple: true })) / 100;
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.pragma('wal_autocheckpoint = 1000');
-  sides.push({ name: v.name, db, one, frames, cpuUs: [], sysUs: [] });
+  sides.push({ name: v.name, db, one, frames });
 }
 
-for (let b = 0; b < blocks; b++) {
-  for (const side of b % 2 === 0 ? sides : [...sides].reverse()) {
-    const cpu0 = process.cpuUsage();
-    for (let i = 0; i < size; i++) side.one();
-    const cpu = process.cpuUsage(cpu0);
-    side.cpuUs.push((cpu.user + cpu.system) / size);
-    side.sysUs.push(cpu.system / size);
-  }
-}
-
-const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1];
+await runPairedBlocks(sides, { blocks, size });
 process.stdout.write(`SQLite audit append, ${blocks} blocks of ${size} transactions per variant: CPU µs (system µs), ×first, WAL frames per commit\n`);
 for (const side of sides) {
-  const ratio = median(side.cpuUs.map((v, i) => v / sides[0].cpuUs[i]));
-  process.stdout.write(
-    `  ${side.name.padEnd(10)} ${median(side.cpuUs).toFixed(1).padStart(7)} (${median(side.sysUs).toFixed(1).padStart(5)})  ×${ratio.toFixed(3)}  ${side.frames.toFixed(2)}\n`,
-  );
+  const f = pairedFigures(side, sides[0]);
+  process.stdout.write(`  ${side.name.padEnd(10)} ${f.cpuUs.toFixed(1).padStart(7)} (${f.sysUs.toFixed(1).padStart(5)})  ×${f.ratio.toFixed(3)}  ${side.frames.toFixed(2)}\n`);
   side.db.close();
 }
 rmSync(dir, { recursive: true, force: true });

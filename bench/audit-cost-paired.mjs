@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
+import { pairedFigures, runPairedBlocks } from './lib/paired.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -47,23 +48,14 @@ for (const root of opt.roots.split(',').map((r) => path.resolve(r.trim()))) {
   if (opt.op === 'revoke') for (let i = 0; i < total; i++) ids.push((await issue()).key.id);
   const one = opt.op === 'revoke' ? (i) => c.apiKeys.revoke(core.OPERATOR, org.id, ids[i]) : () => issue();
   for (let i = 0; i < WARMUP; i++) await one(i);
-  sides.push({ root, dir, cli, container, one, next: WARMUP, cpuUs: [] });
+  sides.push({ root, dir, cli, container, one });
 }
 
-for (let b = 0; b < blocks; b++) {
-  for (const side of b % 2 === 0 ? sides : [...sides].reverse()) {
-    const cpu0 = process.cpuUsage();
-    for (let i = 0; i < size; i++) await side.one(side.next++);
-    const cpu = process.cpuUsage(cpu0);
-    side.cpuUs.push((cpu.user + cpu.system) / size);
-  }
-}
-
-const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1];
+await runPairedBlocks(sides, { blocks, size, start: WARMUP });
 process.stdout.write(`SQLite ${opt.op}, ${blocks} blocks of ${size} per build, CPU µs per operation (median of blocks)\n`);
 for (const side of sides) {
-  const ratio = median(side.cpuUs.map((v, i) => v / sides[0].cpuUs[i]));
-  process.stdout.write(`  ${median(side.cpuUs).toFixed(1).padStart(8)}  ×${ratio.toFixed(3)}  ${side.root}\n`);
+  const f = pairedFigures(side, sides[0]);
+  process.stdout.write(`  ${f.cpuUs.toFixed(1).padStart(8)}  ×${f.ratio.toFixed(3)}  ${side.root}\n`);
 }
 for (const side of sides) {
   await side.cli.closeContainer(side.container);
