@@ -257,14 +257,51 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
       closers.push(() => writer.close());
       const revokedAt = () => reader.get('SELECT revoked_at FROM api_keys WHERE id = ?', [key.id])?.['revoked_at'];
 
-      const seen = reader.cached('k', () => {
+      const seen = await reader.cached('k', () => {
         const value = { revokedAt: revokedAt() };
         writer.prepare('UPDATE api_keys SET revoked_at = ? WHERE organisation_id = ? AND id = ?').run(at(6000).getTime(), org.id, key.id);
         return value;
       });
       expect(seen, 'read before the commit').to.deep.equal({ revokedAt: null });
-      expect(reader.cached('k', () => ({ revokedAt: revokedAt() })), 'the very next call').to.deep.equal({ revokedAt: at(6000).getTime() });
+      expect(await reader.cached('k', () => ({ revokedAt: revokedAt() })), 'the very next call').to.deep.equal({ revokedAt: at(6000).getTime() });
       expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt?.getTime(), 'and through the store').to.equal(at(6000).getTime());
+    });
+
+    it('C-36: one header read answers every lookup queued before it and is made after the last of them: a lookup called after a commit, while earlier ones still wait, sees the commit', async () => {
+      const { file, org, key } = await fixture();
+      const reader = new SqliteReadConnection(file, 2000);
+      closers.push(() => reader.close());
+      reader.activate();
+      const writer = new PlainDatabase(file);
+      closers.push(() => writer.close());
+      let loads = 0;
+      const load = () => {
+        loads += 1;
+        return { revokedAt: reader.get('SELECT revoked_at FROM api_keys WHERE id = ?', [key.id])?.['revoked_at'] ?? null };
+      };
+      expect(await reader.cached('k', load)).to.deep.equal({ revokedAt: null });
+
+      const headerRead = WalIndexWatch.prototype.read;
+      let headerReads = 0;
+      WalIndexWatch.prototype.read = function (this: WalIndexWatch) {
+        headerReads += 1;
+        return headerRead.call(this);
+      };
+      try {
+        loads = 0;
+        const queuedBefore = [reader.cached('k', load), reader.cached('k', load)];
+        writer.prepare('UPDATE api_keys SET revoked_at = ? WHERE organisation_id = ? AND id = ?').run(at(6000).getTime(), org.id, key.id);
+        const calledAfter = reader.cached('k', load);
+        expect(await calledAfter, 'called after the commit returned').to.deep.equal({ revokedAt: at(6000).getTime() });
+        expect(await Promise.all(queuedBefore), 'answered by the same read').to.deep.equal([{ revokedAt: at(6000).getTime() }, { revokedAt: at(6000).getTime() }]);
+        expect(headerReads, 'one header read for the three lookups').to.equal(1);
+        expect(loads, 'the commit emptied the cache once; the first lookup of the queue read the row, the others were served its result').to.equal(1);
+
+        expect(await reader.cached('k', load), 'a later lookup: its own read, nothing committed').to.deep.equal({ revokedAt: at(6000).getTime() });
+        expect([headerReads, loads]).to.deep.equal([2, 1]);
+      } finally {
+        WalIndexWatch.prototype.read = headerRead;
+      }
     });
 
     it('C-40: a rolled-back unit of work commits nothing: the cached credential stays (same object) and is still right', async () => {
@@ -447,23 +484,23 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
         return value;
       };
 
-      expect(reader.cached('unknown', load(null))).to.equal(null);
-      expect(reader.cached('unknown', load(null))).to.equal(null);
+      expect(await reader.cached('unknown', load(null))).to.equal(null);
+      expect(await reader.cached('unknown', load(null))).to.equal(null);
       expect(loads, 'a null answer is read again').to.equal(2);
       expect(reader.cachedEntries, 'null answers are not kept').to.equal(0);
 
       const values: object[] = [];
       for (let i = 0; i <= READ_CACHE_MAX_ENTRIES; i += 1) {
         values.push({ i });
-        expect(reader.cached(`k${i}`, load(values[i]!))).to.equal(values[i]);
+        expect(await reader.cached(`k${i}`, load(values[i]!))).to.equal(values[i]);
       }
       expect(reader.cachedEntries, 'bounded').to.equal(READ_CACHE_MAX_ENTRIES);
       loads = 0;
-      expect(reader.cached(`k${READ_CACHE_MAX_ENTRIES}`, load({ stale: true })), 'the newest is kept').to.equal(values[READ_CACHE_MAX_ENTRIES]);
-      expect(reader.cached('k1', load({ stale: true })), 'the second oldest is kept').to.equal(values[1]);
+      expect(await reader.cached(`k${READ_CACHE_MAX_ENTRIES}`, load({ stale: true })), 'the newest is kept').to.equal(values[READ_CACHE_MAX_ENTRIES]);
+      expect(await reader.cached('k1', load({ stale: true })), 'the second oldest is kept').to.equal(values[1]);
       expect(loads).to.equal(0);
       const reloaded = { i: 0, again: true };
-      expect(reader.cached('k0', load(reloaded)), 'the oldest was dropped and is read again').to.equal(reloaded);
+      expect(await reader.cached('k0', load(reloaded)), 'the oldest was dropped and is read again').to.equal(reloaded);
       expect(loads).to.equal(1);
       expect(reader.cachedEntries, 'still bounded').to.equal(READ_CACHE_MAX_ENTRIES);
     });

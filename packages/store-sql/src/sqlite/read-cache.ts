@@ -32,11 +32,13 @@ export function withSqliteReadCache(stores: Stores, reader: SqliteReadConnection
         return value;
       });
     }
-    try {
-      return Promise.resolve(reader.cached(key, load));
-    } catch (e) {
-      return Promise.reject(errors.translate(e));
-    }
+    return reader.cached(key, () => {
+      try {
+        return load();
+      } catch (e) {
+        throw errors.translate(e);
+      }
+    });
   }
 
   return Object.freeze({

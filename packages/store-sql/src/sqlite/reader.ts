@@ -17,10 +17,17 @@
  * store stays on its own connection for good. close() closes it; it is never reopened afterwards.
  *
  * `cached()` keeps results for as long as no transaction has committed to the file, from any
- * connection of any process (wal-index.ts: one `pread` of the WAL-index header per call, where a
- * statement costs a read transaction's locks). Any commit empties the cache before the next answer,
- * so a cached read is exactly as fresh as a statement on this connection (C-36). Without a readable
- * WAL index it reads through every time.
+ * connection of any process (wal-index.ts: a `pread` of the WAL-index header, where a statement
+ * costs a read transaction's locks). Any commit empties the cache before the next answer, so a
+ * cached read is exactly as fresh as a statement on this connection (C-36). Without a readable WAL
+ * index it reads through every time.
+ *
+ * One header read answers every call made before it: `cached()` queues the lookup and the queue is
+ * answered in the event loop's check phase (`setImmediate`), header first, then each lookup in the
+ * order of the calls. The header is read after every queued call was made, so each answer is at
+ * least as fresh as a read at the moment of its call: a request whose bytes Node read from its socket
+ * after a commit returned is looked up after that commit (C-36), and every request of one poll phase
+ * shares one system call instead of making one each.
  */
 import { createRequire } from 'node:module';
 import { WalIndexWatch } from './wal-index.js';
@@ -42,12 +49,22 @@ type State = 'idle' | 'open' | 'failed' | 'closed';
 /** Most results `cached()` keeps; the oldest goes first. */
 export const READ_CACHE_MAX_ENTRIES = 5_000;
 
+/** A lookup waiting for the next header read. */
+interface Queued {
+  readonly key: string;
+  readonly load: () => object | null;
+  readonly resolve: (value: object | null) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
 export class SqliteReadConnection {
   private state: State = 'idle';
   private db: ReadDatabase | null = null;
   private readonly statements = new Map<string, ReadStatement>();
   private readonly watch: WalIndexWatch;
-  private readonly results = new Map<string, unknown>();
+  private readonly results = new Map<string, object>();
+  /** Lookups waiting for the next header read (answerQueue). */
+  private queue: Queued[] = [];
   /** The WAL-index header `results` were read under (valid when `resultsValid`). */
   private readonly resultsAt = Buffer.alloc(48);
   private resultsValid = false;
@@ -96,23 +113,44 @@ export class SqliteReadConnection {
   }
 
   /**
-   * `load()`'s answer for `key`, kept while no transaction commits to the database. The header is
-   * read before `load()` runs, so a commit in between makes the next call read again. Null answers
-   * are not kept (unknown keys must not fill the cache). Throws what `load()` throws.
+   * `load()`'s answer for `key`, kept while no transaction commits to the database. Answered, with
+   * every other call queued before it, after one read of the header made after the call (see the
+   * file's header). The header is read before any `load()` of the queue runs, so a commit in between
+   * makes the next queue read again. Null answers are not kept (unknown keys must not fill the
+   * cache). Rejects with what `load()` throws.
    */
-  cached<T extends object>(key: string, load: () => T | null): T | null {
-    const header = this.watch.read();
-    if (header === null) {
-      this.forget();
-      return load();
-    }
-    if (!this.resultsValid || !header.equals(this.resultsAt)) {
+  cached<T extends object>(key: string, load: () => T | null): Promise<T | null> {
+    return new Promise<T | null>((resolve, reject) => {
+      this.queue.push({ key, load, resolve: resolve as (value: object | null) => void, reject });
+      if (this.queue.length === 1) setImmediate(this.answerQueue);
+    });
+  }
+
+  /** Reads the header once, then answers the queued lookups in order (a commit by one `load()` shows from the next queue on). */
+  private readonly answerQueue = (): void => {
+    const queue = this.queue;
+    if (queue.length === 0) return;
+    this.queue = [];
+    const header = this.state === 'open' ? this.watch.read() : null;
+    if (header === null) this.forget();
+    else if (!this.resultsValid || !header.equals(this.resultsAt)) {
       this.results.clear();
       header.copy(this.resultsAt);
       this.resultsValid = true;
     }
+    for (const q of queue) {
+      try {
+        q.resolve(this.answer(q.key, q.load));
+      } catch (e) {
+        q.reject(e);
+      }
+    }
+  };
+
+  private answer(key: string, load: () => object | null): object | null {
+    if (!this.resultsValid) return load();
     const hit = this.results.get(key);
-    if (hit !== undefined) return hit as T;
+    if (hit !== undefined) return hit as object;
     const value = load();
     if (value !== null) {
       if (this.results.size >= READ_CACHE_MAX_ENTRIES) this.results.delete(this.results.keys().next().value as string);
@@ -131,7 +169,9 @@ export class SqliteReadConnection {
     this.resultsValid = false;
   }
 
+  /** Answers what is queued first (on the connection still open), then closes. */
   close(): void {
+    this.answerQueue();
     const db = this.db;
     this.state = 'closed';
     this.db = null;
