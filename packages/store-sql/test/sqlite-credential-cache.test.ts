@@ -304,6 +304,17 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
       }
     });
 
+    it('close() answers the lookups still queued, on the connection before it closes; none is left waiting', async () => {
+      const { file, key } = await fixture();
+      const reader = new SqliteReadConnection(file, 2000);
+      reader.activate();
+      const load = () => ({ id: reader.get('SELECT id FROM api_keys WHERE id = ?', [key.id])?.['id'] ?? null });
+      const queued = [reader.cached('k', load), reader.cached('k', load)];
+      reader.close();
+      expect(reader.ready).to.equal(false);
+      expect(await Promise.all(queued)).to.deep.equal([{ id: key.id }, { id: key.id }]);
+    });
+
     it('C-40: a rolled-back unit of work commits nothing: the cached credential stays (same object) and is still right', async () => {
       const { store, org, key } = await fixture();
       const before = await cachedCredential(store, key.digest);
