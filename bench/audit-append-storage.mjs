@@ -9,14 +9,17 @@
 //
 //   node bench/audit-append-storage.mjs [--root <checkout>] [--blocks 30] [--size 500]
 //
-// Variants: before    the entry without chain columns and without UNIQUE (organisation_id, seq)
-//                     (the row `ae8deb1` wrote)
-//           chain     head read, seq / prev_hash / hash as hex text, the UNIQUE index (the store's append)
+// Variants: before    the entry without chain columns and without UNIQUE (organisation_id, seq),
+//                     with the full (kind, occurred_at, id) index (the row and indexes `ae8deb1` wrote)
+//           chain     head read, seq / prev_hash / hash as hex text, the UNIQUE index (the store's
+//                     append, on the indexes the checkout's migrations create)
+//           full-kind chain with the full (kind, occurred_at, id) index instead of the checkout's kind
+//                     index (before migration 0012 made it partial)
 //           no-read   chain without the head read (what a head cache would leave)
 //           no-unique chain columns written, no head read, no UNIQUE (organisation_id, seq) index
 //           blob      chain with both hashes as 32-byte BLOBs
 //           org-seq   chain on a WITHOUT ROWID table keyed by (organisation_id, seq), id UNIQUE
-//           no-kind   chain without the (kind, occurred_at, id) index
+//           no-kind   chain without any kind index
 //           no-org    chain without the (organisation_id, occurred_at, id) index
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -42,19 +45,23 @@ const storeSql = path.join(root, 'packages', 'store-sql');
 const Database = createRequire(path.join(storeSql, 'package.json'))('better-sqlite3');
 const { createSqlStore } = await import(pathToFileURL(path.join(storeSql, 'dist', 'index.js')).href);
 
-const INDEXES = [
-  'CREATE INDEX audit_entries_occurred_at_id ON audit_entries (occurred_at, id)',
-  'CREATE INDEX audit_entries_organisation_occurred_at_id ON audit_entries (organisation_id, occurred_at, id)',
-  'CREATE INDEX audit_entries_kind_occurred_at_id ON audit_entries (kind, occurred_at, id)',
-];
 const dropUnique = (db) => db.exec('DROP INDEX audit_entries_organisation_seq_unique');
+// The full kind index (migrations 0001-0011) or the partial one that replaced it (0012).
+const noKindIndex = (db) => {
+  for (const index of ['audit_entries_kind_occurred_at_id', 'audit_entries_rare_kind_occurred_at_id']) db.exec(`DROP INDEX IF EXISTS ${index}`);
+};
+const fullKindIndex = (db) => {
+  noKindIndex(db);
+  db.exec('CREATE INDEX audit_entries_kind_occurred_at_id ON audit_entries (kind, occurred_at, id)');
+};
 const variants = [
-  { name: 'before', prepare: dropUnique, read: false, chain: false },
+  { name: 'before', prepare: (db) => (dropUnique(db), fullKindIndex(db)), read: false, chain: false },
   { name: 'chain', prepare: () => {}, read: true, chain: true },
+  { name: 'full-kind', prepare: fullKindIndex, read: true, chain: true },
   { name: 'no-read', prepare: () => {}, read: false, chain: true },
   { name: 'no-unique', prepare: dropUnique, read: false, chain: true },
   { name: 'blob', prepare: () => {}, read: true, chain: true, blob: true },
-  { name: 'no-kind', prepare: (db) => db.exec('DROP INDEX audit_entries_kind_occurred_at_id'), read: true, chain: true },
+  { name: 'no-kind', prepare: noKindIndex, read: true, chain: true },
   { name: 'no-org', prepare: (db) => db.exec('DROP INDEX audit_entries_organisation_occurred_at_id'), read: true, chain: true },
   {
     name: 'org-seq',
@@ -62,13 +69,18 @@ const variants = [
     chain: true,
     prepare: (db) => {
       const sql = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'audit_entries'").pluck().get();
+      // The listing indexes as the checkout's migrations made them; the UNIQUE one becomes the key.
+      const indexes = db
+        .prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_entries' AND sql IS NOT NULL AND name <> 'audit_entries_organisation_seq_unique'")
+        .pluck()
+        .all();
       const columns = sql
         .slice(sql.indexOf('(') + 1, sql.lastIndexOf(')'))
         .replace(/\bid text PRIMARY KEY/, 'id text NOT NULL UNIQUE')
         .replace(/\bseq bigint NULL/, 'seq bigint NOT NULL');
       db.exec('DROP TABLE audit_entries');
       db.exec(`CREATE TABLE audit_entries (${columns}, PRIMARY KEY (organisation_id, seq)) WITHOUT ROWID`);
-      for (const index of INDEXES) db.exec(index);
+      for (const index of indexes) db.exec(index);
     },
   },
 ];

@@ -4,6 +4,8 @@ import type { PageRequest } from '@cos/core';
  * One keyset page of a table with optional equality filters (C-6, C-7): `WHERE <filters> AND
  * (<time>, id) > (?, ?) ORDER BY <time>, id LIMIT ?`. The SQL of each shape (which filters are
  * given, first page or not) is built once and reused, so prepared-statement caches see a fixed set.
+ * A fixed `condition` (SQL without parameters) is part of every shape's WHERE: the predicate of a
+ * partial index, which a planner uses only when the statement's WHERE implies it.
  */
 export class KeysetListSql {
   private readonly shapes = new Map<string, string>();
@@ -15,6 +17,7 @@ export class KeysetListSql {
     private readonly timeColumn: string,
     /** Columns filtered by equality, in the order `build` receives their values. */
     private readonly filterColumns: readonly string[],
+    private readonly condition?: string,
   ) {}
 
   /** `filters[i]` undefined: no filter on `filterColumns[i]`. */
@@ -28,6 +31,7 @@ export class KeysetListSql {
     let sql = this.shapes.get(shape);
     if (sql === undefined) {
       const where = this.filterColumns.filter((_, i) => filters[i] !== undefined).map((c) => `${c} = ?`);
+      if (this.condition !== undefined) where.push(this.condition);
       if (page.after !== null) where.push(`(${this.timeColumn}, id) > (?, ?)`);
       sql = `SELECT ${this.columns} FROM ${this.table}${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${this.timeColumn}, id LIMIT ?`;
       this.shapes.set(shape, sql);

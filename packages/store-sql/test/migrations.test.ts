@@ -2,12 +2,16 @@
 import { MIGRATIONS, MIGRATIONS_TABLE, sqlMigrationSource, type SqlStore } from '@cos/store-sql';
 import { ALL_BUILTIN_SCOPES } from '@cos/core';
 import { expect } from 'chai';
-import { auditRecord, ChainVerifier, GENESIS_HASH, type AuditEntry, type ChainedAuditEntry, type ChainRecord } from '@cos/core';
+import { AUDIT_KINDS, auditRecord, ChainVerifier, GENESIS_HASH, type AuditEntry, type AuditFilter, type ChainedAuditEntry, type ChainRecord, type KeysetPosition } from '@cos/core';
 import { forEachTarget, TABLES } from './support/targets.js';
 import { rejection } from '@cos/test-support/rejection';
 
 async function hasTable(store: SqlStore, name: string): Promise<boolean> {
   return store.knex.schema.hasTable(name);
+}
+
+async function currentSchema(store: SqlStore): Promise<string> {
+  return ((await store.knex.raw('SELECT current_schema() AS s')) as { rows: Array<{ s: string }> }).rows[0]!.s;
 }
 
 async function indexNames(store: SqlStore, table: string): Promise<string[]> {
@@ -42,7 +46,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -74,10 +78,10 @@ forEachTarget('migrations', (target) => {
     expect(await indexNames(store, 'members')).to.deep.equal(['members_organisation_created_at_id', 'members_organisation_email_unique']);
     expect(await indexNames(store, 'api_keys')).to.deep.equal(['api_keys_created_by_created_at_id', 'api_keys_digest_unique', 'api_keys_organisation_created_at_id', 'api_keys_rolled_from_unique']);
     expect(await indexNames(store, 'audit_entries')).to.deep.equal([
-      'audit_entries_kind_occurred_at_id',
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',
       'audit_entries_organisation_seq_unique',
+      'audit_entries_rare_kind_occurred_at_id',
     ]);
   });
 
@@ -138,7 +142,7 @@ forEachTarget('migrations', (target) => {
     store = await target.openUnmigrated();
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index']);
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const old = [
       { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
@@ -158,10 +162,10 @@ forEachTarget('migrations', (target) => {
     await insertActor(4, 'secret_scanning');
     expect(await rejection(insertActor(5, 'nobody')), 'an unknown actor is still refused').to.be.instanceOf(Error);
     expect(await indexNames(store, 'audit_entries'), 'the rebuilt table has its indexes back').to.deep.equal([
-      'audit_entries_kind_occurred_at_id',
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',
       'audit_entries_organisation_seq_unique',
+      'audit_entries_rare_kind_occurred_at_id',
     ]);
   });
 
@@ -170,13 +174,13 @@ forEachTarget('migrations', (target) => {
     const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     await store.knex.migrate.up(source);
     await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index']);
     const orgId = 'b1000000-0000-4000-8000-000000000000';
     const keyId = 'd1000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -318,6 +322,82 @@ forEachTarget('migrations', (target) => {
       expect(v.finish()).to.include({ status: 'ok', entries: org === orgA ? 2504 : 1 });
     }
     expect(await rejection(store.knex('audit_entries').insert({ ...row(9, orgB, 1), seq: 1, prev_hash: GENESIS_HASH, hash: GENESIS_HASH })), 'UNIQUE (organisation_id, seq)').to.be.instanceOf(Error);
+  });
+
+  it('C-6, C-41: 0012_audit_rare_kind_index keeps every audit listing\'s answers (by kind, organisation, both, neither; page by page) on entries written before it', async () => {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    const from = MIGRATIONS.findIndex((m) => m.name === '0012_audit_rare_kind_index');
+    for (let i = 0; i < from; i++) await store.knex.migrate.up(source);
+    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    const orgs = ['b4000000-0000-4000-8000-00000000000a', 'b4000000-0000-4000-8000-00000000000b'];
+    // Every kind, the two frequent ones dense; instants repeat, so ties are ordered by id.
+    const kinds = AUDIT_KINDS.flatMap((kind) => Array.from({ length: kind === 'api_key_issued' || kind === 'api_key_revoked' ? 9 : 2 }, () => kind));
+    for (const [i, kind] of kinds.entries()) {
+      await store.stores.audit.append({
+        id: `c4000000-0000-4000-8000-${String((i * 37) % kinds.length).padStart(12, '0')}`,
+        kind,
+        occurredAt: new Date(100 + ((i * 5) % 13)),
+        organisationId: orgs[i % 2]!,
+        keyId: null,
+        keyPrefix: null,
+        actor: { type: 'operator', name: 'ada' },
+      });
+    }
+    const filters: AuditFilter[] = [{}, ...orgs.map((organisationId) => ({ organisationId }))];
+    for (const kind of AUDIT_KINDS) filters.push({ kind }, ...orgs.map((organisationId) => ({ organisationId, kind })));
+    const answers = async (): Promise<string[][]> => {
+      const out: string[][] = [];
+      for (const filter of filters) {
+        const ids: string[] = [];
+        for (let after: KeysetPosition | null = null; ; ) {
+          const page = await store.stores.audit.list(filter, { limit: 3, after });
+          ids.push(...page.map((e) => `${e.occurredAt.getTime()}/${e.id}`));
+          if (page.length < 3) break;
+          after = { createdAt: page[2]!.occurredAt, id: page[2]!.id };
+        }
+        out.push(ids);
+      }
+      return out;
+    };
+    const before = await answers();
+    expect(before.flat(), 'every entry is listed four times: unfiltered, by organisation, by kind, and by both').to.have.length(kinds.length * 4);
+    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index']);
+    expect(await answers()).to.deep.equal(before);
+    expect(await indexNames(store, 'audit_entries')).to.not.include('audit_entries_kind_occurred_at_id');
+  });
+
+  it('C-40, C-41: the kind index holds no api_key_issued or api_key_revoked entry (SQLite: its cells counted; Postgres: its predicate)', async () => {
+    store = await target.open();
+    const org = 'b5000000-0000-4000-8000-000000000000';
+    const entry = (n: number, kind: AuditEntry['kind']): AuditEntry => ({
+      id: `c5000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+      kind,
+      occurredAt: new Date(n),
+      organisationId: org,
+      keyId: null,
+      keyPrefix: null,
+      actor: { type: 'operator' },
+    });
+    const appended: AuditEntry['kind'][] = [];
+    for (let n = 0; n < 40; n++) appended.push(n % 10 === 9 ? 'member_added' : n % 2 === 0 ? 'api_key_issued' : 'api_key_revoked');
+    for (const [n, kind] of appended.entries()) await store.stores.audit.append(entry(n, kind));
+    const rare = appended.filter((k) => k === 'member_added').length;
+    if (store.dialect === 'sqlite') {
+      // Every key of an index b-tree is one cell, on an interior or a leaf page.
+      const cells = async (index: string): Promise<number> =>
+        Number(((await store.knex.raw('SELECT coalesce(sum(ncell), 0) AS n FROM dbstat WHERE name = ?', [index])) as Array<{ n: number }>)[0]!.n);
+      expect(await cells('audit_entries_rare_kind_occurred_at_id'), 'one cell per member_added entry').to.equal(rare);
+      expect(await cells('audit_entries_occurred_at_id'), 'the global index holds them all').to.equal(appended.length);
+    } else {
+      const result = (await store.knex.raw(
+        `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'audit_entries_rare_kind_occurred_at_id'`,
+      )) as { rows: Array<{ indexdef: string }> };
+      expect(result.rows.map((r) => r.indexdef)).to.deep.equal([
+        `CREATE INDEX audit_entries_rare_kind_occurred_at_id ON ${await currentSchema(store)}.audit_entries USING btree (kind, occurred_at, id) WHERE (kind <> ALL (ARRAY['api_key_issued'::text, 'api_key_revoked'::text]))`,
+      ]);
+    }
+    expect((await store.stores.audit.list({ kind: 'member_added' }, { limit: 100, after: null })).map((e) => e.id)).to.have.length(rare);
   });
 
   it('migrations are forward-only: rolling back is refused and changes nothing', async () => {

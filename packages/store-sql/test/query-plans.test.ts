@@ -88,6 +88,31 @@ forEachTarget('query plans', (target) => {
     );
   });
 
+  it('C-6, C-41: an audit page by a rare kind across organisations range-scans the partial kind index; by api_key_issued or api_key_revoked it walks (occurred_at, id); with an organisation, the organisation index', async () => {
+    for (const after of [null, position]) {
+      const rare = await onlyQuery((s) => s.audit.list({ kind: 'member_added' }, { limit: 20, after }));
+      expect(rare).to.include('audit_entries_rare_kind_occurred_at_id');
+      for (const kind of ['api_key_issued', 'api_key_revoked'] as const) {
+        const frequent = await onlyQuery((s) => s.audit.list({ kind }, { limit: 20, after }));
+        expect(frequent, kind).to.include('audit_entries_occurred_at_id');
+        expect(frequent, kind).to.not.include('audit_entries_rare_kind_occurred_at_id');
+      }
+      // Postgres plans a one-row table its own way (given the kind as a constant, it may take the partial
+      // index for an organisation's listing too); SQLite's plan is the one a larger table gets.
+      if (store.dialect !== 'sqlite') continue;
+      expect(rare).to.match(/^SEARCH audit_entries USING INDEX audit_entries_rare_kind_occurred_at_id \(kind=\?/);
+      expect(rare).to.not.include('TEMP B-TREE');
+      for (const kind of ['api_key_issued', 'api_key_revoked'] as const) {
+        expect(await onlyQuery((s) => s.audit.list({ kind }, { limit: 20, after })), kind).to.match(/^(SCAN|SEARCH) audit_entries USING INDEX audit_entries_occurred_at_id\b[^\n]*$/);
+      }
+      for (const kind of ['member_added', 'api_key_revoked'] as const) {
+        expect(await onlyQuery((s) => s.audit.list({ organisationId: orgId, kind }, { limit: 20, after })), kind).to.match(
+          /^SEARCH audit_entries USING INDEX audit_entries_organisation_occurred_at_id \(organisation_id=\?[^\n]*$/,
+        );
+      }
+    }
+  });
+
   it('C-59: the outbox claim is one statement (Postgres: after the claim lock, in one transaction) that walks the organisations with pending notifications through webhook_outbox_pending_organisation_seq and checks their live claims and due notifications through webhook_outbox_leased_organisation and webhook_outbox_pending_organisation_due', async () => {
     const statements = await capture(store, (s) => s.outbox.claimDue(at(0), at(30_000), 10, 'claim-plan'));
     const claims = statements.filter((q) => q.sql.startsWith('UPDATE webhook_outbox'));

@@ -95,7 +95,27 @@ const APPEND_POSTGRES = `INSERT INTO audit_entries (${COLUMNS})
 /** One pass over the (organisation_id, seq) index for the maxima, then one lookup per organisation. */
 const HEADS =
   'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
+/**
+ * The kinds every issuance and revocation writes. The kind index leaves them out (a partial index),
+ * so that an audited key commit writes one b-tree fewer; listed across organisations they walk the
+ * (occurred_at, id) index, where they are dense. Migration 0012 creates the index from these
+ * constants; a database keeps the predicate it was migrated with, so another set of kinds needs a
+ * new migration that recreates the index.
+ */
+export const FREQUENT_AUDIT_KINDS = Object.freeze(['api_key_issued', 'api_key_revoked'] as const satisfies readonly AuditKind[]);
+/** The partial kind index's predicate, written literally into the listing by any other kind. */
+export const RARE_KIND_PREDICATE = `kind NOT IN (${FREQUENT_AUDIT_KINDS.map((k) => `'${k}'`).join(', ')})`;
+/** (kind, occurred_at, id) WHERE RARE_KIND_PREDICATE. */
+export const RARE_KIND_INDEX = 'audit_entries_rare_kind_occurred_at_id';
+
+const isFrequentKind = (kind: AuditKind): boolean => (FREQUENT_AUDIT_KINDS as readonly AuditKind[]).includes(kind);
+
 const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
+/**
+ * The listing by one rare kind across organisations: the kind stays a bound parameter and the
+ * statement carries the index's predicate, so the planner can range-scan RARE_KIND_INDEX.
+ */
+const LIST_RARE_KIND = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['kind'], RARE_KIND_PREDICATE);
 
 /** The SQL of each shape of `chain` (which filters are given), built once: a fixed set of statement texts. */
 const CHAIN_SHAPES = new Map<string, string>();
@@ -156,7 +176,12 @@ export class SqlAuditLog implements AuditLog {
   }
 
   async list(filter: AuditFilter, page: PageRequest): Promise<ChainedAuditEntry[]> {
-    const { sql, bindings } = LIST.build([filter.organisationId, filter.kind], page);
+    const { organisationId, kind } = filter;
+    // With an organisation, (organisation_id, occurred_at, id) serves every kind.
+    const { sql, bindings } =
+      organisationId === undefined && kind !== undefined && !isFrequentKind(kind)
+        ? LIST_RARE_KIND.build([kind], page)
+        : LIST.build([organisationId, kind], page);
     const rows = await query(this.ctx, sql, bindings);
     return rows.map(chainedFromRow);
   }

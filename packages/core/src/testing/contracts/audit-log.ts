@@ -315,6 +315,39 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expect(rest.map((e) => e.id)).to.deep.equal(revokedOfB.slice(1).map((e) => e.id));
     });
 
+    it('C-6, C-41: a listing by any kind, across organisations or in one, followed page by page through its cursors, is exactly that kind\'s entries in (occurredAt, id) order', async () => {
+      // The two kinds every issuance and revocation writes are dense, every other kind sparse; instants
+      // repeat (ties ordered by id) and entries are appended out of order.
+      const kinds = AUDIT_KINDS.flatMap((kind) => Array.from({ length: kind === 'api_key_issued' || kind === 'api_key_revoked' ? 12 : 3 }, () => kind));
+      const entries = kinds.map((kind, i) =>
+        newAuditEntry(i % 2 === 0 ? orgA : orgB, {
+          kind,
+          occurredAt: at((i * 7) % 11),
+          ...(kind.startsWith('api_key_') ? { keyId: (i % 2 === 0 ? keyA : keyB).id, keyPrefix: 'svc_live_knd' } : {}),
+        }),
+      );
+      for (const e of [...entries].reverse()) await audit().append(e);
+      const byPosition = (a: AuditEntry, b: AuditEntry): number =>
+        a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+      const walk = async (filter: { organisationId?: string; kind: AuditEntry['kind'] }): Promise<string[]> => {
+        const seen: string[] = [];
+        let after: { createdAt: Date; id: string } | null = null;
+        for (let pages = 0; ; pages++) {
+          expect(pages, 'paging terminates').to.be.below(entries.length + 1);
+          const page: AuditEntry[] = await audit().list(filter, { limit: 2, after });
+          seen.push(...page.map((e) => e.id));
+          if (page.length < 2) return seen;
+          after = { createdAt: page[1]!.occurredAt, id: page[1]!.id };
+        }
+      };
+      for (const kind of AUDIT_KINDS) {
+        const ofKind = entries.filter((e) => e.kind === kind).sort(byPosition);
+        expect(await walk({ kind }), kind).to.deep.equal(ofKind.map((e) => e.id));
+        const ofKindInA = ofKind.filter((e) => e.organisationId === orgA);
+        expect(await walk({ organisationId: orgA, kind }), `${kind} of one organisation`).to.deep.equal(ofKindInA.map((e) => e.id));
+      }
+    });
+
     it('C-41: append-only: identical content under new ids is kept twice, nothing is replaced', async () => {
       const first = newAuditEntry(orgA, { kind: 'api_key_revoked', keyId: keyA.id, keyPrefix: keyA.keyPrefix, occurredAt: at(5) });
       const second = { ...first, id: randomUUID() };
