@@ -1,10 +1,12 @@
 /**
  * The read fast path of a SQLite *file*, as ONE wrapper around the api-key and organisation stores:
- * `apiKeys.findCredential` and `organisations.findById` outside a unit of work are answered
- * synchronously from the read-only connection (reader.ts) and its cache, which keeps answers only
- * while no transaction has committed to the file from any connection of any process (wal-index.ts),
- * so a cached answer is exactly as fresh as a statement (C-36: a revoked key is refused on the very
- * next request). Every other method, and both until the reader is open, go to the wrapped store.
+ * `apiKeys.findCredential` and `organisations.findById` outside a unit of work are answered from
+ * the read-only connection (reader.ts) and its cache, in the event loop's check phase after the call
+ * (one header read for every call queued before it). The cache keeps answers only while no
+ * transaction has committed to the file from any connection of any process (wal-index.ts), so a
+ * cached answer is at least as fresh as a statement made at the call (C-36: a revoked key is refused
+ * on the very next request). Every other method, and both until the reader is open, go to the
+ * wrapped store.
  *
  * Installed by createSqlStore for `sqlite:<file>` URLs only (not ':memory:', where a second
  * connection would see another database; not Postgres; not a host's knex), and never inside a unit
