@@ -52,6 +52,7 @@ export class TcpProxy {
   accepted = 0;
   /** Bytes received from clients in total (whether forwarded or not): did the client talk at all? */
   bytesFromClients = 0;
+  private readonly watches = new Set<{ readonly pattern: RegExp; readonly seen: string[] }>();
 
   constructor(
     private targetHost: string,
@@ -119,8 +120,12 @@ export class TcpProxy {
       this.bytesFromClients += chunk.length;
       const text = chunk.toString('latin1');
       for (const [, name, sql] of text.matchAll(PARSE_NAMED)) link.statements.set(name!, sql!);
+      for (const watch of this.watches) {
+        const seen = matching(watch.pattern, text, link.statements);
+        if (seen !== null) watch.seen.push(seen);
+      }
       const trap = this.trap;
-      if (this.mode === 'pass' && trap !== null && matches(trap.pattern, text, link.statements)) {
+      if (this.mode === 'pass' && trap !== null && matching(trap.pattern, text, link.statements) !== null) {
         // The matching message is swallowed: the network fails just before it.
         this.trap = null;
         if (trap.mode === 'cut') this.cut();
@@ -172,6 +177,18 @@ export class TcpProxy {
     });
   }
 
+  /**
+   * Records, from now until `stop()`, every client message matching `pattern` as `failOn` matches it
+   * (SQL, also through a Bind of a named prepared statement whose SQL matches; or any text): `seen`
+   * holds the SQL (or the chunk's text) of each. So a test can tell which statements a client sent
+   * while other, unrelated ones (a heartbeat, a poller) come and go on the same connections.
+   */
+  watch(pattern: RegExp): { readonly seen: readonly string[]; stop(): void } {
+    const watch = { pattern, seen: [] as string[] };
+    this.watches.add(watch);
+    return { seen: watch.seen, stop: () => void this.watches.delete(watch) };
+  }
+
   disarm(): void {
     this.trap = null;
   }
@@ -203,12 +220,12 @@ export class TcpProxy {
   }
 }
 
-/** The chunk holds text matching `pattern`, or a Bind of a prepared statement whose SQL does. */
-function matches(pattern: RegExp, text: string, statements: ReadonlyMap<string, string>): boolean {
-  if (pattern.test(text)) return true;
+/** The chunk's text when it matches `pattern`, else the SQL of a Bind in it of a prepared statement whose SQL does, else null. */
+function matching(pattern: RegExp, text: string, statements: ReadonlyMap<string, string>): string | null {
+  if (pattern.test(text)) return text;
   for (const [, name] of text.matchAll(BIND_NAMED)) {
     const sql = statements.get(name!);
-    if (sql !== undefined && pattern.test(sql)) return true;
+    if (sql !== undefined && pattern.test(sql)) return sql;
   }
-  return false;
+  return null;
 }

@@ -196,6 +196,24 @@ describe('@cos/test-support: the TCP proxy of the outage tests', () => {
     expect(upstream.received, 'the matching Bind was swallowed').to.have.length(4);
   });
 
+  it('watch records the SQL of every matching message until stopped (a Parse, a Bind of a matching statement), not other statements, and forwards everything', async () => {
+    const c = await open();
+    c.socket.write(parse('cos_1', 'SELECT * FROM api_keys WHERE digest = $1'));
+    await until(() => upstream.received.length === 1, 'the Parse before the watch');
+    const watch = proxy.watch(/FROM api_keys/);
+    c.socket.write(Buffer.concat([parse('cos_2', 'UPDATE instances SET lease = $1'), bind('cos_2')]));
+    await until(() => upstream.received.length === 2, 'an unrelated statement');
+    expect(watch.seen, 'an unrelated statement is not recorded').to.deep.equal([]);
+    c.socket.write(bind('cos_1'));
+    await until(() => upstream.received.length === 3, 'the Bind of the watched statement');
+    expect(watch.seen).to.deep.equal(['SELECT * FROM api_keys WHERE digest = $1']);
+    watch.stop();
+    c.socket.write(bind('cos_1'));
+    await until(() => upstream.received.length === 4, 'a Bind after stop()');
+    expect(watch.seen, 'nothing recorded after stop()').to.have.length(1);
+    expect(proxy.currentMode).to.equal('pass');
+  });
+
   it('disarm: an armed trap no longer springs; close resets every connection', async () => {
     const c = await open();
     let sprung = false;
