@@ -37,6 +37,21 @@ forEachTarget('migrations', (target) => {
   let store: SqlStore;
   afterEach(() => store?.close());
 
+  /**
+   * A database migrated up to just before migration `name`; answers the names still pending, checked
+   * to be exactly `name` and the later ones.
+   */
+  async function openBefore(name: string): Promise<string[]> {
+    store = await target.openUnmigrated();
+    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+    const before = MIGRATIONS.findIndex((m) => m.name === name);
+    expect(before, name).to.be.greaterThan(0);
+    for (let i = 0; i < before; i++) await store.knex.migrate.up(source);
+    const pending = MIGRATIONS.slice(before).map((m) => m.name);
+    expect(await store.pendingMigrations()).to.deep.equal(pending);
+    return pending;
+  }
+
   it('lists every migration as pending on an empty database, without creating anything', async () => {
     store = await target.openUnmigrated();
     expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.map((m) => m.name));
@@ -103,12 +118,7 @@ forEachTarget('migrations', (target) => {
   });
 
   it('0004_operator_audit only adds nullable columns: entries written before it read back without a name or member', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    await store.knex.migrate.up(source);
-    await store.knex.migrate.up(source);
-    await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(3).map((m) => m.name));
+    await openBefore('0004_operator_audit');
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const before = { id: 'c0000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 6, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null };
     await store.knex('audit_entries').insert(before);
@@ -122,16 +132,12 @@ forEachTarget('migrations', (target) => {
   });
 
   it('0007_webhook_at_rest only adds nullable columns and an index: entries and notifications written before it read back unchanged', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    const from = MIGRATIONS.findIndex((m) => m.name === '0007_webhook_at_rest');
-    for (let i = 0; i < from; i += 1) await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    const pending = await openBefore('0007_webhook_at_rest');
     const orgId = 'b2000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0007', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('audit_entries').insert({ id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurred_at: 2, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null, actor_name: 'ada' });
     await store.knex('webhook_outbox').insert({ id: 'c2000000-0000-4000-8000-000000000002', organisation_id: orgId, event_type: 'api_key.issued', payload: '{}', status: 'delivered', attempts: 1, next_attempt_at: 3, created_at: 3, completed_at: 4, last_error: null });
-    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    expect(await store.migrate()).to.deep.equal(pending);
     expect(unchained(await store.stores.audit.list({}, { limit: 10, after: null }))).to.deep.equal([
       { id: 'c2000000-0000-4000-8000-000000000001', kind: 'organisation_created', occurredAt: new Date(2), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator', name: 'ada' } },
     ]);
@@ -139,10 +145,7 @@ forEachTarget('migrations', (target) => {
   });
 
   it('C-41, C-58: 0002_leaked_keys keeps the audit entries written under 0001 and admits only the secret_scanning actor besides the old ones', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index']);
+    await openBefore('0002_leaked_keys');
     const orgId = 'b0000000-0000-4000-8000-000000000000';
     const old = [
       { id: 'c0000000-0000-4000-8000-000000000001', kind: 'api_key_revoked', occurred_at: 5, organisation_id: orgId, key_id: 'd0000000-0000-4000-8000-000000000000', key_prefix: 'svc_live_abc', actor_type: 'api_key', actor_key_id: 'd0000000-0000-4000-8000-000000000000' },
@@ -170,11 +173,7 @@ forEachTarget('migrations', (target) => {
   });
 
   it('0003_key_lifecycle keeps keys and audit entries written under 0002 (never used, not rolled, no roll detail)', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    await store.knex.migrate.up(source);
-    await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index']);
+    await openBefore('0003_key_lifecycle');
     const orgId = 'b1000000-0000-4000-8000-000000000000';
     const keyId = 'd1000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
@@ -189,11 +188,7 @@ forEachTarget('migrations', (target) => {
   });
 
   it('C-59: 0006_delivery_per_endpoint numbers the outbox rows written before it in (created_at, id) order; rows enqueued after it come later, each organisation claimed in that order', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    const from = MIGRATIONS.findIndex((m) => m.name === '0006_delivery_per_endpoint');
-    for (let i = 0; i < from; i++) await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    const pending = await openBefore('0006_delivery_per_endpoint');
     const orgA = 'b2000000-0000-4000-8000-00000000000a';
     const orgB = 'b2000000-0000-4000-8000-00000000000b';
     const row = (id: string, organisation_id: string, created_at: number, status = 'pending') => ({
@@ -217,7 +212,7 @@ forEachTarget('migrations', (target) => {
       row('f2000000-0000-4000-8000-000000000001', orgA, 10),
       row('f2000000-0000-4000-8000-000000000004', orgB, 5, 'delivered'),
     ]);
-    expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    expect(await store.migrate()).to.deep.equal(pending);
     const seqs = (await store.knex('webhook_outbox').select('id', 'seq').orderBy('seq')) as Array<{ id: string; seq: unknown }>;
     expect(seqs.map((r) => [r.id.slice(-1), Number(r.seq)])).to.deep.equal([['4', 1], ['1', 2], ['2', 3], ['3', 4]]);
     await store.stores.outbox.enqueue({
@@ -243,11 +238,7 @@ forEachTarget('migrations', (target) => {
   });
 
   it('C-56, C-60, C-61: 0008_least_privilege gives keys made before it every built-in scope and no creator, and keeps old audit entries as they were', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    const before = MIGRATIONS.findIndex((m) => m.name === '0008_least_privilege');
-    for (let i = 0; i < before; i++) await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(before).map((m) => m.name));
+    await openBefore('0008_least_privilege');
     const orgId = 'b8000000-0000-4000-8000-000000000000';
     const keyId = 'd8000000-0000-4000-8000-000000000000';
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0008', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
@@ -265,11 +256,8 @@ forEachTarget('migrations', (target) => {
   });
 
   it('C-63: 0009_audit_chain drops member e-mail addresses and chains the existing entries of each organisation in their listed order', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
     // Up to 0004, the last migration with member_email in its rows' shape; everything after runs with 0009.
-    for (let i = 0; i < 4; i++) await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(4).map((m) => m.name));
+    await openBefore('0005_instance_registry');
     const orgA = 'b2000000-0000-4000-8000-000000000000';
     const orgB = 'b3000000-0000-4000-8000-000000000000';
     const row = (n: number, org: string, at: number, extra: Record<string, unknown> = {}) => ({
@@ -325,11 +313,7 @@ forEachTarget('migrations', (target) => {
   });
 
   it('C-6, C-41: 0012_audit_rare_kind_index keeps every audit listing\'s answers (by kind, organisation, both, neither; page by page) on entries written before it', async () => {
-    store = await target.openUnmigrated();
-    const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
-    const from = MIGRATIONS.findIndex((m) => m.name === '0012_audit_rare_kind_index');
-    for (let i = 0; i < from; i++) await store.knex.migrate.up(source);
-    expect(await store.pendingMigrations()).to.deep.equal(MIGRATIONS.slice(from).map((m) => m.name));
+    await openBefore('0012_audit_rare_kind_index');
     const orgs = ['b4000000-0000-4000-8000-00000000000a', 'b4000000-0000-4000-8000-00000000000b'];
     // Every kind, the two frequent ones dense; instants repeat, so ties are ordered by id.
     const kinds = AUDIT_KINDS.flatMap((kind) => Array.from({ length: kind === 'api_key_issued' || kind === 'api_key_revoked' ? 9 : 2 }, () => kind));

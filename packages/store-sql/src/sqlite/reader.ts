@@ -150,7 +150,7 @@ export class SqliteReadConnection {
   private answer(key: string, load: () => object | null): object | null {
     if (!this.resultsValid) return load();
     const hit = this.results.get(key);
-    if (hit !== undefined) return hit as object;
+    if (hit !== undefined) return hit;
     const value = load();
     if (value !== null) {
       if (this.results.size >= READ_CACHE_MAX_ENTRIES) this.results.delete(this.results.keys().next().value as string);
