@@ -7,8 +7,8 @@
 //
 //   node bench/audit-kind-listing.mjs --roots A,B[,…] [--entries 200000] [--blocks 10]
 //
-// The log: one entry per millisecond over 50 organisations; every 50th entry one of the eleven
-// kinds other than api_key_issued and api_key_revoked (in turn); of the rest, every third an
+// The log: one entry per millisecond over 50 organisations; every 50th entry one of the kinds
+// other than api_key_issued and api_key_revoked (in turn); of the rest, every third an
 // api_key_revoked while the first three quarters of the log last, then none; all others
 // api_key_issued. Scenarios (20 entries per page):
 //   rare-first      member_added, first page
@@ -34,22 +34,13 @@ const { values: opt } = parseArgs({
   },
 });
 if (opt.roots === undefined) throw new Error('--roots A,B[,…]: the checkouts to compare');
+const rootDirs = opt.roots.split(',').map((r) => path.resolve(r.trim()));
 const entries = Number(opt.entries);
 const blocks = Number(opt.blocks);
 const ORGS = Array.from({ length: 50 }, () => randomUUID());
-const RARE = [
-  'api_key_exposed',
-  'api_key_rolled',
-  'organisation_created',
-  'organisation_updated',
-  'member_added',
-  'member_removed',
-  'webhook_endpoint_set',
-  'webhook_endpoint_removed',
-  'webhook_secret_rotated',
-  'notification_retried',
-  'organisation_policy_updated',
-];
+// Every kind the (first) checkout's core knows, but the two dense ones written below.
+const { AUDIT_KINDS } = await import(pathToFileURL(path.join(rootDirs[0], 'packages', 'core', 'dist', 'index.js')).href);
+const RARE = AUDIT_KINDS.filter((kind) => kind !== 'api_key_issued' && kind !== 'api_key_revoked');
 const T0 = Date.UTC(2026, 0, 1);
 const kindOf = (i) => (i % 50 === 0 ? RARE[(i / 50) % RARE.length] : i < entries * 0.75 && i % 3 === 0 ? 'api_key_revoked' : 'api_key_issued');
 const ids = Array.from({ length: entries }, () => randomUUID());
@@ -69,7 +60,7 @@ const scenarios = [
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cos-audit-kind-listing-'));
 const roots = [];
-for (const [n, root] of opt.roots.split(',').map((r) => path.resolve(r.trim())).entries()) {
+for (const [n, root] of rootDirs.entries()) {
   const storeSql = path.join(root, 'packages', 'store-sql');
   const Database = createRequire(path.join(storeSql, 'package.json'))('better-sqlite3');
   const { createSqlStore } = await import(pathToFileURL(path.join(storeSql, 'dist', 'index.js')).href);
