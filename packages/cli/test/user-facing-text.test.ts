@@ -5,8 +5,8 @@
  * in code comments and test names.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import type { Command } from 'commander';
@@ -55,6 +55,25 @@ describe('no internal rule ids in user-facing text', function () {
       expect(readFileSync(join(ROOT, doc), 'utf8').match(RULE_ID)).to.equal(null);
     });
   }
+
+  it('every rule id cited in code, tests and docs/decisions is defined in docs/rules.md', () => {
+    const defined = new Set([...readFileSync(join(ROOT, 'docs', 'rules.md'), 'utf8').matchAll(/^## (C-\d+):/gm)].map((m) => m[1]));
+    const cited = new Map<string, string>();
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (/\.(ts|mjs|cjs|md)$/.test(entry.name)) {
+          for (const id of readFileSync(path, 'utf8').match(RULE_ID) ?? []) if (!cited.has(id)) cited.set(id, path);
+        }
+      }
+    };
+    for (const dir of ['packages', 'docs/decisions', 'bench', 'examples', 'scripts']) walk(join(ROOT, dir));
+    expect(cited.size).to.be.greaterThan(40);
+    const undefinedIds = [...cited].filter(([id]) => !defined.has(id)).map(([id, path]) => `${id} (${relative(ROOT, path)})`);
+    expect(undefinedIds, 'rule ids cited but not defined in docs/rules.md').to.deep.equal([]);
+  });
 
   it('docs/openapi.yaml passes Spectral (spectral:oas) and Redocly (recommended, warnings as errors), as `pnpm check` runs them', async () => {
     const run = promisify(execFile);
