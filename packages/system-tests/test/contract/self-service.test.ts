@@ -176,6 +176,23 @@ for (const [name, open] of TARGETS) {
       expect([replay.status, replay.headers.get('idempotent-replayed'), replay.json<{ id: string }>().id]).to.deep.equal([201, 'true', id]);
     });
 
+    it('C-132: a body nested 5000 levels deep with an Idempotency-Key is 400 in the standard shape (not 500) and nothing is kept under the key', async () => {
+      const keys = `/v1/organisations/${tenant.id}/api-keys`;
+      const headers = { 'idempotency-key': `deep-${name}` };
+      const body = `{"label":${'['.repeat(4999)}${']'.repeat(4999)}}`;
+      for (const stack of [a, b]) {
+        const deep = conforms(await stack.client.call('POST', keys, { key: tenant.key, body, headers }));
+        expect(deep.status, deep.text).to.equal(400);
+        expect(deep.json()).to.deep.equal({
+          error: 'VALIDATION_ERROR',
+          message: 'Request validation failed',
+          details: [{ field: 'body', issue: 'must not nest objects or arrays more than 64 levels deep' }],
+        });
+      }
+      const valid = conforms(await b.client.call('POST', keys, { key: tenant.key, body: { label: 'shallow' }, headers }));
+      expect([valid.status, valid.headers.get('idempotent-replayed')]).to.deep.equal([201, null]);
+    });
+
     it('Idempotency-Key: expired answers are swept from the store', async () => {
       const before = Number((await a.store.query<{ n: unknown }>('SELECT count(*) AS n FROM idempotency_keys'))[0]!.n);
       expect(before).to.be.greaterThan(0);
