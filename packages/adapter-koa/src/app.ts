@@ -92,7 +92,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
   ]);
   const refuseRate = createRateLimitResponder(errorsUrl);
-  const dispatch = createDispatch(match, admitStep(core, koaSourceAddress, refuseRate), publicRateLimitStep(core, refuseRate), idempotency);
+  const dispatch = createDispatch(match, admitStep(core, koaSourceAddress, refuseRate), publicRateLimitStep(core, refuseRate));
   const respondWithError = createErrorResponder(errorsUrl);
   const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
   const logRequest = createRequestLogger(logger);

@@ -11,7 +11,8 @@
  *  3. a declared Content-Length over the limit is 413 before anything is read; a body that grows
  *     past the limit while streaming is 413 as well;
  *  4. bytes that are not UTF-8 JSON are 400 `{field:"body", issue:"malformed JSON"}`;
- *  5. JSON that is not an object (array, string, number, null) is 400 "must be a JSON object".
+ *  5. JSON nested more than 64 levels deep is 400 (json-depth.ts, C-132);
+ *  6. JSON that is not an object (array, string, number, null) is 400 "must be a JSON object".
  * A body the HTTP parser fails on (a bad chunk, a `Transfer-Encoding` it refuses) is the parser's
  * 400 (RefusedRequestError); a client that hangs up before its body is complete gets no answer
  * (ClientAbortedError: the pipeline logs it as an abort, not as a failure).
@@ -34,6 +35,7 @@ import { parse as parseContentType } from 'content-type';
 import getRawBody from 'raw-body';
 import { ValidationError } from '@cos/core';
 import { clientErrorAnswer, onParserError, parserErrorOf } from './http-refusals.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, TOO_DEEP } from './json-depth.js';
 import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
@@ -144,13 +146,21 @@ export async function readJsonBytes(req: IncomingMessage, limitBytes: number): P
   return bodyPresent ? receive(req, limitBytes) : Buffer.alloc(0);
 }
 
-/** UTF-8 JSON of any shape from the bytes of a body; 400 "malformed JSON" otherwise. */
+/**
+ * UTF-8 JSON of any shape from the bytes of a body; 400 "malformed JSON" otherwise, and 400
+ * TOO_DEEP for JSON nested more than MAX_JSON_DEPTH levels (C-132).
+ */
 export function parseJson(raw: Uint8Array): unknown {
+  let text: string;
+  let parsed: unknown;
   try {
-    return JSON.parse(utf8.decode(raw));
+    text = utf8.decode(raw);
+    parsed = JSON.parse(text);
   } catch {
     throw invalidBody(MALFORMED_JSON);
   }
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalidBody(TOO_DEEP);
+  return parsed;
 }
 
 /**

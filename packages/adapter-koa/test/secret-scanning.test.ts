@@ -411,6 +411,16 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (C-56)', () => {
         expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key })).status).to.equal(200);
       });
 
+      it('C-132: an alert nested more than 64 levels deep, correctly signed, is 400 body "must not nest…"; nothing changed', async () => {
+        const before = await snapshot(w);
+        const source = `${'['.repeat(63)}${']'.repeat(63)}`;
+        const res = await sendAlert(w.scan, `[{"token":"${w.own.key}","type":"cos_api_key","source":${source}}]`);
+        expectStandardError(res, 400, 'VALIDATION_ERROR');
+        expect(res.body.details).to.deep.equal([{ field: 'body', issue: 'must not nest objects or arrays more than 64 levels deep' }]);
+        expect(await snapshot(w)).to.equal(before);
+        expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key })).status).to.equal(200);
+      });
+
       it('C-10: a non-JSON content type is 415, even correctly signed', async () => {
         const res = await sendAlert(w.scan, [match(w.own.key)], { contentType: 'text/plain' });
         expectStandardError(res, 415, 'UNSUPPORTED_MEDIA_TYPE');

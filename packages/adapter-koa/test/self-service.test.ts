@@ -232,6 +232,119 @@ describe('adapter-koa: self-service, GET /v1/me (C-56)', () => {
     });
   });
 
+  describe('C-130, C-131: authorisation comes before the Idempotency-Key; a kept answer belongs to the calling key', () => {
+    const idem = (key: string): Record<string, string> => ({ 'idempotency-key': key });
+    const issue = async (orgId: string, scopes?: readonly string[]): Promise<{ key: string; id: string }> => {
+      const issued = await world.tc.core.apiKeys.issue(OPERATOR, orgId, { label: 'cast', ...(scopes !== undefined ? { scopes } : {}) });
+      return { key: issued.rawKey, id: issued.key.id };
+    };
+
+    it('C-130: a read-only key\'s DELETE with Idempotency-Key X is 403 and claims nothing: an admin\'s DELETE with X revokes (204, not a replay), and the reader gets 403 again, never the 204', async () => {
+      const reader = await issue(world.own.orgId, ['organisations:read']);
+      const victim = await issue(world.own.orgId);
+      const path = `/v1/organisations/${world.own.orgId}/api-keys/${victim.id}`;
+      const refused = await world.api.delete(path, { key: reader.key, headers: idem('X') });
+      expect(refused.status).to.equal(403);
+      expect(refused.body.details).to.deep.equal([{ field: 'scope', issue: 'requires api_keys:write' }]);
+      const revoked = await world.api.delete(path, { key: world.own.key, headers: idem('X') });
+      expect(revoked.status, revoked.text).to.equal(204);
+      expect(revoked.headers.get('idempotent-replayed')).to.equal(null);
+      expect((await world.api.get('/v1/me', { key: victim.key })).status).to.equal(401);
+      const again = await world.api.delete(path, { key: reader.key, headers: idem('X') });
+      expect(again.status).to.equal(403);
+      expect(again.headers.get('idempotent-replayed')).to.equal(null);
+    });
+
+    it('C-130: on every route that takes Idempotency-Key, a refused caller (403) neither claims nor replays; an allowed caller runs, then is replayed', async () => {
+      const hook = `/v1/organisations/${world.own.orgId}/webhook-endpoint`;
+      const keys = `/v1/organisations/${world.own.orgId}/api-keys`;
+      expect((await world.api.put(hook, { key: world.own.key, json: { url: 'https://hooks.acme.example/cos' } })).status).to.equal(201);
+      const delivery = (await world.api.post(`${hook}/ping`, { key: world.own.key })).body.notification_id as string;
+      const victim = await issue(world.own.orgId);
+      const rollable = await issue(world.own.orgId);
+      const ownReader = await issue(world.own.orgId, ['organisations:read']);
+      const platformReader = await issue(world.platform.orgId, ['organisations:read']);
+      const own = { allowed: world.own.key, reader: ownReader.key };
+      const platform = { allowed: world.platform.key, reader: platformReader.key };
+      const routes = [
+        { method: 'POST', template: '/organisations', path: '/v1/organisations', json: { name: 'Initech', slug: 'initech' }, callers: platform, ok: 201 },
+        { method: 'PUT', template: '/organisations/{org_id}', path: `/v1/organisations/${world.own.orgId}`, json: { name: 'Renamed Ltd' }, callers: own, ok: 200 },
+        { method: 'PATCH', template: '/organisations/{org_id}', path: `/v1/organisations/${world.own.orgId}`, json: { name: 'Patched Ltd' }, callers: own, ok: 200 },
+        {
+          method: 'PUT',
+          template: '/organisations/{org_id}/key-policy',
+          path: `/v1/organisations/${world.own.orgId}/key-policy`,
+          json: { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key' },
+          callers: platform,
+          ok: 200,
+        },
+        { method: 'POST', template: '/organisations/{org_id}/api-keys', path: keys, json: { label: 'ci' }, callers: own, ok: 201 },
+        { method: 'POST', template: '/organisations/{org_id}/api-keys/{key_id}/roll', path: `${keys}/${rollable.id}/roll`, json: {}, callers: own, ok: 201 },
+        { method: 'DELETE', template: '/organisations/{org_id}/api-keys/{key_id}', path: `${keys}/${victim.id}`, callers: own, ok: 204 },
+        { method: 'PUT', template: '/organisations/{org_id}/webhook-endpoint', path: hook, json: { url: 'https://hooks.acme.example/v2' }, callers: own, ok: 200 },
+        { method: 'POST', template: '/organisations/{org_id}/webhook-endpoint/rotate-secret', path: `${hook}/rotate-secret`, json: {}, callers: own, ok: 200 },
+        { method: 'POST', template: '/organisations/{org_id}/webhook-endpoint/ping', path: `${hook}/ping`, json: {}, callers: own, ok: 202 },
+        {
+          method: 'POST',
+          template: '/organisations/{org_id}/webhook-endpoint/deliveries/{delivery_id}/redeliver',
+          path: `${hook}/deliveries/${delivery}/redeliver`,
+          json: {},
+          callers: own,
+          ok: 202,
+        },
+        { method: 'DELETE', template: '/organisations/{org_id}/webhook-endpoint', path: hook, callers: own, ok: 204 },
+      ];
+      // The list is every operation docs/openapi.yaml gives the Idempotency-Key parameter.
+      const documented = world.api.doc
+        .operations()
+        .filter((o) => ((world.api.doc.operation(o)['parameters'] ?? []) as { $ref?: string }[]).some((p) => p.$ref === '#/components/parameters/IdempotencyKey'))
+        .map((o) => `${o.method} ${o.template}`);
+      expect(routes.map((r) => `${r.method} ${r.template}`)).to.have.members(documented);
+
+      for (const [i, route] of routes.entries()) {
+        const name = `${route.method} ${route.template}`;
+        const send = (key: string) =>
+          world.api.request(route.method, route.path, { key, headers: idem(`every-route-${i}`), ...(route.json !== undefined ? { json: route.json } : {}) });
+        const refused = await send(route.callers.reader);
+        expect(refused.status, `${name}: ${refused.text}`).to.equal(403);
+        const ran = await send(route.callers.allowed);
+        expect(ran.status, `${name}: ${ran.text}`).to.equal(route.ok);
+        expect(ran.headers.get('idempotent-replayed'), name).to.equal(null);
+        const replayed = await send(route.callers.allowed);
+        expect([replayed.status, replayed.headers.get('idempotent-replayed')], name).to.deep.equal([route.ok, 'true']);
+        const refusedAgain = await send(route.callers.reader);
+        expect([refusedAgain.status, refusedAgain.headers.get('idempotent-replayed')], name).to.deep.equal([403, null]);
+      }
+    });
+
+    it('C-130: a 403 the operation itself answers after the claim (a scope the caller does not hold) is not kept: the claim is released', async () => {
+      const writer = await issue(world.own.orgId, ['api_keys:write']);
+      const path = `/v1/organisations/${world.own.orgId}/api-keys`;
+      const escalation = await world.api.post(path, { key: writer.key, json: { label: 'wider', scopes: ['audit:read'] }, headers: idem('escalate') });
+      expect(escalation.status).to.equal(403);
+      const again = await world.api.post(path, { key: writer.key, json: { label: 'wider', scopes: ['audit:read'] }, headers: idem('escalate') });
+      expect([again.status, again.headers.get('idempotent-replayed')]).to.deep.equal([403, null]);
+      const principal = await world.tc.core.authenticator.authenticate(`Bearer ${writer.key}`);
+      const free = await world.tc.core.idempotency.begin(principal, 'escalate', { method: 'POST', path, body: { label: 'wider', scopes: ['audit:read'] } });
+      expect(free.kind, 'nothing was kept under the key').to.equal('started');
+    });
+
+    it('C-131: another key of the same organisation reusing a key value gets 422 and nothing of the kept answer; the first key is still replayed', async () => {
+      const colleague = await issue(world.own.orgId);
+      const path = `/v1/organisations/${world.own.orgId}/api-keys`;
+      const first = await world.api.post(path, { key: world.own.key, json: { label: 'shared' }, headers: idem('shared') });
+      expect(first.status).to.equal(201);
+      const other = await world.api.post(path, { key: colleague.key, json: { label: 'shared' }, headers: idem('shared') });
+      expect(other.status).to.equal(422);
+      expect(other.body.error).to.equal('IDEMPOTENCY_KEY_REUSED');
+      expect(other.text).to.not.include(first.body.id);
+      const replay = await world.api.post(path, { key: world.own.key, json: { label: 'shared' }, headers: idem('shared') });
+      expect([replay.status, replay.headers.get('idempotent-replayed'), replay.body.id]).to.deep.equal([201, 'true', first.body.id]);
+      const labels = (await world.api.get(`${path}?limit=100`, { key: world.own.key })).body.data.map((k: { label: string }) => k.label);
+      expect(labels.filter((l: string) => l === 'shared')).to.have.length(1);
+    });
+  });
+
   describe('the organisation\'s webhook endpoint', () => {
     const hook = (w: World): string => `/v1/organisations/${w.own.orgId}/webhook-endpoint`;
     const auditOf = async (w: World, kind: string) => (await w.tc.core.audit.list(OPERATOR, { org: w.own.orgId, kind, limit: '100' })).items;

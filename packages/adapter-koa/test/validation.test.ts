@@ -150,6 +150,64 @@ describe('adapter-koa: validation over HTTP', () => {
       expect(none.body.details).to.deep.equal([{ field: 'body', issue: 'must be a JSON object' }]);
     });
 
+    it('C-132: a body nested more than 64 levels deep is 400 {field:"body"} on every route with a body, with or without Idempotency-Key, and nothing is kept or changed', async () => {
+      // Forty requests per organisation: a limit high enough that no 429 hides the answer under test.
+      const w = await createWorld({ config: { rateLimitPerMinute: 10_000 } });
+      const org = `/v1/organisations/${w.own.orgId}`;
+      try {
+        const json = { 'content-type': 'application/json' };
+        const tooDeep = [{ field: 'body', issue: 'must not nest objects or arrays more than 64 levels deep' }];
+        /** A JSON object whose field `name` holds arrays, `levels` containers in all. */
+        const arrays = (levels: number): string => `{"name":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+        /** `levels` objects, each the `a` of the one around it. */
+        const objects = (levels: number): string => `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
+        await w.api.put(`${org}/webhook-endpoint`, { key: w.own.key, json: { url: 'https://hooks.acme.example/cos' } });
+        const ping = await w.api.post(`${org}/webhook-endpoint/ping`, { key: w.own.key });
+        const routes: [string, string, string][] = [
+          ['POST', '/v1/organisations', w.platform.key],
+          ['PUT', org, w.own.key],
+          ['PATCH', org, w.own.key],
+          ['PUT', `${org}/key-policy`, w.platform.key],
+          ['POST', `${org}/api-keys`, w.own.key],
+          ['POST', `${org}/api-keys/${w.own.keyId}/roll`, w.own.key],
+          ['PUT', `${org}/webhook-endpoint`, w.own.key],
+          ['POST', `${org}/webhook-endpoint/rotate-secret`, w.own.key],
+          ['POST', `${org}/webhook-endpoint/ping`, w.own.key],
+          ['POST', `${org}/webhook-endpoint/deliveries/${ping.body.notification_id}/redeliver`, w.own.key],
+        ];
+        const before = { organisation: (await w.api.get(org, { key: w.own.key })).text, audit: (await w.tc.core.audit.list(OPERATOR, { limit: '100' })).items.length };
+        for (const [method, path, key] of routes) {
+          for (const body of [arrays(65), objects(65), arrays(5000), objects(5000)]) {
+            for (const headers of [json, { ...json, 'idempotency-key': `deep ${method} ${path}` }]) {
+              const res = await w.api.request(method, path, { key, body, headers });
+              expect(res.status, `${method} ${path} ${body.length} ${JSON.stringify(headers)}: ${res.text}`).to.equal(400);
+              expect(res.body).to.deep.equal({ error: 'VALIDATION_ERROR', message: 'Request validation failed', details: tooDeep });
+            }
+          }
+        }
+        expect((await w.api.get(org, { key: w.own.key })).text).to.equal(before.organisation);
+        expect((await w.tc.core.audit.list(OPERATOR, { limit: '100' })).items).to.have.length(before.audit);
+        // Nothing was kept under the key: a valid request with it runs.
+        const valid = await w.api.post(`${org}/api-keys`, { key: w.own.key, json: { label: 'shallow' }, headers: { 'idempotency-key': `deep POST ${org}/api-keys` } });
+        expect([valid.status, valid.headers.get('idempotent-replayed')]).to.deep.equal([201, null]);
+      } finally {
+        await w.close();
+      }
+    });
+
+    it('C-132: 64 levels are read and validated as usual; brackets inside strings are not nesting', async () => {
+      const arrays64 = await world.api.patch(own, { key: world.own.key, body: `{"name":${'['.repeat(63)}${']'.repeat(63)}}`, headers: { 'content-type': 'application/json' } });
+      expect(arrays64.status).to.equal(400);
+      expect(arrays64.body.details.map((d: { field: string }) => d.field)).to.deep.equal(['name']);
+      const objects64 = await world.api.patch(own, { key: world.own.key, body: `${'{"a":'.repeat(63)}{}${'}'.repeat(63)}`, headers: { 'content-type': 'application/json' } });
+      expect(objects64.status).to.equal(400);
+      expect(objects64.body.details.map((d: { field: string }) => d.field)).to.deep.equal(['a']);
+      const name = `\\"[{${'['.repeat(150)}\\\\`;
+      const inString = await world.api.patch(own, { key: world.own.key, body: `{"name":"${name}"}`, headers: { 'content-type': 'application/json', 'idempotency-key': 'brackets' } });
+      expect(inString.status, inString.text).to.equal(200);
+      expect(inString.body.name).to.equal(JSON.parse(`"${name}"`));
+    });
+
     it('C-10: a non-JSON content type on a body-carrying request is 415 UNSUPPORTED_MEDIA_TYPE', async () => {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'application/jsonx']) {
         const res = await world.api.post(`${own}/api-keys`, { key: world.own.key, body: '{"label":"x"}', headers: { 'content-type': type } });

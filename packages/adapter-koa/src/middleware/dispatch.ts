@@ -18,7 +18,6 @@ import { methodNotAllowed, RefusedRequestError, unknownPath } from '../errors.js
 import type { RouteMatch } from '../routes/route.js';
 import type { CosRequestState } from '../state.js';
 import type { AdmitStep } from './authenticate.js';
-import type { IdempotencySteps } from './idempotency.js';
 import type { PublicRateLimitStep } from './rate-limit.js';
 
 /** Methods whose routes read a body (through the route kit, after authorisation). */
@@ -30,7 +29,6 @@ export function createDispatch(
   match: (method: string, path: string) => RouteMatch,
   admit: AdmitStep,
   publicRateLimit: PublicRateLimitStep,
-  idempotency?: IdempotencySteps,
 ): Dispatch {
   return async (ctx, state) => {
     const refused = refusedRequestAnswer(ctx.req);
@@ -57,9 +55,8 @@ export function createDispatch(
     }
     const principal = await admit(ctx, state);
     if (principal === undefined) return;
-    // A route with a body starts its Idempotency-Key once the body is read (route kit); a DELETE
-    // starts it here, right before it runs (reads take none: nothing to start on the hot path).
-    if (route.method === 'DELETE' && idempotency !== undefined) await idempotency.start(ctx, principal, undefined);
+    // The route starts its Idempotency-Key through the route kit once the caller may perform the
+    // operation (reads take none: nothing to start on the hot path).
     await route.handle(ctx, found.params, principal);
   };
 }

@@ -1,8 +1,9 @@
 /**
  * Idempotency keys over HTTP (the core's Idempotency use case decides; this file carries the
  * header in and the answer out). A POST, PUT, PATCH or DELETE with `Idempotency-Key` starts when
- * its operation is about to run: after authentication, the rate limit and, for a route with a body,
- * authorisation and the body (so the order 401 -> 429 -> 403 -> 415/413/400 stays), then:
+ * its operation is about to run, through the route kit: after authentication, the rate limit,
+ * authorisation and, for a route with a body, the body (so the order 401 -> 429 -> 403 ->
+ * 415/413/400 stays, and a caller refused on the way neither claims the key nor is replayed), then:
  * - a repeat of a kept answer is answered from it, with `Idempotent-Replayed: true`, and the
  *   route does not run;
  * - otherwise the route runs and its answer (status, body, Content-Type, Location, Cache-Control)

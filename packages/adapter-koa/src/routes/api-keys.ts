@@ -1,6 +1,6 @@
 /** GET /v1/me, the four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (C-56). */
 import type Koa from 'koa';
-import { apiKeyView, issuedKeyView, listView, organisationView, type ApiKey, type IssuedKey } from '@cos/core';
+import { apiKeyView, authoriseRevocation, issuedKeyView, listView, organisationView, type ApiKey, type IssuedKey } from '@cos/core';
 import { markRawKeyAnswer } from '../middleware/idempotency.js';
 import { originalPath } from '../paths.js';
 import type { RouteKit } from './kit.js';
@@ -43,6 +43,7 @@ export function apiKeyRoutes(kit: RouteKit): Route[] {
       kit.json(ctx, 200, apiKeyView(key, core.clock.now()));
     }),
     keyRoute('DELETE', '/v1/organisations/:org_id/api-keys/:key_id', async (ctx, [orgId, keyId], principal) => {
+      await kit.withoutBody(ctx, principal, () => authoriseRevocation(principal, orgId!, keyId!));
       await core.apiKeys.revoke(principal, orgId!, keyId!);
       kit.noContent(ctx);
     }),

@@ -36,11 +36,19 @@ export interface RouteKit {
     operation: O,
     ...organisation: OrganisationArgument<O>
   ): Promise<Record<string, unknown>>;
+  /**
+   * For a route that takes no body (DELETE): `authorise` is the core's check of the operation (it
+   * throws the 403); once it has passed, the request starts under its Idempotency-Key, as `body`
+   * does once the body is read. The use case the route calls next authorises again by the same rule.
+   */
+  withoutBody(ctx: Koa.Context, principal: KeyPrincipal, authorise: () => void): Promise<void>;
 }
 
 /**
- * `idempotency`: a request with a body starts under its Idempotency-Key once the body is read (after
- * authorisation), so a replay or a 422/409 comes after 403/415/413/400 as every other answer does.
+ * `idempotency`: a request starts under its Idempotency-Key only once the caller may perform the
+ * operation (and its body, if it takes one, is read and parsed), so a replay or a 422/409 comes
+ * after 401/429/403/415/413/400 as every other answer does, and a refused caller never claims a
+ * key nor gets an answer kept under it (C-130).
  */
 export function createRouteKit(core: Core, bodyLimitBytes: number, idempotency?: IdempotencySteps): RouteKit {
   const jsonText = (ctx: Koa.Context, status: number, text: string): void => {
@@ -77,6 +85,10 @@ export function createRouteKit(core: Core, bodyLimitBytes: number, idempotency?:
       const body = await readOptionalJsonBody(ctx.req, bodyLimitBytes);
       await idempotency?.start(ctx, principal, body);
       return body;
+    },
+    async withoutBody(ctx, principal, authorise) {
+      authorise();
+      await idempotency?.start(ctx, principal, undefined);
     },
   };
 }

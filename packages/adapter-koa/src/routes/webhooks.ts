@@ -3,7 +3,7 @@
  * with webhooks:write, the organisation's own keys only (a platform key any organisation's).
  * Every change is audited by the core with the calling key as actor.
  */
-import { deliveryView, isoTimestamp, listView, webhookEndpointView, type Notification } from '@cos/core';
+import { authorise, deliveryView, isoTimestamp, listView, webhookEndpointView, type Notification } from '@cos/core';
 import { markSecretAnswer } from '../middleware/idempotency.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
@@ -27,6 +27,7 @@ export function webhookRoutes(kit: RouteKit): Route[] {
       kit.json(ctx, change.created ? 201 : 200, webhookEndpointView(change.endpoint, change.newSecret));
     }),
     keyRoute('DELETE', BASE, async (ctx, [orgId], principal) => {
+      await kit.withoutBody(ctx, principal, () => authorise(principal, 'webhooks.write', orgId!));
       await core.webhooks.remove(principal, orgId!);
       kit.noContent(ctx);
     }),

@@ -4,12 +4,17 @@
  * authorisation, with its body read), and finishes it with the answer it sent.
  *
  * - The first answer is kept for 24 h per (organisation of the calling key, idempotency key), in
- *   the shared store: a repeat on any instance with the same method, path and body gets the same
- *   status and body (the adapter adds `Idempotent-Replayed: true`).
+ *   the shared store: a repeat on any instance by the same key with the same method, path and body
+ *   gets the same status and body (the adapter adds `Idempotent-Replayed: true`).
+ * - The answer belongs to the calling key (C-131): the fingerprint covers the key's id, so another
+ *   key of the organisation sending the same request under the same value is a different request
+ *   (422) and never sees the answer. A replay reaches only a caller that passed authorisation for
+ *   this very request (the adapter starts after it, C-130) and that made the first request.
  * - The same key with a different request is 422 IDEMPOTENCY_KEY_REUSED; a repeat while the first
  *   request still runs is 409 IDEMPOTENCY_KEY_IN_USE. A 5xx answer is not kept (the claim is
- *   released, so a retry runs again), nor is a request that never answered: its claim lapses after
- *   IDEMPOTENCY_LOCK_MS and a retry then runs it.
+ *   released, so a retry runs again), nor a 403 (the operation refused the caller: it did not pass
+ *   authorisation, so nothing is kept for it, C-130), nor a request that never answered: its claim
+ *   lapses after IDEMPOTENCY_LOCK_MS and a retry then runs it.
  * - A raw API key is never kept: the answer of an issue or roll is kept without `key` and with
  *   `"key_replay_unavailable": true`, since a raw key is shown once and only its digest is stored
  *   (C-22, C-31). A replay answers the same record, so a client learns the key exists and its id.
@@ -60,21 +65,56 @@ export interface FinishedResponse extends IdempotentResponse {
   readonly withheld?: 'key' | 'secret' | undefined;
 }
 
-/** JSON with object keys sorted, so the same body written in another key order is the same request. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value as Record<string, unknown>)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
+/** A value still to write, or text to emit as it is (a bracket, a comma, an object key). */
+type Pending = { readonly value: unknown } | string;
+
+/**
+ * JSON with object keys sorted, so the same body written in another key order is the same request.
+ * Written with an explicit stack, not by recursion: however deeply a value nests, this never
+ * exhausts the call stack (the HTTP adapter refuses bodies nested deeper than it allows first).
+ * A value JSON cannot write (undefined, a function) is written as `null`.
+ */
+function canonicalJson(root: unknown): string {
+  const out: string[] = [];
+  const pending: Pending[] = [{ value: root }];
+  while (pending.length > 0) {
+    const next = pending.pop()!;
+    if (typeof next === 'string') {
+      out.push(next);
+      continue;
+    }
+    const value = next.value;
+    if (Array.isArray(value)) {
+      // Pushed in reverse, so that they are popped in order.
+      pending.push(']');
+      for (let i = value.length - 1; i >= 0; i--) {
+        pending.push({ value: value[i] });
+        if (i > 0) pending.push(',');
+      }
+      out.push('[');
+    } else if (value !== null && typeof value === 'object') {
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record).sort();
+      pending.push('}');
+      for (let i = keys.length - 1; i >= 0; i--) {
+        pending.push({ value: record[keys[i]!] });
+        pending.push(`${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:`);
+      }
+      out.push('{');
+    } else {
+      out.push(JSON.stringify(value) ?? 'null');
+    }
   }
-  return JSON.stringify(value) ?? 'null';
+  return out.join('');
 }
 
-export function requestFingerprint(request: IdempotentRequest): string {
+/**
+ * The digest a repeat must match: the calling key's id (C-131), the method, the path (with query)
+ * and the body as canonical JSON.
+ */
+export function requestFingerprint(callerKeyId: string, request: IdempotentRequest): string {
   const body = request.body === undefined ? '' : canonicalJson(request.body);
-  return createHash('sha256').update(`${request.method.toUpperCase()}\n${request.path}\n${body}`).digest('hex');
+  return createHash('sha256').update(`${callerKeyId}\n${request.method.toUpperCase()}\n${request.path}\n${body}`).digest('hex');
 }
 
 /**
@@ -97,7 +137,7 @@ export class Idempotency {
    */
   async begin(principal: KeyPrincipal, header: unknown, request: IdempotentRequest): Promise<IdempotencyStart> {
     const key = unwrap(checkIdempotencyKey(header));
-    const fingerprint = requestFingerprint(request);
+    const fingerprint = requestFingerprint(principal.keyId, request);
     const now = this.deps.clock.now();
     const token = this.deps.random.uuid();
     const organisationId = principal.organisationId;
@@ -117,10 +157,13 @@ export class Idempotency {
     return { kind: 'replay', response: record.response };
   }
 
-  /** Keeps the answer (a 5xx releases the key instead, so a retry runs again). */
+  /**
+   * Keeps the answer. A 5xx releases the key instead, so a retry runs again; so does a 403, the
+   * operation's refusal of the caller (C-130): only a request that passed authorisation keeps one.
+   */
   async finish(ticket: IdempotencyTicket, response: FinishedResponse): Promise<void> {
     const { organisationId, key, token } = ticket;
-    if (response.status >= 500) {
+    if (response.status >= 500 || response.status === 403) {
       await this.deps.stores.idempotency.release(organisationId, key, token);
       return;
     }

@@ -16,7 +16,7 @@ export interface IdempotentResponse {
 export interface IdempotencyRecord {
   readonly organisationId: string;
   readonly key: string;
-  /** Digest of the request (method, path, body): a repeat must match it. */
+  /** Digest of the request (calling key, method, path, body): a repeat must match it. */
   readonly fingerprint: string;
   readonly createdAt: Date;
   /** After this instant the record no longer exists for claims, and a sweep deletes it. */

@@ -146,6 +146,53 @@ for (const [name, open] of TARGETS) {
       expect(list.json<{ data: Array<{ label: string }> }>().data.filter((k) => k.label === 'raced')).to.have.length(1);
     });
 
+    it('C-130: a read-only key\'s DELETE with Idempotency-Key X is 403 and claims nothing: the admin\'s DELETE with X on the other instance revokes, the reader is 403 again', async () => {
+      const reader = await a.core.apiKeys.issue(OPERATOR, tenant.id, { label: 'reader', scopes: ['organisations:read'] });
+      const victim = await a.core.apiKeys.issue(OPERATOR, tenant.id, { label: 'victim' });
+      const path = `/v1/organisations/${tenant.id}/api-keys/${victim.key.id}`;
+      const headers = { 'idempotency-key': `reader-delete-${name}` };
+      const refused = conforms(await a.client.call('DELETE', path, { key: reader.rawKey, headers }));
+      expect(refused.status).to.equal(403);
+      const revoked = conforms(await b.client.call('DELETE', path, { key: tenant.key, headers }));
+      expect([revoked.status, revoked.headers.get('idempotent-replayed')]).to.deep.equal([204, null]);
+      for (const stack of [a, b]) expect(conforms(await stack.client.call('GET', '/v1/me', { key: victim.rawKey })).status).to.equal(401);
+      const again = conforms(await a.client.call('DELETE', path, { key: reader.rawKey, headers }));
+      expect([again.status, again.headers.get('idempotent-replayed')]).to.deep.equal([403, null]);
+      const replay = conforms(await a.client.call('DELETE', path, { key: tenant.key, headers }));
+      expect([replay.status, replay.headers.get('idempotent-replayed')]).to.deep.equal([204, 'true']);
+    });
+
+    it('C-131: another key of the organisation reusing a value gets 422 and nothing of the kept answer, on either instance', async () => {
+      const colleague = await a.core.apiKeys.issue(OPERATOR, tenant.id, { label: 'colleague' });
+      const keys = `/v1/organisations/${tenant.id}/api-keys`;
+      const headers = { 'idempotency-key': `colleague-${name}` };
+      const first = conforms(await a.client.call('POST', keys, { key: tenant.key, body: { label: 'mine' }, headers }));
+      expect(first.status).to.equal(201);
+      const id = first.json<{ id: string }>().id;
+      const other = conforms(await b.client.call('POST', keys, { key: colleague.rawKey, body: { label: 'mine' }, headers }));
+      expect(other.status).to.equal(422);
+      expect(other.text).to.not.include(id);
+      const replay = conforms(await b.client.call('POST', keys, { key: tenant.key, body: { label: 'mine' }, headers }));
+      expect([replay.status, replay.headers.get('idempotent-replayed'), replay.json<{ id: string }>().id]).to.deep.equal([201, 'true', id]);
+    });
+
+    it('C-132: a body nested 5000 levels deep with an Idempotency-Key is 400 in the standard shape (not 500) and nothing is kept under the key', async () => {
+      const keys = `/v1/organisations/${tenant.id}/api-keys`;
+      const headers = { 'idempotency-key': `deep-${name}` };
+      const body = `{"label":${'['.repeat(4999)}${']'.repeat(4999)}}`;
+      for (const stack of [a, b]) {
+        const deep = conforms(await stack.client.call('POST', keys, { key: tenant.key, body, headers }));
+        expect(deep.status, deep.text).to.equal(400);
+        expect(deep.json()).to.deep.equal({
+          error: 'VALIDATION_ERROR',
+          message: 'Request validation failed',
+          details: [{ field: 'body', issue: 'must not nest objects or arrays more than 64 levels deep' }],
+        });
+      }
+      const valid = conforms(await b.client.call('POST', keys, { key: tenant.key, body: { label: 'shallow' }, headers }));
+      expect([valid.status, valid.headers.get('idempotent-replayed')]).to.deep.equal([201, null]);
+    });
+
     it('Idempotency-Key: expired answers are swept from the store', async () => {
       const before = Number((await a.store.query<{ n: unknown }>('SELECT count(*) AS n FROM idempotency_keys'))[0]!.n);
       expect(before).to.be.greaterThan(0);
