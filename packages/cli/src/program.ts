@@ -2,6 +2,7 @@
 import { Command, type OutputConfiguration } from 'commander';
 import { registerAudit } from './commands/audit.js';
 import { registerBootstrap } from './commands/bootstrap.js';
+import { registerDb } from './commands/db.js';
 import { registerKey } from './commands/key.js';
 import { registerMember } from './commands/member.js';
 import { registerMigrate } from './commands/migrate.js';
@@ -72,5 +73,6 @@ export function buildProgram(): Command {
   registerKey(program);
   registerAudit(program);
   registerNotifications(program);
+  registerDb(program);
   return program;
 }

@@ -12,6 +12,19 @@ export {
   type SqlStatement,
   type SqlStoreFromKnexOptions,
 } from './sql-store.js';
+export {
+  checkCopyEnds,
+  copyDatabase,
+  COPIED_TABLES,
+  CopyRefused,
+  SKIPPED_TABLES,
+  tableCounts,
+  tablesOf,
+  type CopiedTable,
+  type CopyOptions,
+  type CopyResult,
+  type TableProgress,
+} from './copy.js';
 export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations.js';
 export {
   InstanceRegistry,
