@@ -20,7 +20,8 @@
  * announces each before the transaction opens), so the lineage is read once before it to learn
  * them, and again inside it to act on. A key issued into another organisation in between (the
  * reading inside finds an organisation the declaration lacks) makes the unit of work end before it
- * writes anything and run again with that organisation declared too.
+ * writes anything and run again with that organisation declared too; after EXPOSURE_ATTEMPTS such
+ * runs the match fails with 503, nothing written for it.
  */
 import { digestKey, isWellFormedKey, keyStatus, type ApiKey } from '../domain/api-key.js';
 import { UnavailableError } from '../domain/errors.js';
