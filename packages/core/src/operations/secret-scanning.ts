@@ -26,9 +26,9 @@
 import { digestKey, isWellFormedKey, keyStatus, type ApiKey } from '../domain/api-key.js';
 import { UnavailableError } from '../domain/errors.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
-import type { ApiKeyStore } from '../ports/api-key-store.js';
 import type { Stores, WorkDeclaration } from '../ports/unit-of-work.js';
 import { keyPolicyIn } from './api-keys.js';
+import { activeDescendants } from './key-lineage.js';
 import type { AuditActor, KeyExposure } from '../domain/audit.js';
 import { tokenHash } from '../domain/secret-scanning.js';
 import { checkAlert, type AlertMatch } from '../validation/secret-scanning.js';
@@ -163,28 +163,4 @@ function changedOrganisations(key: ApiKey, now: Date, descendants: readonly ApiK
 
 function declaration(organisations: ReadonlySet<string>): WorkDeclaration | undefined {
   return organisations.size === 0 ? undefined : { changesCredentialsOf: [...organisations] };
-}
-
-/**
- * The active keys the key `keyId` issued or rolled, directly or transitively, in every organisation
- * (C-61, C-100), in the order found (breadth first). The walk goes through keys of any state (a
- * revoked child's active children are still descendants) and visits each key once.
- */
-export async function activeDescendants(stores: { readonly apiKeys: Pick<ApiKeyStore, 'listCreatedBy'> }, keyId: string, now: Date): Promise<ApiKey[]> {
-  const seen = new Set<string>([keyId]);
-  const found: ApiKey[] = [];
-  let level: string[] = [keyId];
-  while (level.length > 0) {
-    const next: string[] = [];
-    for (const parent of level) {
-      for (const child of await stores.apiKeys.listCreatedBy(parent)) {
-        if (seen.has(child.id)) continue;
-        seen.add(child.id);
-        next.push(child.id);
-        if (keyStatus(child, now) === 'active') found.push(child);
-      }
-    }
-    level = next;
-  }
-  return found;
 }
