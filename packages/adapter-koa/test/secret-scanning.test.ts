@@ -506,6 +506,49 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (C-56)', () => {
         expect(await snapshot(w)).to.equal(before);
       });
 
+      it("C-100, C-101: a platform key under its organisation's revoke_key_and_descendants takes KB (it issued in another organisation) and KB2 (KB issued) with it: both 401 after the 200, KB issues nothing more, each revocation audited and announced in that organisation", async () => {
+        for (const orgId of [w.platform.orgId, w.own.orgId]) await w.tc.core.webhooks.set(OPERATOR, orgId, HOOK);
+        const p2 = await w.tc.core.apiKeys.issue(OPERATOR, w.platform.orgId, { label: 'p2' });
+        const kbRes = await w.api.post(`/v1/organisations/${w.own.orgId}/api-keys`, { key: p2.rawKey, json: { label: 'kb' } });
+        expect(kbRes.status, kbRes.text).to.equal(201);
+        const kb = { key: kbRes.body.key as string, id: kbRes.body.id as string };
+        expect(kbRes.body.created_by_key_id).to.equal(p2.key.id);
+        const kb2 = await child(kb.key, 'kb2');
+        const policy = await w.api.put(`/v1/organisations/${w.platform.orgId}/key-policy`, {
+          key: w.platform.key,
+          json: { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key_and_descendants' },
+        });
+        expect(policy.status, policy.text).to.equal(200);
+        const earlier = new Set((await outbox(w)).map((n) => n.id));
+
+        const res = await sendAlert(w.scan, [match(p2.rawKey)]);
+        expect(res.status).to.equal(200);
+        expect(res.body).to.deep.equal([feedback(p2.rawKey, 'true_positive')]);
+        for (const [name, key] of [['P2', p2.rawKey], ['KB', kb.key], ['KB2', kb2.key]] as const) {
+          expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key })).status, name).to.equal(401);
+        }
+        const issue = await w.api.post(`/v1/organisations/${w.own.orgId}/api-keys`, { key: kb.key, json: { label: 'after the leak' } });
+        expect(issue.status, 'KB can no longer issue').to.equal(401);
+        expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key })).status, 'not a descendant').to.equal(200);
+
+        const entries = await auditBySecretScanning(w);
+        expect(entries.find((e) => e.kind === 'api_key_exposed')).to.deep.include({ organisationId: w.platform.orgId, keyId: p2.key.id, descendantKeyIds: [kb.id, kb2.id].sort() });
+        expect(entries.filter((e) => e.kind === 'api_key_revoked').map((e) => [e.organisationId, e.keyId]).sort()).to.deep.equal(
+          [[w.platform.orgId, p2.key.id], [w.own.orgId, kb.id], [w.own.orgId, kb2.id]].sort(),
+        );
+        const notes = (await outbox(w)).filter((n) => !earlier.has(n.id));
+        const data = (n: (typeof notes)[number]) => (JSON.parse(n.payload) as { data: { organisation_id: string; key_id: string; descendant_key_ids?: string[] } }).data;
+        expect(notes.map((n) => [n.type, n.organisationId, data(n).organisation_id, data(n).key_id]).sort()).to.deep.equal(
+          [
+            ['api_key.exposed', w.platform.orgId, w.platform.orgId, p2.key.id],
+            ['api_key.revoked', w.platform.orgId, w.platform.orgId, p2.key.id],
+            ['api_key.revoked', w.own.orgId, w.own.orgId, kb.id],
+            ['api_key.revoked', w.own.orgId, w.own.orgId, kb2.id],
+          ].sort(),
+        );
+        expect(data(notes.find((n) => n.type === 'api_key.exposed')!).descendant_key_ids).to.deep.equal([kb.id, kb2.id].sort());
+      });
+
       it('C-62: under revoke_key_and_descendants an already revoked reported key still takes its active descendants with it', async () => {
         const f = await family();
         await putPolicy('revoke_key_and_descendants');

@@ -73,6 +73,17 @@ for (const target of databaseTargets()) {
       expect(usage.stderr).to.include('--transitive needs --created-by');
     });
 
+    it("C-61, C-100: key list --created-by --transitive follows the lineage through keys of other organisations: P2 issued P3 in the system organisation, P3 issued KB here, KB issued KB2", async () => {
+      const system = (await suite.json<{ id: string }>('org', 'create', '--name', 'Platform', '--slug', 'platform-lineage', '--system')).id;
+      const p2 = await core.apiKeys.issue({ kind: 'operator' }, system, { label: 'p2' });
+      const p3 = await core.apiKeys.issue(await principalOf(p2.rawKey), system, { label: 'p3' });
+      const kb = await core.apiKeys.issue(await principalOf(p3.rawKey), orgId, { label: 'kb' });
+      const kb2 = await core.apiKeys.issue(await principalOf(kb.rawKey), orgId, { label: 'kb2' });
+      expect((await keyList('--created-by', p2.key.id, '--transitive')).map((k) => k.id).sort()).to.deep.equal([kb.key.id, kb2.key.id].sort());
+      expect(await keyList('--created-by', p2.key.id), "P2's own children are in the system organisation").to.deep.equal([]);
+      expect((await keyList('--created-by', p3.key.id)).map((k) => k.id)).to.deep.equal([kb.key.id]);
+    });
+
     it('C-62: org policy show answers the default; org policy set changes only what it is given, audited; key list --exceeding-policy lists the keys that would not be issued today', async () => {
       const policyOrg = (await suite.json<{ id: string }>('org', 'create', '--name', 'Policy', '--slug', 'policy')).id;
       const forever = await suite.json<KeyView>('key', 'issue', policyOrg, '--label', 'forever');

@@ -69,7 +69,8 @@ export { RateLimiter, type RateScope } from './access/rate-limit.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
 export { Health, type HealthReport } from './operations/health.js';
-export { SecretScanning, activeDescendants, type AlertFeedback, type AlertOutcome, type AlertReport } from './operations/secret-scanning.js';
+export { activeDescendants, keysCreatedBy, type LineageReads } from './operations/key-lineage.js';
+export { SecretScanning, EXPOSURE_ATTEMPTS, EXPOSURE_LINEAGE_CHANGING_MESSAGE, type AlertFeedback, type AlertOutcome, type AlertReport } from './operations/secret-scanning.js';
 export { Webhooks, type WebhookChange, type ReencryptReport, WEBHOOK_NOT_FOUND_MESSAGE, DELIVERY_NOT_FOUND_MESSAGE, DEFAULT_OVERLAP_SECONDS, type RotatedSecret } from './operations/webhooks.js';
 export { Notifications, NOTIFICATION_NOT_FOUND_MESSAGE, NOTIFICATION_DELIVERED_MESSAGE, PURGE_BATCH, type PurgeReport } from './operations/notifications.js';
 export {

@@ -6,6 +6,8 @@
 import { expect } from 'chai';
 import {
   counterKey,
+  EXPOSURE_ATTEMPTS,
+  EXPOSURE_LINEAGE_CHANGING_MESSAGE,
   FENCE_UNAVAILABLE_MESSAGE,
   createCore,
   freshnessKeys,
@@ -94,10 +96,10 @@ describe('use case: credential cache (C-36, C-57)', () => {
     return answer.decision.allowed ? 'ok' : 429;
   }
   /** Requests until the instance answers from its cache (no store read), within a few requests. */
-  async function warm(i: Instance): Promise<void> {
+  async function warm(i: Instance, authorization = auth()): Promise<void> {
     for (let n = 0; n < 4; n++) {
       const reads = i.keys.reads;
-      expect(await admit(i)).to.equal('ok');
+      expect(await admit(i, authorization)).to.equal('ok');
       if (i.keys.reads === reads) return;
     }
     throw new Error('the cache never served the key');
@@ -388,9 +390,12 @@ describe('use case: credential cache (C-36, C-57)', () => {
     /** begin/end of the shared counter store and the opening/closing of transactions, in order. */
     let events: string[];
     let fenced: Instance;
+    /** Runs before each transaction of `fenced` opens (after its fence has begun), when set. */
+    let beforeOpen: (() => Promise<void>) | undefined;
 
     beforeEach(() => {
       events = [];
+      beforeOpen = undefined;
       const begin = shared.beginChange.bind(shared);
       const finish = shared.endChange.bind(shared);
       shared.beginChange = (o, c) => (events.push(`begin ${o.token}`), begin(o, c));
@@ -399,6 +404,7 @@ describe('use case: credential cache (C-36, C-57)', () => {
       const logger = new CapturingLogger();
       const unitOfWork: UnitOfWork = {
         run: async (work, declaration) => {
+          await beforeOpen?.();
           events.push('transaction opens');
           try {
             return await store.unitOfWork.run(work, declaration);
@@ -454,6 +460,84 @@ describe('use case: credential cache (C-36, C-57)', () => {
       const report = await fenced.core.secretScanning.report([{ token: raw, type: 'cos_api_key', url: 'https://example.com/again' }]);
       expect(report.outcomes.recorded).to.equal(1);
       expect(events).to.deep.equal(['transaction opens', 'transaction ends']);
+    });
+
+    describe('an exposure whose lineage crosses organisations (C-100, C-101)', () => {
+      let system: Organisation;
+      /** A platform key (system organisation), KB it issued in `org`, and KB2 that KB issued. */
+      let p2: { raw: string; id: string };
+      let kb: { raw: string; id: string };
+      let kb2: { raw: string; id: string };
+      const token = (o: string) => freshnessKeys(o).token;
+      const alert = (raw: string) => fenced.core.secretScanning.report([{ token: raw, type: 'cos_api_key', url: 'https://example.com/leak' }]);
+      const issueAs = async (issuer: string, orgId: string, label: string) => {
+        const { principal } = await admitted(one.core, `Bearer ${issuer}`);
+        const issued = await one.core.apiKeys.issue(principal, orgId, { label });
+        return { raw: issued.rawKey, id: issued.key.id };
+      };
+
+      beforeEach(async () => {
+        system = await one.core.organisations.create(OPERATOR, { name: 'Platform', slug: 'platform' }, { isSystem: true });
+        const platform = await one.core.apiKeys.issue(OPERATOR, system.id, { label: 'p2' });
+        p2 = { raw: platform.rawKey, id: platform.key.id };
+        kb = await issueAs(p2.raw, org.id, 'kb');
+        kb2 = await issueAs(kb.raw, org.id, 'kb2');
+        const { principal } = await admitted(one.core, `Bearer ${p2.raw}`);
+        await one.core.keyPolicies.replace(principal, system.id, { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key_and_descendants' });
+        // The system organisation's slot is new to the counter store: not settled for its change bound.
+        expect(await admit(two, `Bearer ${p2.raw}`)).to.equal('ok');
+        clock.advance(IN_MEMORY_CHANGE_BOUND_MS + 1);
+        for (const r of [kb.raw, kb2.raw, p2.raw, raw]) await warm(two, `Bearer ${r}`);
+        events = [];
+      });
+
+      it("C-100, C-101, C-36, C-57: one unit of work, fenced for the platform key's organisation and the descendants' before it opens and ended after; the other instance's cache refuses KB and KB2 at once", async () => {
+        const report = await alert(p2.raw);
+        expect(report.outcomes.revoked).to.equal(1);
+        expect(events).to.deep.equal([`begin ${token(system.id)}`, `begin ${token(org.id)}`, 'transaction opens', 'transaction ends', `end ${token(system.id)}`, `end ${token(org.id)}`]);
+        for (const k of [p2, kb, kb2]) expect(await admit(two, `Bearer ${k.raw}`), k === p2 ? 'P2' : k === kb ? 'KB' : 'KB2').to.equal(401);
+        expect(await admit(two), "the organisation's unrelated key").to.equal('ok');
+      });
+
+      it('C-101: a key issued into another organisation between the lineage read and the unit of work: nothing is written, and the unit of work runs again with that organisation fenced too', async () => {
+        const orgC = await one.core.organisations.create(OPERATOR, { name: 'Third', slug: 'third' });
+        let late: { raw: string; id: string } | undefined;
+        beforeOpen = async () => {
+          if (late !== undefined) return;
+          late = await issueAs(p2.raw, orgC.id, 'late');
+          events.push('issued into C');
+        };
+        const report = await alert(p2.raw);
+        expect(report.outcomes.revoked).to.equal(1);
+        const [s, b, c] = [token(system.id), token(org.id), token(orgC.id)];
+        expect(events).to.deep.equal([
+          `begin ${s}`, `begin ${b}`, 'issued into C', 'transaction opens', 'transaction ends', `end ${s}`, `end ${b}`,
+          `begin ${s}`, `begin ${b}`, `begin ${c}`, 'transaction opens', 'transaction ends', `end ${s}`, `end ${b}`, `end ${c}`,
+        ]);
+        for (const k of [p2, kb, kb2, late!]) expect(await admit(two, `Bearer ${k.raw}`)).to.equal(401);
+        const exposed = await store.stores.audit.list({ kind: 'api_key_exposed' }, { after: null, limit: 100 });
+        expect(exposed.map((e) => e.descendantKeyIds)).to.deep.equal([[kb.id, kb2.id, late!.id].sort()]);
+        const revokedInC = await store.stores.audit.list({ organisationId: orgC.id, kind: 'api_key_revoked' }, { after: null, limit: 100 });
+        expect(revokedInC.map((e) => [e.keyId, e.actor.type])).to.deep.equal([[late!.id, 'secret_scanning']]);
+      });
+
+      it(`C-101: keys issued into yet another organisation before each of ${EXPOSURE_ATTEMPTS} units of work: 503 with nothing written for the key, which stays valid`, async () => {
+        let n = 0;
+        beforeOpen = async () => {
+          const next = await one.core.organisations.create(OPERATOR, { name: `Moving ${n}`, slug: `moving-${n++}` });
+          await issueAs(p2.raw, next.id, 'moving');
+        };
+        const auditBefore = await store.stores.audit.list({}, { after: null, limit: 1000 });
+        const error = await rejectsWith(alert(p2.raw), UnavailableError);
+        expect(error.message).to.equal(EXPOSURE_LINEAGE_CHANGING_MESSAGE);
+        expect(events.filter((e) => e === 'transaction opens')).to.have.length(EXPOSURE_ATTEMPTS);
+        beforeOpen = undefined;
+        const auditAfter = await store.stores.audit.list({}, { after: null, limit: 1000 });
+        expect(auditAfter.filter((e) => !['organisation_created', 'api_key_issued'].includes(e.kind))).to.deep.equal(
+          auditBefore.filter((e) => !['organisation_created', 'api_key_issued'].includes(e.kind)),
+        );
+        for (const k of [p2, kb, kb2]) expect(await admit(two, `Bearer ${k.raw}`)).to.equal('ok');
+      });
     });
 
     it('the counter store unreachable: the change is refused with 503 before its transaction opens', async () => {

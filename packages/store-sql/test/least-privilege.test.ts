@@ -8,7 +8,9 @@
 import { expect } from 'chai';
 import {
   ALL_BUILTIN_SCOPES,
+  entryHash,
   ForbiddenError,
+  GENESIS_HASH,
   OPERATOR,
   SCOPE_ESCALATION_MESSAGE,
   UnauthorizedError,
@@ -108,7 +110,7 @@ function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>)
       });
       const byOperator = await f.core.apiKeys.roll(OPERATOR, f.orgId, rolled.key.id, {});
       expect((await f.core.apiKeys.get(OPERATOR, f.orgId, byOperator.key.id)).createdByKeyId).to.equal(null);
-      expect((await store.stores.apiKeys.listCreatedBy(f.orgId, child.id)).map((k) => k.id)).to.have.members([grandchild.id, rolled.key.id]);
+      expect((await store.stores.apiKeys.listCreatedBy(child.id)).map((k) => k.id)).to.have.members([grandchild.id, rolled.key.id]);
     });
 
     it('C-62: the policy is replaced and audited (old and new) in one unit of work, and applied at issue and roll', async () => {
@@ -154,6 +156,119 @@ function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>)
       const events = await store.stores.outbox.list({ organisationId: f.orgId, status: 'pending' }, PAGE);
       const revokedEvents = events.filter((n) => n.type === 'api_key.revoked').map((n) => (JSON.parse(n.payload) as { data: { key_id: string } }).data.key_id);
       expect(revokedEvents).to.include.members([f.owner.keyId, child.id, grandchild.id]);
+    });
+
+    describe("a platform key's lineage across organisations (C-100, C-101)", () => {
+      const LEAK = { type: 'cos_api_key', url: 'https://example.com/leak', source: 'content' };
+      /** P2, a platform key of the system organisation; KB, issued by P2 in the organisation; KB2, issued by KB. */
+      async function lineage() {
+        const systemId = f.platform.organisationId;
+        const p2issued = await f.core.apiKeys.issue(f.platform, systemId, { label: 'p2' });
+        const p2 = { principal: await f.core.authenticator.authenticate(`Bearer ${p2issued.rawKey}`), raw: p2issued.rawKey, id: p2issued.key.id };
+        const kb = await issueAs(p2.principal, {});
+        const kb2 = await issueAs(kb.principal, {});
+        for (const orgId of [systemId, f.orgId]) await f.core.webhooks.set(OPERATOR, orgId, 'https://receiver.example/hook');
+        return { systemId, p2, kb, kb2 };
+      }
+      const alive = async (raw: string): Promise<boolean> =>
+        f.core.authenticator.authenticate(`Bearer ${raw}`).then(
+          () => true,
+          (e: unknown) => (e instanceof UnauthorizedError ? false : Promise.reject(e)),
+        );
+      /** Each organisation's chain links from genesis, without a gap, every hash recomputed. */
+      async function expectChainsIntact(...orgIds: string[]): Promise<void> {
+        for (const orgId of orgIds) {
+          const chain = await store.stores.audit.chain(orgId, { afterSeq: 0, limit: 1000 });
+          chain.forEach((e, i) => {
+            expect(e.seq, `${orgId} entry ${i}`).to.equal(i + 1);
+            expect(e.prevHash, `${orgId} entry ${i}`).to.equal(i === 0 ? GENESIS_HASH : chain[i - 1]!.hash);
+            expect(entryHash(e), `${orgId} entry ${i}`).to.equal(e.hash);
+          });
+        }
+      }
+
+      it("C-100, C-101: under the system organisation's revoke_key_and_descendants an exposed platform key takes KB and KB2 in the other organisation with it, each audited and announced there, in one unit of work", async () => {
+        const { systemId, p2, kb, kb2 } = await lineage();
+        await f.core.keyPolicies.replace(f.platform, systemId, { ...STRICT, allowed_environments: ['live', 'test'] });
+        const report = await f.core.secretScanning.report([{ token: p2.raw, ...LEAK }]);
+        expect(report.outcomes.revoked).to.equal(1);
+        for (const k of [p2, kb, kb2]) expect(await alive(k.raw), k.id).to.equal(false);
+        expect(await alive(f.ownerRaw), 'not a descendant').to.equal(true);
+        expect(await rejection(f.core.authenticator.authenticate(`Bearer ${kb.raw}`)), 'KB can no longer issue: it does not authenticate').to.be.instanceOf(UnauthorizedError);
+
+        const exposed = await store.stores.audit.list({ organisationId: systemId, kind: 'api_key_exposed' }, PAGE);
+        expect(exposed.map((e) => e.descendantKeyIds)).to.deep.equal([[kb.id, kb2.id].sort()]);
+        const revokedIn = async (orgId: string) =>
+          (await store.stores.audit.list({ organisationId: orgId, kind: 'api_key_revoked' }, PAGE)).map((e) => [e.keyId, e.organisationId, e.actor.type]);
+        expect(await revokedIn(systemId)).to.deep.equal([[p2.id, systemId, 'secret_scanning']]);
+        expect((await revokedIn(f.orgId)).sort()).to.deep.equal([[kb.id, f.orgId, 'secret_scanning'], [kb2.id, f.orgId, 'secret_scanning']].sort());
+        await expectChainsIntact(systemId, f.orgId);
+
+        const events = async (orgId: string) =>
+          (await store.stores.outbox.list({ organisationId: orgId, status: 'pending' }, PAGE))
+            .filter((n) => n.type === 'api_key.revoked' || n.type === 'api_key.exposed')
+            .map((n) => {
+              const data = (JSON.parse(n.payload) as { data: { organisation_id: string; key_id: string; descendant_key_ids?: string[] } }).data;
+              return [n.type, n.organisationId, data.organisation_id, data.key_id, data.descendant_key_ids ?? null];
+            });
+        expect((await events(systemId)).sort()).to.deep.equal(
+          [
+            ['api_key.exposed', systemId, systemId, p2.id, [kb.id, kb2.id].sort()],
+            ['api_key.revoked', systemId, systemId, p2.id, null],
+          ].sort(),
+        );
+        expect((await events(f.orgId)).sort()).to.deep.equal(
+          [
+            ['api_key.revoked', f.orgId, f.orgId, kb.id, null],
+            ['api_key.revoked', f.orgId, f.orgId, kb2.id, null],
+          ].sort(),
+        );
+      });
+
+      it("C-100: the policy of the leaked key's organisation decides: under the system organisation's default only P2 is revoked, though the other organisation revokes descendants", async () => {
+        const { systemId, p2, kb, kb2 } = await lineage();
+        await f.core.keyPolicies.replace(f.platform, f.orgId, { ...STRICT, allowed_environments: ['live', 'test'] });
+        await f.core.secretScanning.report([{ token: p2.raw, ...LEAK }]);
+        expect(await alive(p2.raw)).to.equal(false);
+        expect(await alive(kb.raw)).to.equal(true);
+        expect(await alive(kb2.raw)).to.equal(true);
+        const exposed = await store.stores.audit.list({ organisationId: systemId, kind: 'api_key_exposed' }, PAGE);
+        expect(exposed.map((e) => e.descendantKeyIds), 'listed all the same').to.deep.equal([[kb.id, kb2.id].sort()]);
+        expect(await store.stores.audit.list({ organisationId: f.orgId, kind: 'api_key_revoked' }, PAGE)).to.deep.equal([]);
+        // KB's own exposure follows its organisation's policy: KB2 goes with it.
+        await f.core.secretScanning.report([{ token: kb.raw, ...LEAK }]);
+        expect(await alive(kb.raw)).to.equal(false);
+        expect(await alive(kb2.raw)).to.equal(false);
+        await expectChainsIntact(systemId, f.orgId);
+      });
+
+      it('C-101: a failure while revoking a descendant in the other organisation rolls the whole exposure back, in both organisations', async () => {
+        const { systemId, p2, kb, kb2 } = await lineage();
+        await f.core.keyPolicies.replace(f.platform, systemId, { ...STRICT, allowed_environments: ['live', 'test'] });
+        const auditBefore = await store.stores.audit.list({}, PAGE);
+        const outboxBefore = await store.stores.outbox.list({}, PAGE);
+        const failing = createTestCore({
+          store: {
+            ...store,
+            unitOfWork: {
+              run: (work, declaration) =>
+                store.unitOfWork.run((stores: Stores) => {
+                  const apiKeys = Object.create(stores.apiKeys) as Stores['apiKeys'];
+                  apiKeys.revoke = async (organisationId, keyId, at) => {
+                    if (keyId === kb2.id) throw new Error('disk full');
+                    return stores.apiKeys.revoke(organisationId, keyId, at);
+                  };
+                  return work({ ...stores, apiKeys });
+                }, declaration),
+            },
+          },
+          clock: f.tc.clock,
+        });
+        expect((await rejection(failing.core.secretScanning.report([{ token: p2.raw, ...LEAK }]))).message).to.equal('disk full');
+        expect(await store.stores.audit.list({}, PAGE)).to.deep.equal(auditBefore);
+        expect(await store.stores.outbox.list({}, PAGE)).to.deep.equal(outboxBefore);
+        for (const k of [p2, kb, kb2]) expect(await alive(k.raw), k.id).to.equal(true);
+      });
     });
 
     it('C-62: a failure while revoking a descendant rolls the whole exposure back: no revocation, no entry, no event', async () => {

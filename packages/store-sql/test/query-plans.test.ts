@@ -158,6 +158,6 @@ forEachTarget('query plans', (target) => {
   });
 
   it('C-61: the lineage walk (listCreatedBy) uses api_keys_created_by_created_at_id', async () => {
-    expect(await onlyQuery((s) => s.apiKeys.listCreatedBy(orgId, position.id))).to.include('api_keys_created_by_created_at_id');
+    expect(await onlyQuery((s) => s.apiKeys.listCreatedBy(position.id))).to.include('api_keys_created_by_created_at_id');
   });
 });

@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { apiKeyView, exceedsPolicy, issuedKeyView, keyStatus, listView, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
+import { apiKeyView, exceedsPolicy, issuedKeyView, keysCreatedBy, keyStatus, listView, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
@@ -21,26 +21,6 @@ export function parseScopes(text: string): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-}
-
-/**
- * The keys `root` issued or rolled (C-61): its children, or with `transitive` every descendant,
- * found among `keys` (every key of the organisation), in list order.
- */
-export function createdBy(keys: readonly ApiKey[], root: string, transitive: boolean): ApiKey[] {
-  const wanted = new Set([root.toLowerCase()]);
-  let grew = true;
-  while (grew) {
-    grew = false;
-    for (const k of keys) {
-      const parent = k.createdByKeyId?.toLowerCase();
-      if (parent !== undefined && wanted.has(parent) && !wanted.has(k.id) && (transitive || parent === root.toLowerCase())) {
-        wanted.add(k.id);
-        grew = transitive;
-      }
-    }
-  }
-  return keys.filter((k) => k.id !== root.toLowerCase() && wanted.has(k.id));
 }
 
 function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
@@ -130,7 +110,7 @@ export function registerKey(program: Command): void {
         durationMs(),
       )
       .option('--created-by <key_id>', 'only keys that key issued or rolled (any status); looks through every key of the organisation (as --all)', uuid)
-      .option('--transitive', 'with --created-by: also the keys those keys issued or rolled, and so on')
+      .option('--transitive', 'with --created-by: also the keys those keys issued or rolled, and so on, through keys of any organisation')
       .option(
         '--exceeding-policy',
         "only active keys that would not be issued today under the organisation's key policy (environment not allowed, or expiry further off than its maximum lifetime); looks through every key (as --all)",
@@ -139,14 +119,15 @@ export function registerKey(program: Command): void {
         const unusedForMs = opts.unusedFor;
         if (opts.transitive === true && opts.createdBy === undefined) throw new CliError('--transitive needs --created-by', { usage: true });
         const filtered = unusedForMs !== undefined || opts.createdBy !== undefined || opts.exceedingPolicy === true;
-        await runCommand(jsonWanted(cmd), async ({ core, json }) => {
+        await runCommand(jsonWanted(cmd), async ({ core, store, json }) => {
           const fetched = await fetchPaged(filtered ? { limit: opts.limit, all: true } : opts, (query) => core.apiKeys.list(OPERATOR, orgId, query));
           const now = core.clock.now();
           let items = fetched.items;
           if (unusedForMs !== undefined) items = items.filter((k) => isStale(k, now, now.getTime() - unusedForMs));
           if (opts.createdBy !== undefined) {
-            // The walk goes through every key (a key filtered out above may still link its descendants).
-            const lineage = new Set(createdBy(fetched.items, opts.createdBy, opts.transitive === true).map((k) => k.id));
+            // The core's lineage walk, through every organisation and key state (a key in another
+            // organisation, or filtered out above, may still link this organisation's keys to it).
+            const lineage = new Set((await keysCreatedBy(store.stores, opts.createdBy, { transitive: opts.transitive === true })).map((k) => k.id));
             items = items.filter((k) => lineage.has(k.id));
           }
           if (opts.exceedingPolicy === true) {

@@ -112,8 +112,8 @@ export interface AuditEntry {
   /** `notification_retried` entries only. */
   readonly notification?: AuditNotification;
   /**
-   * `api_key_exposed` entries only (C-61): the active keys the exposed key issued or rolled,
-   * directly or transitively, when it was reported (ids only, sorted).
+   * `api_key_exposed` entries only (C-61, C-100): the active keys the exposed key issued or rolled,
+   * directly or transitively, in any organisation, when it was reported (ids only, sorted).
    */
   readonly descendantKeyIds?: readonly string[];
   /** `organisation_policy_updated` entries only (C-62): the policy before and after. */

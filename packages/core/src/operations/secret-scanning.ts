@@ -9,15 +9,26 @@
  * `api_key_revoked` (actor: secret scanning) and its `api_key.revoked` event. A repeat of the same
  * key and url (a redelivered alert) changes nothing. Unknown or malformed tokens store nothing.
  *
- * Lineage (C-61, C-62): the entry and the event list `descendant_key_ids`, the active keys the
- * reported key issued or rolled, directly or transitively; under the key policy
- * `revoke_key_and_descendants` each of them is revoked in the same unit of work, with its own
- * `api_key_revoked` entry and `api_key.revoked` event (actor: secret scanning).
+ * Lineage (C-61, C-62, C-100, C-101): the entry and the event list `descendant_key_ids`, the active
+ * keys the reported key issued or rolled, directly or transitively, in any organisation (a platform
+ * key issues keys in other organisations). When the key policy of the organisation owning the
+ * reported key is `revoke_key_and_descendants`, each of them is revoked in the same unit of work,
+ * with its own `api_key_revoked` entry and `api_key.revoked` event (actor: secret scanning) in its
+ * own organisation's audit chain and outbox.
+ *
+ * The unit of work declares every organisation whose credentials it changes (the credential fence
+ * announces each before the transaction opens), so the lineage is read once before it to learn
+ * them, and again inside it to act on. A key issued into another organisation in between (the
+ * reading inside finds an organisation the declaration lacks) makes the unit of work end before it
+ * writes anything and run again with that organisation declared too; after EXPOSURE_ATTEMPTS such
+ * runs the match fails with 503, nothing written for it.
  */
-import { changesCredentialsOf } from '../access/credential-change.js';
 import { digestKey, isWellFormedKey, keyStatus, type ApiKey } from '../domain/api-key.js';
-import type { Stores } from '../ports/unit-of-work.js';
+import { UnavailableError } from '../domain/errors.js';
+import type { KeyPolicy } from '../domain/key-policy.js';
+import type { Stores, WorkDeclaration } from '../ports/unit-of-work.js';
 import { keyPolicyIn } from './api-keys.js';
+import { activeDescendants } from './key-lineage.js';
 import type { AuditActor, KeyExposure } from '../domain/audit.js';
 import { tokenHash } from '../domain/secret-scanning.js';
 import { checkAlert, type AlertMatch } from '../validation/secret-scanning.js';
@@ -72,62 +83,84 @@ export class SecretScanning {
     if (found === null) return 'unknown';
     const { organisationId, id } = found.key;
     const exposure: KeyExposure = { type: match.type, url: match.url, source: match.source };
-    // Keys never become active again: one found inactive here is not revoked below, and unless the
-    // organisation's policy revokes its descendants too, its unit of work changes no credential (so
-    // a report of a dead key needs no fence). A policy changed in between meets the stores' guard.
-    const mayRevoke =
-      keyStatus(found.key, this.deps.clock.now()) === 'active' ||
-      (await keyPolicyIn(this.deps.stores, organisationId)).exposureResponse === 'revoke_key_and_descendants';
-    return this.deps.unitOfWork.run(async (stores): Promise<AlertOutcome> => {
-      // Read again inside the unit of work: the key's state as of this transaction.
-      const key = await stores.apiKeys.findById(organisationId, id);
-      if (key === null) return 'unknown';
-      const now = this.deps.clock.now();
-      if (!(await stores.apiKeys.recordExposure(key.id, match.url, now))) return 'repeat';
-      const descendants = await activeDescendants(stores, key, now);
-      const descendantKeyIds = descendants.map((d) => d.id).sort();
-      await stores.audit.append({
-        ...auditEntry(this.deps.random, 'api_key_exposed', now, SECRET_SCANNING, organisationId, key),
-        exposure,
-        descendantKeyIds,
-      });
-      const revoked = keyStatus(key, now) === 'active' && (await stores.apiKeys.revoke(organisationId, key.id, now));
-      if (revoked) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
-      const cause = { type: 'secret_scanning' } as const;
-      const events = revoked ? [{ type: 'api_key.exposed', cause } as const, { type: 'api_key.revoked', cause } as const] : [{ type: 'api_key.exposed', cause } as const];
-      await notifyKeyEvents(stores, this.deps.random, events, now, key, { ...exposure, descendantKeyIds });
-      if ((await keyPolicyIn(stores, organisationId)).exposureResponse === 'revoke_key_and_descendants') {
-        for (const descendant of descendants) {
-          if (!(await stores.apiKeys.revoke(organisationId, descendant.id, now))) continue;
-          await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, descendant));
-          await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause }], now, descendant);
-        }
+    // The organisations this exposure changes, as read before its unit of work: the key's own while
+    // it is active (keys never become active again: a dead key's report needs no fence of its own),
+    // and those of its active descendants when the owner's policy revokes them. The lineage is walked
+    // here only then; under the default policy nothing outside the key's organisation changes.
+    const before = this.deps.clock.now();
+    const revokesAll = revokesDescendants(await keyPolicyIn(this.deps.stores, organisationId));
+    let declared = changedOrganisations(found.key, before, revokesAll ? await activeDescendants(this.deps.stores, id, before) : []);
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.deps.unitOfWork.run((stores) => this.expose(stores, organisationId, id, match.url, exposure, declared), declaration(declared));
+      if (typeof outcome === 'string') return outcome;
+      if (attempt === EXPOSURE_ATTEMPTS) throw new UnavailableError(EXPOSURE_LINEAGE_CHANGING_MESSAGE);
+      declared = new Set([...declared, ...outcome.undeclared]);
+    }
+  }
+
+  /**
+   * One exposure in the unit of work given `stores`, whose declaration covers `declared`. Returns the
+   * organisations it would change beyond `declared`, before writing anything, when there are any.
+   */
+  private async expose(
+    stores: Stores,
+    organisationId: string,
+    id: string,
+    url: string | null,
+    exposure: KeyExposure,
+    declared: ReadonlySet<string>,
+  ): Promise<AlertOutcome | { readonly undeclared: readonly string[] }> {
+    // Read again inside the unit of work: the key, its lineage and the policy as of this transaction.
+    const key = await stores.apiKeys.findById(organisationId, id);
+    if (key === null) return 'unknown';
+    const now = this.deps.clock.now();
+    const descendants = await activeDescendants(stores, key.id, now);
+    const revokesAll = revokesDescendants(await keyPolicyIn(stores, organisationId));
+    const undeclared = [...changedOrganisations(key, now, revokesAll ? descendants : [])].filter((o) => !declared.has(o));
+    if (undeclared.length > 0) return { undeclared };
+    if (!(await stores.apiKeys.recordExposure(key.id, url, now))) return 'repeat';
+    const descendantKeyIds = descendants.map((d) => d.id).sort();
+    await stores.audit.append({
+      ...auditEntry(this.deps.random, 'api_key_exposed', now, SECRET_SCANNING, organisationId, key),
+      exposure,
+      descendantKeyIds,
+    });
+    const revoked = keyStatus(key, now) === 'active' && (await stores.apiKeys.revoke(organisationId, key.id, now));
+    if (revoked) await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, organisationId, key));
+    const cause = { type: 'secret_scanning' } as const;
+    const events = revoked ? [{ type: 'api_key.exposed', cause } as const, { type: 'api_key.revoked', cause } as const] : [{ type: 'api_key.exposed', cause } as const];
+    await notifyKeyEvents(stores, this.deps.random, events, now, key, { ...exposure, descendantKeyIds });
+    if (revokesAll) {
+      // Each descendant in its own organisation: its revocation, its audit chain, its outbox.
+      for (const descendant of descendants) {
+        if (!(await stores.apiKeys.revoke(descendant.organisationId, descendant.id, now))) continue;
+        await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, SECRET_SCANNING, descendant.organisationId, descendant));
+        await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause }], now, descendant);
       }
-      return revoked ? 'revoked' : 'recorded';
-    }, mayRevoke ? changesCredentialsOf(organisationId) : undefined);
+    }
+    return revoked ? 'revoked' : 'recorded';
   }
 }
 
-/**
- * The active keys `key` issued or rolled, directly or transitively (C-61), in the order found
- * (breadth first). The walk goes through keys of any state (a revoked child's active children are
- * still descendants) and visits each key once.
- */
-export async function activeDescendants(stores: Stores, key: Pick<ApiKey, 'id' | 'organisationId'>, now: Date): Promise<ApiKey[]> {
-  const seen = new Set<string>([key.id]);
-  const found: ApiKey[] = [];
-  let level: string[] = [key.id];
-  while (level.length > 0) {
-    const next: string[] = [];
-    for (const parent of level) {
-      for (const child of await stores.apiKeys.listCreatedBy(key.organisationId, parent)) {
-        if (seen.has(child.id)) continue;
-        seen.add(child.id);
-        next.push(child.id);
-        if (keyStatus(child, now) === 'active') found.push(child);
-      }
-    }
-    level = next;
-  }
-  return found;
+/** Units of work one exposure may take when keys keep being issued into organisations its fence lacked. */
+export const EXPOSURE_ATTEMPTS = 3;
+
+/** The 503 of an exposure whose lineage reached new organisations on every attempt (nothing written for that key). */
+export const EXPOSURE_LINEAGE_CHANGING_MESSAGE =
+  "The reported key's descendants kept changing while the alert was handled; nothing was changed for that key; retry with exponential backoff";
+
+function revokesDescendants(policy: KeyPolicy): boolean {
+  return policy.exposureResponse === 'revoke_key_and_descendants';
+}
+
+/** The organisations whose credentials revoking `key` (when active at `now`) and `descendants` changes. */
+function changedOrganisations(key: ApiKey, now: Date, descendants: readonly ApiKey[]): Set<string> {
+  const organisations = new Set<string>();
+  if (keyStatus(key, now) === 'active') organisations.add(key.organisationId);
+  for (const d of descendants) organisations.add(d.organisationId);
+  return organisations;
+}
+
+function declaration(organisations: ReadonlySet<string>): WorkDeclaration | undefined {
+  return organisations.size === 0 ? undefined : { changesCredentialsOf: [...organisations] };
 }

@@ -56,9 +56,9 @@ export interface ApiKeyStore {
    */
   recordExposure(keyId: string, url: string | null, at: Date): Promise<boolean>;
   /**
-   * The keys of one organisation whose createdByKeyId is `createdByKeyId` (C-61: issued or rolled by
-   * that key), in any state, ordered by (createdAt, id). At most config.maxActiveKeysPerOrg active
-   * keys exist per organisation, and the lineage walk reads one level per call.
+   * The keys whose createdByKeyId is `createdByKeyId` (C-61: issued or rolled by that key), in any
+   * state and in every organisation (a platform key issues keys in other organisations: C-100),
+   * ordered by (createdAt, id). The lineage walk reads the children of one key per call.
    */
-  listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]>;
+  listCreatedBy(createdByKeyId: string): Promise<ApiKey[]>;
 }

@@ -48,8 +48,8 @@ export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
 const LIST_FIRST = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
-/** The lineage walk (C-61): one level, through api_keys_created_by_created_at_id. */
-const CREATED_BY = `SELECT ${COLUMNS} FROM api_keys WHERE created_by_key_id = ? AND organisation_id = ? ORDER BY created_at, id`;
+/** The lineage walk (C-61, C-100): one key's children in every organisation, through api_keys_created_by_created_at_id. */
+const CREATED_BY = `SELECT ${COLUMNS} FROM api_keys WHERE created_by_key_id = ? ORDER BY created_at, id`;
 const COUNT_ACTIVE = `SELECT count(*) AS n FROM api_keys
   WHERE organisation_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`;
 /**
@@ -106,8 +106,8 @@ export class SqlApiKeyStore implements ApiKeyStore {
     ]);
   }
 
-  async listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]> {
-    return (await query(this.ctx, CREATED_BY, [createdByKeyId, organisationId])).map(keyFromRow);
+  async listCreatedBy(createdByKeyId: string): Promise<ApiKey[]> {
+    return (await query(this.ctx, CREATED_BY, [createdByKeyId])).map(keyFromRow);
   }
 
   async findById(organisationId: string, keyId: string): Promise<ApiKey | null> {

@@ -17,6 +17,7 @@ import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { Client, type Incoming } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
 import { storeReadsDuring } from '../support/store-reads.js';
+import { makeScanner, type Scanner } from '../../../cli/test/support/scanner.js';
 
 async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -52,6 +53,8 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
   let b: Client;
   let orgId: string;
   let ownerKey: string;
+  /** The secret-scanning programme: its key file is the instances' SECRET_SCANNING_PUBLIC_KEYS. */
+  let scanner: Scanner;
 
   before(async function () {
     if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
@@ -70,7 +73,16 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
     // The webhook outbox poll (a short transaction every WEBHOOK_POLL_INTERVAL_MS) is the one thing a
     // serve sends Postgres on its own; nothing here delivers webhooks, so it is slowed down to keep the
     // bytes counted while requests are served to those requests alone, however long they take.
-    env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn', WEBHOOK_POLL_INTERVAL_MS: '3600000' };
+    scanner = makeScanner(work.dir);
+    env = {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redis.url,
+      PORT: '0',
+      RATE_LIMIT_PER_MINUTE: '100000000',
+      LOG_LEVEL: 'warn',
+      WEBHOOK_POLL_INTERVAL_MS: '3600000',
+      SECRET_SCANNING_PUBLIC_KEYS: scanner.keyFile,
+    };
     await cliJson(['migrate'], env, work.dir);
     const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Cache Ltd', '--slug', 'cache-ltd'], env, work.dir);
     orgId = org.id;
@@ -224,6 +236,48 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
       });
       expect(reset.status).to.equal(200);
     }
+  });
+
+  it("C-100, C-101, C-36: a signed alert for a platform key on A, under its organisation's revoke_key_and_descendants: KB (it issued in this organisation) under load on both and KB2 (KB issued) idle in B's cache are 401 on both for every request sent after the 200", async () => {
+    const system = await cliJson<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform-leak', '--system'], env, work.dir);
+    const p2 = await cliJson<{ id: string; key: string }>(['key', 'issue', system.id, '--label', 'p2'], env, work.dir);
+    await cliJson(['org', 'policy', 'set', system.id, '--exposure-response', 'revoke_key_and_descendants'], env, work.dir);
+    const issueAs = async (issuer: string, label: string) => {
+      const r = await a.call('POST', `/v1/organisations/${orgId}/api-keys`, { key: issuer, body: { label }, timeoutMs: 5_000 });
+      expect(r.status, r.text).to.equal(201);
+      return r.json<{ id: string; key: string; created_by_key_id: string }>();
+    };
+    const kb = await issueAs(p2.key, 'kb');
+    expect(kb.created_by_key_id).to.equal(p2.id);
+    const kb2 = await issueAs(kb.key, 'kb2');
+    for (const i of ['A', 'B'] as const) for (const k of [p2.key, kb.key, kb2.key]) for (let n = 0; n < 3; n++) expect((await getOrg(i, k)).status).to.equal(200);
+    // (P2's organisation is new to Redis, so it is not cached for the change bound; KB and KB2 are.)
+    const cached = await storeReadsDuring(pgProxy, async () => {
+      for (const k of [kb.key, kb2.key]) for (let n = 0; n < 5; n++) expect((await getOrg('B', k)).status).to.equal(200);
+    });
+    expect(cached, 'B answers KB and KB2 from its cache before the alert').to.deep.equal([]);
+
+    const body = JSON.stringify([{ token: p2.key, type: 'cos_live_api_key', url: 'https://github.example/leak/blob/1/.env', source: 'content' }]);
+    const traffic = load(kb.key);
+    let answered = 0;
+    try {
+      await until200s(traffic.shots);
+      const r = await change(() => a.call('POST', '/v1/secret-scanning/alerts', { body, headers: scanner.headers(body), timeoutMs: 10_000 }));
+      answered = performance.now();
+      expect(r.status, r.text).to.equal(200);
+      expect(r.json<Array<{ label: string }>>().map((f) => f.label)).to.deep.equal(['true_positive']);
+      await sleep(20);
+    } finally {
+      await traffic.stop();
+    }
+    const after = traffic.shots.filter((s) => s.sentAt > answered);
+    expect(after.filter((s) => s.status !== 401).map((s) => `${s.instance} ${s.status}`), 'KB answered after the 200').to.deep.equal([]);
+    for (const i of ['B', 'A'] as const) {
+      for (const [name, k] of [['KB2', kb2.key], ['P2', p2.key], ['KB', kb.key]] as const) expect((await getOrg(i, k)).status, `${name} on ${i}`).to.equal(401);
+    }
+    const issued = await b.call('POST', `/v1/organisations/${orgId}/api-keys`, { key: kb.key, body: { label: 'after the leak' }, timeoutMs: 5_000 });
+    expect(issued.status, 'KB cannot issue').to.equal(401);
+    expect((await getOrg('B', ownerKey)).status, 'the owner key is no descendant').to.equal(200);
   });
 
   it(`C-36: a key revoked on one instance is 401 on both for every request sent after the 204, under load of that key on both or with it idle in both caches (${REPETITIONS} times)`, async () => {

@@ -1,5 +1,6 @@
 /** Contract suite of ApiKeyStore (C-22, C-25, C-31, C-35, C-36; paging C-6, C-7). */
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import type { ApiKey } from '../../domain/api-key.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { KEY_ALREADY_ROLLED_MESSAGE } from '../../domain/api-key.js';
@@ -481,21 +482,26 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         expect((await keys().findById(orgA.id, custom.id))?.scopes).to.deep.equal(['api_keys:read', 'reports:read', 'reports:write']);
       });
 
-      it('C-61: round-trips createdByKeyId; listCreatedBy lists the keys a key made, oldest first, in its organisation only', async () => {
+      it('C-61, C-100: round-trips createdByKeyId; listCreatedBy lists the keys a key made, oldest first, in every organisation', async () => {
         const parent = newApiKey(orgA.id, { createdAt: at(1) });
         const second = newApiKey(orgA.id, { createdAt: at(3), createdByKeyId: parent.id, revokedAt: at(4) });
-        const first = newApiKey(orgA.id, { createdAt: at(2), createdByKeyId: parent.id });
+        const [lowId, highId] = [randomUUID(), randomUUID()].sort();
+        const first = newApiKey(orgA.id, { id: highId, createdAt: at(2), createdByKeyId: parent.id });
         const grandchild = newApiKey(orgA.id, { createdAt: at(5), createdByKeyId: first.id });
         const elsewhere = newApiKey(orgB.id, { createdAt: at(6), createdByKeyId: parent.id });
-        for (const k of [parent, second, first, grandchild, elsewhere]) await keys().insert(k);
+        const between = newApiKey(orgB.id, { id: lowId, createdAt: at(2), createdByKeyId: parent.id });
+        const later = newApiKey(orgB.id, { createdAt: at(7), createdByKeyId: elsewhere.id });
+        for (const k of [parent, second, first, grandchild, elsewhere, between, later]) await keys().insert(k);
         expectApiKey(await keys().findById(orgA.id, first.id), first);
-        const children = await keys().listCreatedBy(orgA.id, parent.id);
-        expect(children.map((k) => k.id)).to.deep.equal([first.id, second.id]);
-        expectApiKey(children[1], second);
-        expect((await keys().listCreatedBy(orgA.id, first.id)).map((k) => k.id)).to.deep.equal([grandchild.id]);
-        expect(await keys().listCreatedBy(orgA.id, grandchild.id)).to.deep.equal([]);
-        expect(await keys().listCreatedBy(orgA.id, UNKNOWN_ID)).to.deep.equal([]);
-        expect((await keys().listCreatedBy(orgB.id, parent.id)).map((k) => k.id)).to.deep.equal([elsewhere.id]);
+        const children = await keys().listCreatedBy(parent.id);
+        // Ordered by (createdAt, id) across organisations: `between` shares `first`'s instant and sorts first by id.
+        expect(children.map((k) => k.id)).to.deep.equal([between.id, first.id, second.id, elsewhere.id]);
+        expectApiKey(children[2], second);
+        expectApiKey(children[3], elsewhere);
+        expect((await keys().listCreatedBy(first.id)).map((k) => k.id)).to.deep.equal([grandchild.id]);
+        expect((await keys().listCreatedBy(elsewhere.id)).map((k) => k.id)).to.deep.equal([later.id]);
+        expect(await keys().listCreatedBy(grandchild.id)).to.deep.equal([]);
+        expect(await keys().listCreatedBy(UNKNOWN_ID)).to.deep.equal([]);
       });
     });
   });

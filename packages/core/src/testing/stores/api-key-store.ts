@@ -124,10 +124,10 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
     });
   }
 
-  async listCreatedBy(organisationId: string, createdByKeyId: string): Promise<ApiKey[]> {
+  async listCreatedBy(createdByKeyId: string): Promise<ApiKey[]> {
     return this.session.read((t) =>
       page(
-        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId && k.createdByKeyId === createdByKeyId),
+        [...t.apiKeys.values()].filter((k) => k.createdByKeyId === createdByKeyId),
         (k) => k,
         { limit: Number.MAX_SAFE_INTEGER, after: null },
         copyApiKey,
