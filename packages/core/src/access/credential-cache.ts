@@ -254,7 +254,6 @@ export class CredentialCache {
   }
 }
 
-
 /** A rejection saying the call reached the shared store after its deadline (CredentialFreshness.check). */
 function lateCall(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { late?: unknown }).late === true;
