@@ -268,7 +268,7 @@ const VARIABLES = {
   REDIS_TIMEOUT_MS: variable(
     'redisTimeoutMs',
     '50',
-    'bound on one Redis counter call; a slower or failed call lets the request through (fails open) and logs a warning',
+    'bound on one Redis counter call; a slower or failed call lets the request through (fails open) and logs a warning. A credential-cache call is slower only when its answer was not already waiting when the instance next read its sockets after the bound; a late call costs its own request a Postgres read, a failed one empties the credential cache (operations guide, section 3)',
     int('REDIS_TIMEOUT_MS', 1, 60_000).default(50),
   ),
   TRUST_PROXY: variable(

@@ -14,6 +14,15 @@ export class RedisCounterError extends Error {
   ) {
     super(message, options);
   }
+
+  /**
+   * The call was late rather than Redis failing: it reached Redis after its deadline and counted
+   * nothing ('expired'), or was not answered in time ('timeout'). The core's credential cache reads
+   * it (CredentialFreshness: `late`) to drop only the lookup the call covered.
+   */
+  get late(): boolean {
+    return this.reason === 'expired' || this.reason === 'timeout';
+  }
 }
 
 /** A failure as one line: the message, or the code of an error without one. */

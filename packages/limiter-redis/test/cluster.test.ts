@@ -13,6 +13,7 @@ import { createInMemoryStore } from '@cos/core/testing';
 import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
 import { RedisCluster } from '@cos/test-support/redis-cluster';
 import { FAILOVER_CHANGE_BOUND_MS, describeWithTopology, revokeAcrossFailover } from './support/failover.js';
+import { HELD_CHANGE_BOUND_MS, HELD_TIMEOUT_MS, heldLoopSuite } from './support/held-loop.js';
 import { RedisServer, uniquePrefix, waitFor } from './support/redis-server.js';
 
 const BOUND_MS = 300;
@@ -61,6 +62,15 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
       },
       close: () => Promise.all([first.close(), second.close()]).then(() => undefined),
     };
+  });
+
+  describe('the credential cache with the event loop held (C-150, C-151)', () => {
+    heldLoopSuite(async () => {
+      const counter = createRedisCounter({ clusterNodes: cluster.urls, timeoutMs: HELD_TIMEOUT_MS, changeBoundMs: HELD_CHANGE_BOUND_MS, keyPrefix: uniquePrefix() });
+      open.push(counter);
+      await waitFor(() => counter.whenReady(100), 10_000, 'the cluster client to discover the slots');
+      return { counter, ports: cluster.urls.map((url) => Number(new URL(url).port)) };
+    });
   });
 
   it('every key of one organisation shares its hash tag; the data-loss keys are per slot; no key is global', async () => {

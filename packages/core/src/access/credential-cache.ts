@@ -18,9 +18,15 @@
  *   (unknown, revoked or expired → 401, counted by the caller in the source scope, never 429), and
  *   the request is counted once: the freshness call counts only when it answers fresh, otherwise the
  *   organisation's hit is made after the store read (a second round trip, misses only).
- * - Any failed or late call: the whole cache is dropped and not filled from anything observed
- *   before the failure (a generation number), so it is bypassed until a later reply; every request
- *   then reads the store and counting fails open as without the cache (C-54).
+ * - A late call (no answer by the first poll phase after REDIS_TIMEOUT_MS: timeout.ts; or one the
+ *   shared store refused for reaching it after its deadline, `lateCall`) costs only the lookup it
+ *   covers: that request reads the store and its count fails open (C-54), and nothing else is
+ *   dropped. Its entry stays, to be trusted again only when a later call answers it fresh; every
+ *   other entry and observation stays too, since each is trusted only by a fresh answer of its own.
+ * - Any other failed call (the store unreachable, a command refused): the whole cache is dropped and
+ *   not filled from anything observed before the failure (a generation number), so it is bypassed
+ *   until a later reply; every request then reads the store and counting fails open as without the
+ *   cache (C-54).
  * - An organisation over its limit (known locally) is checked with a call that counts nothing, so
  *   a revoked key still gets its 401 (C-33) and a valid one its 429 without a store read.
  * - A lease (optional) gates the whole cache: while it is not held nothing is trusted or filled
@@ -99,7 +105,7 @@ export class CredentialCache {
   private readonly keys = new Map<string, FreshnessKeys>();
   /** Replies processed so far: an observation with seq <= the value at a read's start came before it. */
   private seq = 0;
-  /** Bumped by every failed call: nothing observed before it may fill. */
+  /** Bumped by every failed (not late) call and lease change (clear()): nothing observed before it may fill. */
   private generation = 0;
   private readonly freshness: CredentialFreshness;
   private readonly maxEntries: number;
@@ -160,7 +166,7 @@ export class CredentialCache {
         this.entries.delete(digest);
         if (reply.settled && generation === this.generation) fillUnder = { organisationId, token: reply.token, generation };
       } else {
-        this.entries.delete(digest);
+        // Late: the entry is not served this time but stays (a failure has dropped it with the rest).
         failure = outcome;
       }
     }
@@ -192,14 +198,14 @@ export class CredentialCache {
     return { credential, counted };
   }
 
-  /** Drops every entry and everything observed (a failed call; also for tests and operators). */
+  /** Drops every entry and everything observed (a failed call, a lease change; also for tests and operators). */
   clear(): void {
     this.generation++;
     this.entries.clear();
     this.observed.clear();
   }
 
-  /** One bounded freshness call; records what it observed, or drops the cache when it failed. */
+  /** One bounded freshness call; records what it observed, or drops the cache when it failed (not when it was late). */
   private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const outcome = await this.bounded.run(() =>
@@ -212,7 +218,7 @@ export class CredentialCache {
       }),
     );
     if (outcome.kind !== 'value') {
-      this.clear();
+      if (outcome.kind === 'error' && !lateCall(outcome.error)) this.clear();
       return outcome;
     }
     if (generation === this.generation) this.observe(organisationId, outcome.value);
@@ -248,3 +254,7 @@ export class CredentialCache {
   }
 }
 
+/** A rejection saying the call reached the shared store after its deadline (CredentialFreshness.check). */
+function lateCall(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { late?: unknown }).late === true;
+}

@@ -16,7 +16,10 @@
  *   cannot make an old tag match again. When an implementation finds its data gone, it answers
  *   "not settled" for the change bound, because the markers of changes in flight were lost too.
  *
- * Calls reject (or throw) when the backing store fails; the caller bounds them in time.
+ * Calls reject (or throw) when the backing store fails; the caller bounds them in time. An
+ * implementation that carries the caller's deadline into the store (so that a call reaching it after
+ * the caller stopped waiting counts nothing) rejects such a call with an error whose `late` property
+ * is `true`: the call was late, the store is fine, and the caller treats it as its own timeout.
  */
 import type { FreshnessKeys } from '../access/counter-keys.js';
 export interface FreshnessReply {
