@@ -89,7 +89,7 @@ export function registerKey(program: Command): void {
     key
       .command('issue')
       .description('issue an API key (a platform key when the organisation is a system organisation); the key is printed once')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .requiredOption('--label <label>', 'free-text label (1 to 100 characters)')
       .option('--test', 'a test key (prefix svc_test_) instead of a live one (svc_live_)')
       .addOption(new Option('--expires-at <time>', `expiry, in the future: ${TIMESTAMP_GRAMMAR}`).argParser(timestamp).conflicts('expiresIn'))
@@ -120,7 +120,7 @@ export function registerKey(program: Command): void {
       key
         .command('list')
         .description('list the API keys of an organisation, a page at a time (--all: every one); prefixes only: raw keys are never shown again')
-        .argument('<org_id>', 'organisation id (UUID)'),
+        .argument('<org_id>', 'organisation id (UUID)', uuid),
       'keys',
       'key',
     )
@@ -184,8 +184,8 @@ export function registerKey(program: Command): void {
     key
       .command('roll')
       .description('replace a key with a new one (same environment, label and expiry); the old key stops after the grace period')
-      .argument('<org_id>', 'organisation id (UUID)')
-      .argument('<key_id>', 'id of the key to replace (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
+      .argument('<key_id>', 'id of the key to replace (UUID)', uuid)
       .option(
         '--grace <duration>',
         `how long the old key keeps working: 0 (it is revoked now) or ${DURATION_GRAMMAR}, at most 7d`,
@@ -221,8 +221,8 @@ export function registerKey(program: Command): void {
       .description(
         'revoke an API key at once and for good; revoking a revoked key changes nothing and exits 0 (says so; --json: "changed": false)',
       )
-      .argument('<org_id>', 'organisation id (UUID)')
-      .argument('<key_id>', 'key id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
+      .argument('<key_id>', 'key id (UUID)', uuid)
       .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const before = await inOrganisation(core, orgId, () => core.apiKeys.get(OPERATOR, orgId, keyId));

@@ -7,7 +7,7 @@ import { DEFAULT_OVERLAP_SECONDS, isoTimestamp, OPERATOR, webhookView, type NotF
 import { CliError } from '../errors.js';
 import { emit, fields } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { DURATION_GRAMMAR, durationSeconds } from '../values.js';
+import { DURATION_GRAMMAR, durationSeconds, uuid } from '../values.js';
 import { isNotFound, jsonWanted, plural, withJson } from './shared.js';
 
 /** The longest overlap the core allows (24 h). */
@@ -37,7 +37,7 @@ export function registerWebhook(org: Command): void {
     webhook
       .command('set')
       .description('set the endpoint (a new endpoint gets a signing secret, printed once; changing the URL keeps the secret)')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .requiredOption('--url <url>', 'an https:// URL on the Internet (http:// needs WEBHOOK_ALLOW_HTTP=true; loopback, private and internal hosts WEBHOOK_ALLOW_PRIVATE=true)')
       .addHelpText('after', EVENTS_HELP)
       .action(async (orgId: string, opts: { url: string }, cmd: Command) => {
@@ -55,7 +55,7 @@ export function registerWebhook(org: Command): void {
     webhook
       .command('show')
       .description('show the endpoint (never the secret)')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
           const view = webhookView(await core.webhooks.show(OPERATOR, orgId));
@@ -70,7 +70,7 @@ export function registerWebhook(org: Command): void {
       .description(
         'remove the endpoint (undelivered notifications then fail); with no endpoint set it changes nothing and exits 0 (says so; --json: "changed": false)',
       )
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           let changed = true;
@@ -94,7 +94,7 @@ export function registerWebhook(org: Command): void {
       .description(
         'replace the signing secret (printed once); during the overlap (default 24h) deliveries carry both signatures, the new one first, then only the new one',
       )
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .addOption(
         new Option('--overlap <duration>', `how long the old secret keeps signing: 0 (stop at once) or ${DURATION_GRAMMAR}, at most 24h`)
           .argParser(durationSeconds({ zero: true, max: { ms: MAX_OVERLAP_MS, text: '24h' } }))
