@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { apiKeyView, exceedsPolicy, issuedKeyView, keyStatus, listView, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
+import { currentIo } from '../io.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { DURATION_GRAMMAR, durationMs, durationSeconds, TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
@@ -99,6 +100,8 @@ export function registerKey(program: Command): void {
         'comma-separated scopes the key holds, e.g. organisations:read,api_keys:read (default: all of them); fixed for the life of the key',
       )
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
+        // --expires-in is sent as an expiry time: a refusal of it names the flag the operator typed.
+        if (opts.expiresIn !== undefined) currentIo().state.labels = { expires_at: '--expires-in' };
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             opts.expiresIn !== undefined ? new Date(core.clock.now().getTime() + opts.expiresIn).toISOString() : opts.expiresAt?.toISOString();

@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { keyPolicyView, listView, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
+import { keyPolicyView, lifetimeText, listView, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
@@ -94,13 +94,6 @@ function policyText(orgId: string, p: KeyPolicy): string {
     ['environments', p.allowedEnvironments.join(', ')],
     ['exposure response', p.exposureResponse],
   ]);
-}
-
-/** 7776000 -> "90d"; 5400 -> "90m"; the largest unit that divides exactly. */
-function lifetimeText(seconds: number): string {
-  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`;
-  if (seconds % 3_600 === 0) return `${seconds / 3_600}h`;
-  return seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
 }
 
 interface PolicySetOptions {
