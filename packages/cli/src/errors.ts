@@ -99,6 +99,8 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   org: '--org',
   organisation_id: '--org',
   url: '--url',
+  events: '--events',
+  enabled: '--enabled',
   status: '--status',
   id: '<id>',
   scopes: '--scopes',

@@ -3,7 +3,7 @@
  * webhook endpoint (C-59). Changes are audited with the operator's name (`--actor`).
  */
 import { Option, type Command } from 'commander';
-import { DEFAULT_OVERLAP_SECONDS, isoTimestamp, OPERATOR, webhookView, type NotFoundError, type ReencryptReport, type WebhookView } from '@cos/core';
+import { ALL_EVENTS, DEFAULT_OVERLAP_SECONDS, isoTimestamp, OPERATOR, SUBSCRIBABLE_EVENT_TYPES, webhookView, type NotFoundError, type ReencryptReport, type WebhookView } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields } from '../output.js';
 import { runCommand } from '../runtime.js';
@@ -13,15 +13,36 @@ import { isNotFound, jsonWanted, plural, withJson } from './shared.js';
 /** The longest overlap the core allows (24 h). */
 const MAX_OVERLAP_MS = 86_400_000;
 
-const EVENTS_HELP = '\nEvents: api_key.issued, api_key.revoked, api_key.exposed (Standard Webhooks signatures: webhook-id, webhook-timestamp, webhook-signature).';
+const EVENTS_HELP = `\nEvents: ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}, and ping (always sent); Standard Webhooks signatures (webhook-id, webhook-timestamp, webhook-signature).`;
 
 function webhookText(v: WebhookView): string {
   return fields([
     ['organisation', v.organisation_id],
     ['url', v.url],
+    ['events', v.events.length === 1 && v.events[0] === ALL_EVENTS ? 'all (*)' : v.events.join(', ')],
+    ['enabled', v.enabled ? 'yes' : 'no (nothing is written to the outbox for it)'],
     ['created at', v.created_at],
     ['updated at', v.updated_at],
   ]);
+}
+
+/**
+ * `--events a,b`: the names as given (trimmed; empty entries dropped), for the core to check as it
+ * checks the API's `events` (`*` alone, or known event types without duplicates; an empty list is
+ * kept so the core reports it).
+ */
+export function parseEvents(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+interface SetOptions {
+  url: string;
+  events?: string;
+  enabled?: boolean;
+  disabled?: boolean;
 }
 
 function secretText(secret: string): string {
@@ -36,13 +57,23 @@ export function registerWebhook(org: Command): void {
   withJson(
     webhook
       .command('set')
-      .description('set the endpoint (a new endpoint gets a signing secret, printed once; changing the URL keeps the secret)')
+      .description(
+        'set the endpoint (a new endpoint gets a signing secret, printed once; changing the URL keeps the secret); --events and --enabled/--disabled not given keep their value (a new endpoint: every event, enabled)',
+      )
       .argument('<org_id>', 'organisation id (UUID)', uuid)
       .requiredOption('--url <url>', 'an https:// URL on the Internet (http:// needs WEBHOOK_ALLOW_HTTP=true; loopback, private and internal hosts WEBHOOK_ALLOW_PRIVATE=true)')
+      .option('--events <events>', 'comma-separated event types sent to it, e.g. api_key.exposed,api_key.revoked; * for every event')
+      .addOption(new Option('--enabled', 'send events to it').conflicts('disabled'))
+      .addOption(new Option('--disabled', 'send it nothing (events are not written to the outbox for it) until --enabled').conflicts('enabled'))
       .addHelpText('after', EVENTS_HELP)
-      .action(async (orgId: string, opts: { url: string }, cmd: Command) => {
+      .action(async (orgId: string, opts: SetOptions, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
-          const { endpoint, newSecret } = await core.webhooks.set(operator, orgId, opts.url);
+          // The API's PUT body, checked exactly as the API checks it.
+          const { endpoint, newSecret } = await core.webhooks.put(operator, orgId, {
+            url: opts.url,
+            ...(opts.events !== undefined ? { events: parseEvents(opts.events) } : {}),
+            ...(opts.enabled === true ? { enabled: true } : opts.disabled === true ? { enabled: false } : {}),
+          });
           const view = webhookView(endpoint, newSecret);
           emit(json, view, () =>
             [`Webhook endpoint set:`, webhookText(view), newSecret !== null ? secretText(newSecret) : 'The signing secret is unchanged.'].join('\n'),
@@ -54,7 +85,7 @@ export function registerWebhook(org: Command): void {
   withJson(
     webhook
       .command('show')
-      .description('show the endpoint (never the secret)')
+      .description('show the endpoint: URL, events, enabled (never the secret)')
       .argument('<org_id>', 'organisation id (UUID)', uuid)
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json }) => {
