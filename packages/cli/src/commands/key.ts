@@ -186,7 +186,9 @@ export function registerKey(program: Command): void {
   withJson(
     key
       .command('roll')
-      .description('replace a key with a new one (same environment, label and expiry); the old key stops after the grace period')
+      .description(
+        "replace a key with a new one (same environment, label and expiry, the expiry capped at now + the key policy's maximum lifetime when it has one); the old key stops after the grace period",
+      )
       .argument('<org_id>', 'organisation id (UUID)', uuid)
       .argument('<key_id>', 'id of the key to replace (UUID)', uuid)
       .option(
