@@ -491,6 +491,8 @@ describe('cos-admin configuration (Operator interface)', function () {
       [['org', 'list', '--json'], { DATABASE_URL: 'sqlite::memory:', PORT: 'abc' }, 1, 'CONFIG_ERROR', /^invalid configuration: PORT must be/],
       [['org', 'classify', 'nope', '--section', 'C', '--json'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^command-argument value 'nope' is invalid for argument 'org_id'/],
       [['key', 'list', randomUUID(), '--json'], { DATABASE_URL: 'sqlite::memory:' }, 1, 'NOT_FOUND', /^Organisation not found$/],
+      // C-160: an id argument is judged before any store is reached (this Postgres is down).
+      [['key', 'revoke', randomUUID(), 'zzz', '--json'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/cos' }, 2, 'USAGE_ERROR', /^command-argument value 'zzz' is invalid for argument 'key_id'\. Use an id \(UUID\)\.$/],
       [['org', 'list', '--json'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/cos' }, 1, 'SERVICE_UNAVAILABLE', /^the database is unavailable/],
     ];
     for (const [args, env, exitCode, error, message] of cases) {
