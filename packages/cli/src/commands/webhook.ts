@@ -31,7 +31,7 @@ function webhookText(v: WebhookView): string {
  * checks the API's `events` (`*` alone, or known event types without duplicates; an empty list is
  * kept so the core reports it).
  */
-export function parseEvents(text: string): string[] {
+function parseEvents(text: string): string[] {
   return text
     .split(',')
     .map((s) => s.trim())
