@@ -339,7 +339,8 @@ describe('adapter-koa: scoped keys (C-60, C-61)', () => {
       expect(omitted.body.expires_at).to.equal(issuerEnd);
       const later = await w.api.post(path, { key: shortLived.key, json: { label: 'later', expires_at: new Date(Date.parse(issuerEnd) + 1).toISOString() } });
       expect(later.status).to.equal(400);
-      expect(later.body.details.map((d: { field: string }) => d.field)).to.deep.equal(['expires_at']);
+      // C-161: the detail names the bound that refused it: here the issuing key's expiry (no policy is set).
+      expect(later.body.details).to.deep.equal([{ field: 'expires_at', issue: `must not be later than ${issuerEnd} (the issuing key's own expiry)` }]);
       const never = await w.api.post(path, { key: shortLived.key, json: { label: 'never', expires_at: null } });
       expect(never.status).to.equal(400);
       const earlier = new Date(Date.parse(issuerEnd) - 60_000).toISOString();

@@ -46,26 +46,31 @@ export interface Failure {
   readonly exitCode: number;
 }
 
-export function failureOf(e: unknown): Failure {
+/**
+ * `labels`: how this run's operator wrote a request field, where that differs from FIELD_LABELS
+ * (`key issue --expires-in 3h` sends `expires_at`, and is named `--expires-in`); by default the
+ * run's own (CliIo.state.labels, set by the command).
+ */
+export function failureOf(e: unknown, labels: Readonly<Record<string, string>> = currentIo().state.labels ?? {}): Failure {
   if (isCommanderError(e)) {
     return { error: 'USAGE_ERROR', message: oneLine(e.message.replace(/^error: /, '')), exitCode: EXIT_USAGE };
   }
-  const message = describeError(e);
+  const message = describeError(e, labels);
   if (e instanceof CliError) return { error: e.code, message, exitCode: e.usage ? EXIT_USAGE : EXIT_FAILURE };
   if (e instanceof ConfigError) return { error: 'CONFIG_ERROR', message, exitCode: EXIT_FAILURE };
-  if (isDomainError(e)) return { error: e.code, message, exitCode: isOptionValueError(e) ? EXIT_USAGE : EXIT_FAILURE };
+  if (isDomainError(e)) return { error: e.code, message, exitCode: isCommandLineValueError(e, labels) ? EXIT_USAGE : EXIT_FAILURE };
   const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return { error: 'SERVICE_UNAVAILABLE', message, exitCode: EXIT_FAILURE };
   return { error: 'COMMAND_FAILED', message, exitCode: EXIT_FAILURE };
 }
 
 /**
- * A validation failure of values the operator gave as options (every detail names a flag, such as
- * `--name` or `--expires-at`): the command line is wrong, exit status 2, as for the option values
- * the CLI checks itself. A failure that names an argument or the stored state stays exit status 1.
+ * A validation failure of values the operator typed (every detail names a flag, such as `--name`
+ * or `--expires-at`, or an argument, such as `<org_id>`): the command line is wrong, exit status 2,
+ * as for the values the CLI checks itself. A failure naming anything else stays exit status 1.
  */
-function isOptionValueError(e: { readonly code: string; readonly details: readonly { readonly field: string }[] }): boolean {
-  return e.code === 'VALIDATION_ERROR' && e.details.length > 0 && e.details.every((d) => (FIELD_LABELS[d.field] ?? '').startsWith('--'));
+function isCommandLineValueError(e: { readonly code: string; readonly details: readonly { readonly field: string }[] }, labels: Readonly<Record<string, string>>): boolean {
+  return e.code === 'VALIDATION_ERROR' && e.details.length > 0 && e.details.every((d) => /^(--|<)/.test(labels[d.field] ?? FIELD_LABELS[d.field] ?? ''));
 }
 
 /** The failure on the run's stderr: `cos-admin: <message>`, or with --json one line `{"error":…,"message":…}`. */
@@ -94,6 +99,8 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   org: '--org',
   organisation_id: '--org',
   url: '--url',
+  events: '--events',
+  enabled: '--enabled',
   status: '--status',
   id: '<id>',
   scopes: '--scopes',

@@ -21,8 +21,11 @@ export interface CliIo {
    * log and run `serve` (signal handlers, process exit). False for a run inside another program.
    */
   readonly ownsProcess: boolean;
-  /** Set while the run goes: `--actor` as given, and the exit status a command asked for without failing. */
-  state: { actor?: string; exitCode?: number };
+  /**
+   * Set while the run goes: `--actor` as given, the exit status a command asked for without failing,
+   * and how the command's operator wrote request fields whose flag is not the usual one (errors.ts).
+   */
+  state: { actor?: string; exitCode?: number; labels?: Readonly<Record<string, string>> };
 }
 
 const storage = new AsyncLocalStorage<CliIo>();

@@ -1,9 +1,11 @@
 /**
- * The option values of `cos-admin`: one grammar for durations, one for timestamps, and the checks of
- * the other values the command line can judge by itself (page size, NACE section, UUIDs, choices).
- * Each parser is a commander argParser: a malformed value throws InvalidArgumentError, which
- * commander reports naming the option ("option '--grace <duration>' argument '8d' is invalid. …"),
- * and main.ts turns into exit status 2 (EXIT_USAGE), like any other wrong command line.
+ * The values of `cos-admin`'s command lines: one grammar for durations, one for timestamps, and the
+ * checks of the other values the command line can judge by itself (page size, NACE section, UUIDs,
+ * choices). Each parser is a commander argParser, of an option or of an argument: a malformed value
+ * throws InvalidArgumentError, which commander reports naming the option ("option '--grace
+ * <duration>' argument '8d' is invalid. …") or the argument ("command-argument value 'x' is invalid
+ * for argument 'org_id'. …"), and main.ts turns into exit status 2 (EXIT_USAGE), like any other
+ * wrong command line. Nothing is opened (no database, no Redis) before they have all passed.
  */
 import { InvalidArgumentError } from 'commander';
 import { NACE_SECTIONS } from '@cos/core';
@@ -121,7 +123,10 @@ export function naceSection(text: string): string {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** An id option (`--org`, `--created-by`): a UUID, in lower case. */
+/**
+ * An id, as an argument (`<org_id>`, `<key_id>`, `<member_id>`, `<id>`: every argument of every
+ * command) or an option (`--org`, `--created-by`): a UUID, in lower case.
+ */
 export function uuid(text: string): string {
   const value = text.trim();
   if (!UUID.test(value)) throw new InvalidArgumentError('Use an id (UUID).');

@@ -66,6 +66,56 @@ describe('cos-admin: one way for every option (in-process, SQLite)', function ()
     await usage(['audit', 'export', '--format', 'jsonl', '--until', '2027-13-01'], '--until');
   });
 
+  it('C-160: every id argument and id option of every command is checked where values are parsed: a malformed one exits 2 naming it and changes nothing', async () => {
+    // Values for the required options, so that each command gets as far as the value under test.
+    const requiredValues: Record<string, string> = {
+      '--label': 'x',
+      '--email': 'ada@example.com',
+      '--section': 'J',
+      '--url': 'https://hooks.example.com/cos',
+      '--older-than': '30d',
+      '--format': 'jsonl',
+      '--key': 'private.pem',
+      '--out': 'out.json',
+      '--name': 'Globex',
+      '--slug': 'globex',
+    };
+    const tried: string[] = [];
+    for (const cmd of commandsOf(buildProgram())) {
+      const path = commandPath(cmd);
+      const required = cmd.options
+        .filter((o) => o.mandatory)
+        .flatMap((o) => {
+          const value = requiredValues[o.long as string];
+          expect(value, `a value for ${path.join(' ')} ${o.long}`).to.be.a('string');
+          return [o.long as string, value as string];
+        });
+      const args = cmd.registeredArguments;
+      for (const [i, arg] of args.entries()) {
+        const argv = [...path, ...args.map((_, j) => (j === i ? 'not-a-uuid' : org.id)), ...required];
+        await usage(argv, `command-argument value 'not-a-uuid' is invalid for argument '${arg.name()}'. Use an id (UUID).`);
+        tried.push(`${path.join(' ')} <${arg.name()}>`);
+      }
+      for (const option of cmd.options.filter((o) => /<[a-z_]*id>$/.test(o.flags))) {
+        const argv = [...path, ...args.map(() => org.id), ...required, option.long as string, 'not-a-uuid'];
+        await usage(argv, `option '${option.flags}' argument 'not-a-uuid' is invalid. Use an id (UUID).`);
+        tried.push(`${path.join(' ')} ${option.long}`);
+      }
+    }
+    // The commands the report named are among them, and every command taking an id was tried.
+    expect(tried).to.include.members([
+      'key issue <org_id>',
+      'key revoke <key_id>',
+      'member list <org_id>',
+      'key roll <key_id>',
+      'notifications retry <id>',
+      'member remove <member_id>',
+      'audit list --org',
+      'key list --created-by',
+    ]);
+    expect(tried.length).to.be.greaterThan(20);
+  });
+
   it('C-5: --limit outside 1..100 or not a number exits 2 naming --limit, on every list command', async () => {
     for (const list of [['org', 'list'], ['member', 'list', org.id], ['key', 'list', org.id], ['audit', 'list'], ['notifications', 'list']]) {
       for (const bad of ['abc', '0', '101', '1.5']) await usage([...list, '--limit', bad], "'--limit <n>'");
@@ -155,11 +205,21 @@ describe('cos-admin: one way for every option (in-process, SQLite)', function ()
   });
 });
 
+/** Every command of the tree below `cmd`, `cmd` first. */
+function* commandsOf(cmd: Command): Generator<Command> {
+  yield cmd;
+  for (const sub of cmd.commands) yield* commandsOf(sub);
+}
+
+/** A command's words on the command line (`['org', 'webhook', 'set']`). */
+function commandPath(cmd: Command): string[] {
+  const words: string[] = [];
+  for (let c: Command | null = cmd; c?.parent != null; c = c.parent) words.unshift(c.name());
+  return words;
+}
+
 describe('cos-admin help: every command shows the global options', () => {
-  function* commands(cmd: Command): Generator<Command> {
-    yield cmd;
-    for (const sub of cmd.commands) yield* commands(sub);
-  }
+  const commands = commandsOf;
 
   it('every subcommand lists --json and --actor under "Global Options" (and --json once)', () => {
     const program = buildProgram();

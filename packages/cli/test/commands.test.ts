@@ -190,7 +190,7 @@ for (const target of databaseTargets()) {
     it('C-24: org classify rejects a section outside A..U, an unknown and a malformed organisation', async () => {
       expectFailure(await cli('org', 'classify', acme.id, '--section', 'Z'), /option '--section <section>' argument 'Z' is invalid/, 2);
       expectFailure(await cli('org', 'classify', randomUUID(), '--section', 'C', '--json'), /Organisation not found/);
-      expectFailure(await cli('org', 'classify', 'not-a-uuid', '--section', 'C'), /<org_id>: must be a UUID/);
+      expectFailure(await cli('org', 'classify', 'not-a-uuid', '--section', 'C'), /command-argument value 'not-a-uuid' is invalid for argument 'org_id'\. Use an id \(UUID\)\./, 2);
       expect((await json('org', 'list')).data.find((o: any) => o.id === acme.id).industry_section).to.equal(null);
     });
 
@@ -334,7 +334,7 @@ for (const target of databaseTargets()) {
     it('C-34: key revoke of an unknown key id or organisation fails with one line', async () => {
       expectFailure(await cli('key', 'revoke', acme.id, randomUUID()), /API key not found/);
       expectFailure(await cli('key', 'revoke', randomUUID(), issued.id, '--json'), /not found/);
-      expectFailure(await cli('key', 'revoke', acme.id, 'nope'), /<key_id>: must be a UUID/);
+      expectFailure(await cli('key', 'revoke', acme.id, 'nope'), /command-argument value 'nope' is invalid for argument 'key_id'/, 2);
     });
 
     it('C-41: audit list filters by organisation and kind, pages with --limit/--cursor, oldest first', async () => {
@@ -489,8 +489,10 @@ describe('cos-admin configuration (Operator interface)', function () {
       [['org', 'list', '--json', '--bogus'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^unknown option '--bogus'$/],
       [['--json', 'member', 'list'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^missing required argument 'org_id'$/],
       [['org', 'list', '--json'], { DATABASE_URL: 'sqlite::memory:', PORT: 'abc' }, 1, 'CONFIG_ERROR', /^invalid configuration: PORT must be/],
-      [['org', 'classify', 'nope', '--section', 'C', '--json'], { DATABASE_URL: 'sqlite::memory:' }, 1, 'VALIDATION_ERROR', /^invalid input: <org_id>: must be a UUID/],
+      [['org', 'classify', 'nope', '--section', 'C', '--json'], { DATABASE_URL: 'sqlite::memory:' }, 2, 'USAGE_ERROR', /^command-argument value 'nope' is invalid for argument 'org_id'/],
       [['key', 'list', randomUUID(), '--json'], { DATABASE_URL: 'sqlite::memory:' }, 1, 'NOT_FOUND', /^Organisation not found$/],
+      // C-160: an id argument is judged before any store is reached (this Postgres is down).
+      [['key', 'revoke', randomUUID(), 'zzz', '--json'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/cos' }, 2, 'USAGE_ERROR', /^command-argument value 'zzz' is invalid for argument 'key_id'\. Use an id \(UUID\)\.$/],
       [['org', 'list', '--json'], { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/cos' }, 1, 'SERVICE_UNAVAILABLE', /^the database is unavailable/],
     ];
     for (const [args, env, exitCode, error, message] of cases) {

@@ -118,9 +118,20 @@ for (const target of databaseTargets()) {
         allowed_environments: ['live'],
         exposure_response: 'revoke_key',
       });
+      // C-161: the refusal names the flag typed and the bound that refused it (the policy: no key issued it).
       const refused = await suite.cli('key', 'issue', policyOrg, '--label', 'too long', '--expires-in', '2d');
-      expect(refused.code).to.not.equal(0);
-      expect(refused.stderr).to.include('--expires-at').and.to.include('must not be later than');
+      expect(refused.code, refused.stderr).to.equal(2);
+      expect(refused.stderr).to.match(
+        /^cos-admin: invalid input: --expires-in: must not be later than \d{4}-\d\d-\d\dT[\d:.]+Z \(the organisation's maximum key lifetime, 1d\)\n$/,
+      );
+      const refusedAt = await suite.cli('key', 'issue', policyOrg, '--label', 'too long', '--expires-at', '2099-01-01', '--json');
+      expect(refusedAt.code, refusedAt.stderr).to.equal(2);
+      expect(JSON.parse(refusedAt.stderr).message).to.match(/^invalid input: --expires-at: must not be later than .* \(the organisation's maximum key lifetime, 1d\)$/);
+      // As the README says: a roll keeps the expiry, capped by the maximum lifetime, so a key that never expired now does.
+      const before = Date.now();
+      const rolled = await suite.json<KeyView>('key', 'roll', policyOrg, forever.id, '--grace', '1h');
+      expect(forever.expires_at).to.equal(null);
+      expect(Date.parse(rolled.expires_at as string)).to.be.within(before + 86_400_000, Date.now() + 86_400_000);
       const none = await suite.json('org', 'policy', 'set', policyOrg, '--max-lifetime', 'none');
       expect(none).to.include({ max_lifetime_seconds: null });
       const nothing = await suite.cli('org', 'policy', 'set', policyOrg);

@@ -34,6 +34,7 @@ const blocks = shellBlocks(README);
 const startCommand = blocks.find((b) => b.includes('pnpm@10 start'))?.trim();
 const testCommand = blocks.find((b) => b.includes('pnpm@10 test'))?.trim();
 const curlBlock = blocks.find((b) => b.includes('export BASE='));
+const selfServiceBlock = blocks.find((b) => b.includes('webhook-endpoint/ping'));
 const cosAdminBlock = blocks.find((b) => b.includes('cos-admin org list'));
 
 /** Markdown without HTML comments and without the bench's generated figures. */
@@ -130,12 +131,30 @@ describe('README quickstart from a fresh clone', function () {
       expect(out).to.match(/Store this key now/);
     });
 
-    it("the README's curl block runs as written: list, create, issue, use, patch, revoke (204), then 401", () => {
-      const script = (curlBlock as string)
+    it("the README's curl blocks run as written: list, create, issue, use, patch; the self-service block (before the revocation, as it says); revoke (204), then 401", () => {
+      const filled = (curlBlock as string)
         .replace(/^export BASE=.*$/m, `export BASE=${base}`)
         .replace(/^export PLATFORM_KEY=.*$/m, `export PLATFORM_KEY=${platformKey}`);
-      expect(script).to.include(`export BASE=${base}`).and.to.include(`export PLATFORM_KEY=${platformKey}`);
-      const output = execFileSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: clone, encoding: 'utf8' });
+      expect(filled).to.include(`export BASE=${base}`).and.to.include(`export PLATFORM_KEY=${platformKey}`);
+      // C-163: the self-service block uses $KEY and $ORG_ID of the first block, before its revocation.
+      const revoke = filled.indexOf('# Revoke it');
+      expect(revoke, 'the first block revokes its key under "# Revoke it"').to.be.greaterThan(0);
+      expect(selfServiceBlock, 'the self-service block').to.be.a('string');
+      const SELF = '=== self-service ===';
+      const REST = '=== revocation ===';
+      const script = [filled.slice(0, revoke), `echo '${SELF}'`, selfServiceBlock as string, `echo '${REST}'`, filled.slice(revoke)].join('\n');
+      const whole = execFileSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: clone, encoding: 'utf8' });
+      const [first, selfService, rest] = whole.split(new RegExp(`^(?:${SELF}|${REST})\n`, 'm')) as [string, string, string];
+      const self = selfService.trim().split('\n');
+      expect(JSON.parse(self[0] as string)).to.have.nested.property('organisation.id'); // /me
+      expect(self.some((l) => /^HTTP\/1\.1 201 /.test(l)), 'the issuance with an Idempotency-Key: 201').to.equal(true);
+      const [deliveries, redelivered, removed] = self.slice(-3) as [string, string, string];
+      const { notification_id: again } = JSON.parse(redelivered) as { notification_id: string };
+      expect(again, 'the redelivery answered 202 with the delivery').to.match(/^[0-9a-f-]{36}$/);
+      const deliveryList = (JSON.parse(deliveries) as { data: { id: string; event_type: string }[] }).data;
+      expect(deliveryList.find((d) => d.id === again), 'the ping delivery, redelivered').to.include({ event_type: 'ping' });
+      expect(removed).to.equal('204');
+      const output = `${first}${rest}`;
       const lines = output.trim().split('\n');
       expect(JSON.parse(lines[0] as string)).to.include({ status: 'ok' }); // health
       expect(JSON.parse(lines[1] as string)).to.include({ api_version: 'v1', release: 'v1-stable' }); // version

@@ -124,6 +124,54 @@ for (const target of databaseTargets()) {
       expect(human.stdout).to.include(`notification ${pending!.id} (api_key.issued)`).and.to.include('carol');
     });
 
+    it('C-162: org webhook set --events / --enabled / --disabled set what the API\'s PUT sets, checked as it checks them; options not given keep their value; org webhook show shows both', async () => {
+      const { env, cwd, orgId } = await prepare();
+      const url = 'https://hooks.acme.example/cos';
+      type Shown = { url: string; events: string[]; enabled: boolean };
+      const show = () => cliJson<Shown>(['org', 'webhook', 'show', orgId], env, cwd);
+      const set = (...args: string[]) => cliJson<Shown & { secret?: string }>(['org', 'webhook', 'set', orgId, '--url', url, ...args], env, cwd);
+      const outbox = async () => (await notifications(env, cwd)).length;
+
+      expect(await set()).to.include({ enabled: true }).and.to.deep.include({ events: ['*'] });
+      const all = await runCli(['org', 'webhook', 'show', orgId], env, cwd);
+      expect(all.stdout).to.match(/\n  events: +all \(\*\)\n/).and.to.match(/\n  enabled: +yes\n/);
+
+      const chosen = await set('--events', 'api_key.revoked, api_key.exposed', '--disabled');
+      expect(chosen).to.deep.include({ events: ['api_key.exposed', 'api_key.revoked'], enabled: false });
+      expect(chosen.secret, 'an existing endpoint keeps its secret').to.equal(undefined);
+      expect(await show()).to.deep.include({ url, events: ['api_key.exposed', 'api_key.revoked'], enabled: false });
+      const human = await runCli(['org', 'webhook', 'show', orgId], env, cwd);
+      expect(human.stdout).to.match(/\n  events: +api_key\.exposed, api_key\.revoked\n/).and.to.match(/\n  enabled: +no /);
+
+      // Disabled: a revocation writes nothing to the outbox for it.
+      const key = await cliJson<{ id: string }>(['key', 'issue', orgId, '--label', 'ci'], env, cwd);
+      await cliJson(['key', 'revoke', orgId, key.id], env, cwd);
+      expect(await outbox()).to.equal(0);
+      // --url alone keeps events and enabled; --enabled keeps the events.
+      expect(await set()).to.deep.include({ events: ['api_key.exposed', 'api_key.revoked'], enabled: false });
+      expect(await set('--enabled')).to.deep.include({ events: ['api_key.exposed', 'api_key.revoked'], enabled: true });
+      const second = await cliJson<{ id: string }>(['key', 'issue', orgId, '--label', 'ci2'], env, cwd);
+      expect(await outbox(), 'api_key.issued is not subscribed').to.equal(0);
+      await cliJson(['key', 'revoke', orgId, second.id], env, cwd);
+      expect(await outbox(), 'api_key.revoked is').to.equal(1);
+      expect(await set('--events', '*')).to.deep.include({ events: ['*'], enabled: true });
+
+      // Refused as the API refuses the same `events`: exit 2 naming --events, nothing changed.
+      const auditBefore = (await cliJson<{ data: unknown[] }>(['audit', 'list', '--org', orgId, '--all'], env, cwd)).data.length;
+      const issue = 'must be ["*"] or a non-empty list of distinct event types (api_key.issued, api_key.revoked, api_key.exposed, api_key.rolled)';
+      for (const bad of ['api_key.bogus', 'api_key.revoked,api_key.revoked', '*,api_key.revoked', ',', 'ping']) {
+        const r = await runCli(['org', 'webhook', 'set', orgId, '--url', url, '--events', bad, '--disabled', '--json'], env, cwd);
+        expect(r.code, `${bad}: ${r.stderr}`).to.equal(2);
+        expect(r.stdout).to.equal('');
+        expect(JSON.parse(r.stderr), bad).to.deep.equal({ error: 'VALIDATION_ERROR', message: `invalid input: --events: ${issue}` });
+      }
+      const both = await runCli(['org', 'webhook', 'set', orgId, '--url', url, '--enabled', '--disabled'], env, cwd);
+      expect(both.code).to.equal(2);
+      expect(both.stderr).to.match(/^cos-admin: option '--enabled' cannot be used with option '--disabled'\n$/);
+      expect(await show()).to.deep.include({ events: ['*'], enabled: true });
+      expect((await cliJson<{ data: unknown[] }>(['audit', 'list', '--org', orgId, '--all'], env, cwd)).data.length).to.equal(auditBefore);
+    });
+
     it('rotate-secret --overlap keeps the old secret (as stored) until the overlap ends (default 24h); --overlap 0 drops it; a malformed --overlap is a usage error', async () => {
       const { env, cwd, orgId, sql } = await prepare();
       await cliJson(['org', 'webhook', 'set', orgId, '--url', 'https://hooks.acme.example/cos'], env, cwd);

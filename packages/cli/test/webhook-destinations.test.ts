@@ -1,7 +1,7 @@
 /**
  * Webhook destinations through `cos-admin` (C-59, SSRF), as child processes on a temp SQLite file:
- * `org webhook set` refuses internal endpoints (exit 1, one line naming `--url` and why, nothing
- * stored), WEBHOOK_ALLOW_HTTP / WEBHOOK_ALLOW_PRIVATE opt in, and `serve` checks again at delivery
+ * `org webhook set` refuses internal endpoints (exit 2, a refused command-line value: one line
+ * naming `--url` and why, nothing stored), WEBHOOK_ALLOW_HTTP / WEBHOOK_ALLOW_PRIVATE opt in, and `serve` checks again at delivery
  * on the address it connects to, so an endpoint set under other rules is not delivered to.
  */
 import { expect } from 'chai';

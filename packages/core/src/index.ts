@@ -40,6 +40,7 @@ export {
   KEY_EXPIRED_ROLL_MESSAGE,
   ISSUE_ENVIRONMENT_NOT_ALLOWED,
   expiresAtCapIssue,
+  type ExpiryCap,
 } from './operations/api-keys.js';
 export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
 export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';

@@ -110,6 +110,10 @@ export interface AuditEntryView {
 export interface WebhookView {
   organisation_id: string;
   url: string;
+  /** `["*"]` (every event) or the event types it is subscribed to. */
+  events: string[];
+  /** False: nothing is written to the outbox for it (a ping still is). */
+  enabled: boolean;
   created_at: string;
   updated_at: string;
   secret?: string;
@@ -237,9 +241,12 @@ function auditActorView(a: AuditActor): AuditActorView {
 }
 
 export function webhookView(w: WebhookEndpoint, newSecret: string | null = null): WebhookView {
+  const full = fullEndpoint(w);
   return {
     organisation_id: w.organisationId,
     url: w.url,
+    events: [...full.events],
+    enabled: full.enabled,
     created_at: isoTimestamp(w.createdAt),
     updated_at: isoTimestamp(w.updatedAt),
     ...(newSecret !== null ? { secret: newSecret } : {}),

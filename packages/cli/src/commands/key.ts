@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { apiKeyView, exceedsPolicy, issuedKeyView, keysCreatedBy, keyStatus, listView, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
+import { currentIo } from '../io.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { DURATION_GRAMMAR, durationMs, durationSeconds, TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
@@ -69,7 +70,7 @@ export function registerKey(program: Command): void {
     key
       .command('issue')
       .description('issue an API key (a platform key when the organisation is a system organisation); the key is printed once')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .requiredOption('--label <label>', 'free-text label (1 to 100 characters)')
       .option('--test', 'a test key (prefix svc_test_) instead of a live one (svc_live_)')
       .addOption(new Option('--expires-at <time>', `expiry, in the future: ${TIMESTAMP_GRAMMAR}`).argParser(timestamp).conflicts('expiresIn'))
@@ -79,6 +80,8 @@ export function registerKey(program: Command): void {
         'comma-separated scopes the key holds, e.g. organisations:read,api_keys:read (default: all of them); fixed for the life of the key',
       )
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
+        // --expires-in is sent as an expiry time: a refusal of it names the flag the operator typed.
+        if (opts.expiresIn !== undefined) currentIo().state.labels = { expires_at: '--expires-in' };
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             opts.expiresIn !== undefined ? new Date(core.clock.now().getTime() + opts.expiresIn).toISOString() : opts.expiresAt?.toISOString();
@@ -100,7 +103,7 @@ export function registerKey(program: Command): void {
       key
         .command('list')
         .description('list the API keys of an organisation, a page at a time (--all: every one); prefixes only: raw keys are never shown again')
-        .argument('<org_id>', 'organisation id (UUID)'),
+        .argument('<org_id>', 'organisation id (UUID)', uuid),
       'keys',
       'key',
     )
@@ -164,9 +167,11 @@ export function registerKey(program: Command): void {
   withJson(
     key
       .command('roll')
-      .description('replace a key with a new one (same environment, label and expiry); the old key stops after the grace period')
-      .argument('<org_id>', 'organisation id (UUID)')
-      .argument('<key_id>', 'id of the key to replace (UUID)')
+      .description(
+        "replace a key with a new one (same environment, label and expiry, the expiry capped at now + the key policy's maximum lifetime when it has one); the old key stops after the grace period",
+      )
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
+      .argument('<key_id>', 'id of the key to replace (UUID)', uuid)
       .option(
         '--grace <duration>',
         `how long the old key keeps working: 0 (it is revoked now) or ${DURATION_GRAMMAR}, at most 7d`,
@@ -202,8 +207,8 @@ export function registerKey(program: Command): void {
       .description(
         'revoke an API key at once and for good; revoking a revoked key changes nothing and exits 0 (says so; --json: "changed": false)',
       )
-      .argument('<org_id>', 'organisation id (UUID)')
-      .argument('<key_id>', 'key id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
+      .argument('<key_id>', 'key id (UUID)', uuid)
       .action(async (orgId: string, keyId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const before = await inOrganisation(core, orgId, () => core.apiKeys.get(OPERATOR, orgId, keyId));

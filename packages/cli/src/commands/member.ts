@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { auditEntryView, listView, memberView, OPERATOR, type Core } from '@cos/core';
 import { emit, fields, table } from '../output.js';
 import { runCommand } from '../runtime.js';
+import { uuid } from '../values.js';
 import { collectAll, fetchPaged, isNotFound, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 export function registerMember(program: Command): void {
@@ -11,7 +12,7 @@ export function registerMember(program: Command): void {
     member
       .command('add')
       .description('add a member to an organisation')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .requiredOption('--email <email>', 'e-mail address of the member')
       .action(async (orgId: string, opts: { email: string }, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
@@ -34,8 +35,8 @@ export function registerMember(program: Command): void {
       .description(
         'remove a member from an organisation; removing a member already removed changes nothing and exits 0 (says so; --json: "changed": false)',
       )
-      .argument('<org_id>', 'organisation id (UUID)')
-      .argument('<member_id>', 'member id')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
+      .argument('<member_id>', 'member id (UUID)', uuid)
       .action(async (orgId: string, memberId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           let changed = true;
@@ -63,7 +64,7 @@ export function registerMember(program: Command): void {
       member
         .command('list')
         .description('list the members of an organisation, oldest first, a page at a time (--all: every one)')
-        .argument('<org_id>', 'organisation id (UUID)'),
+        .argument('<org_id>', 'organisation id (UUID)', uuid),
       'members',
       'member',
     ).action(async (orgId: string, opts: PagingOptions, cmd: Command) => {

@@ -62,7 +62,7 @@ export function registerNotifications(program: Command): void {
     notifications
       .command('retry')
       .description('make a failed notification due again now, with a fresh attempt count (serve delivers it)')
-      .argument('<id>', 'notification id (UUID)')
+      .argument('<id>', 'notification id (UUID)', uuid)
       .action(async (id: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const view = notificationView(await core.notifications.retry(operator, id));

@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
-import { keyPolicyView, listView, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
+import { keyPolicyView, lifetimeText, listView, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { DURATION_GRAMMAR, listOf, naceSection, parseDuration } from '../values.js';
+import { DURATION_GRAMMAR, listOf, naceSection, parseDuration, uuid } from '../values.js';
 import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 import { registerWebhook } from './webhook.js';
 
@@ -72,7 +72,7 @@ export function registerOrg(program: Command): void {
     org
       .command('classify')
       .description('set the NACE Rev. 2 industry section of an organisation (A to U), or none')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .requiredOption('--section <section>', 'a NACE Rev. 2 section letter A..U, or none', naceSection)
       .addHelpText('after', naceHelp())
       .action(async (orgId: string, opts: { section: string }, cmd: Command) => {
@@ -94,13 +94,6 @@ function policyText(orgId: string, p: KeyPolicy): string {
     ['environments', p.allowedEnvironments.join(', ')],
     ['exposure response', p.exposureResponse],
   ]);
-}
-
-/** 7776000 -> "90d"; 5400 -> "90m"; the largest unit that divides exactly. */
-function lifetimeText(seconds: number): string {
-  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`;
-  if (seconds % 3_600 === 0) return `${seconds / 3_600}h`;
-  return seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
 }
 
 interface PolicySetOptions {
@@ -129,7 +122,7 @@ function registerPolicy(org: Command): void {
     policy
       .command('show')
       .description("show an organisation's key policy (the default when it never set one)")
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .action(async (orgId: string, _opts: unknown, cmd: Command) => {
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const current = await core.keyPolicies.get(operator, orgId);
@@ -142,7 +135,7 @@ function registerPolicy(org: Command): void {
     policy
       .command('set')
       .description('change an organisation\'s key policy; options not given keep their value. Applies to keys issued or rolled from now on (and to exposures); existing keys are not changed')
-      .argument('<org_id>', 'organisation id (UUID)')
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
       .option('--max-lifetime <duration>', `longest life of a new key: ${DURATION_GRAMMAR}, from 1h to 730d; or none`, parseMaxLifetime)
       .option('--environments <list>', 'comma-separated environments keys may be issued in: live, test or live,test', listOf(['live', 'test']))
       .addOption(

@@ -26,3 +26,10 @@ export const DEFAULT_KEY_POLICY: KeyPolicy = Object.freeze({
 /** Bounds of max_lifetime_seconds: one hour to two years (730 days). */
 export const MIN_POLICY_LIFETIME_SECONDS = 3_600;
 export const MAX_POLICY_LIFETIME_SECONDS = 63_072_000;
+
+/** A lifetime in seconds as people write it, in the largest unit that divides it exactly: 7776000 -> "90d", 5400 -> "90m". */
+export function lifetimeText(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`;
+  if (seconds % 3_600 === 0) return `${seconds / 3_600}h`;
+  return seconds % 60 === 0 ? `${seconds / 60}m` : `${seconds}s`;
+}

@@ -12,7 +12,7 @@ import {
 } from '../domain/api-key.js';
 import type { AuditActor } from '../domain/audit.js';
 import { ConflictError, ForbiddenError, NotFoundError, organisationNotFound, ValidationError } from '../domain/errors.js';
-import { DEFAULT_KEY_POLICY, type KeyPolicy } from '../domain/key-policy.js';
+import { DEFAULT_KEY_POLICY, lifetimeText, type KeyPolicy } from '../domain/key-policy.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { KeyPrincipal, Principal } from '../domain/principal.js';
 import { ALL_BUILTIN_SCOPES, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
@@ -68,9 +68,18 @@ interface NewKeySpec {
 
 export const ISSUE_ENVIRONMENT_NOT_ALLOWED = "is not allowed by the organisation's key policy";
 
-/** The detail of an expires_at later than the issuer's expiry or the policy's maximum lifetime allow. */
-export function expiresAtCapIssue(cap: Date): string {
-  return `must not be later than ${cap.toISOString()} (the issuing key's expiry or the organisation's maximum key lifetime)`;
+/**
+ * The latest expiry a new key may have, and what set it: the organisation's maximum key lifetime
+ * (`maxLifetimeSeconds` from now) or the issuing key's own expiry, whichever is earlier.
+ */
+export type ExpiryCap =
+  | { readonly at: Date; readonly by: 'policy'; readonly maxLifetimeSeconds: number }
+  | { readonly at: Date; readonly by: 'issuer' };
+
+/** The detail of an expires_at later than the cap allows, naming the bound that set it. */
+export function expiresAtCapIssue(cap: ExpiryCap): string {
+  const why = cap.by === 'policy' ? `the organisation's maximum key lifetime, ${lifetimeText(cap.maxLifetimeSeconds)}` : "the issuing key's own expiry";
+  return `must not be later than ${cap.at.toISOString()} (${why})`;
 }
 
 /** 403 (C-60) unless every one of `scopes` is held by the calling key (the operator holds all). */
@@ -83,16 +92,18 @@ function refuseEscalation(principal: Principal, scopes: readonly string[]): void
 /**
  * The latest expiry a key issued or rolled now may have (C-60, C-62): the calling key's own expiry
  * (read in this unit of work, so a shortened one counts) and now + the policy's maximum lifetime,
- * whichever is earlier; null when neither applies.
+ * whichever is earlier (the policy when both are the same); null when neither applies.
  */
-async function expiryCap(stores: Stores, principal: Principal, policy: KeyPolicy, now: Date): Promise<Date | null> {
-  let cap: number = Number.POSITIVE_INFINITY;
-  if (policy.maxLifetimeSeconds !== null) cap = now.getTime() + policy.maxLifetimeSeconds * 1000;
+async function expiryCap(stores: Stores, principal: Principal, policy: KeyPolicy, now: Date): Promise<ExpiryCap | null> {
+  let cap: ExpiryCap | null =
+    policy.maxLifetimeSeconds === null
+      ? null
+      : { at: new Date(now.getTime() + policy.maxLifetimeSeconds * 1000), by: 'policy', maxLifetimeSeconds: policy.maxLifetimeSeconds };
   if (principal.kind === 'api_key') {
     const issuer = await stores.apiKeys.findById(principal.organisationId, principal.keyId);
-    if (issuer?.expiresAt != null) cap = Math.min(cap, issuer.expiresAt.getTime());
+    if (issuer?.expiresAt != null && (cap === null || issuer.expiresAt.getTime() < cap.at.getTime())) cap = { at: issuer.expiresAt, by: 'issuer' };
   }
-  return cap === Number.POSITIVE_INFINITY ? null : new Date(cap);
+  return cap;
 }
 
 /** The organisation's key policy as of this unit of work (the default when it never set one). */
@@ -156,10 +167,10 @@ export async function issueKeyIn(
   const cap = await expiryCap(stores, principal, policy, now);
   let expiresAt = input.expiresAt;
   if (cap !== null) {
-    if (input.expiresAtGiven === true && (expiresAt === null || expiresAt.getTime() > cap.getTime())) {
+    if (input.expiresAtGiven === true && (expiresAt === null || expiresAt.getTime() > cap.at.getTime())) {
       throw new ValidationError([{ field: 'expires_at', issue: expiresAtCapIssue(cap) }]);
     }
-    if (expiresAt === null) expiresAt = cap;
+    if (expiresAt === null) expiresAt = cap.at;
   }
   const max = deps.config.maxActiveKeysPerOrg;
   if ((await stores.apiKeys.countActive(organisationId, now)) >= max) throw new ConflictError(maxActiveKeysMessage(max));
@@ -228,7 +239,7 @@ export class ApiKeys {
       const label = input.label ?? old.label;
       // The old key's expiry, capped by the policy's maximum lifetime and the rolling key's own expiry.
       const cap = await expiryCap(stores, principal, policy, now);
-      const expiresAt = cap !== null && (old.expiresAt === null || old.expiresAt.getTime() > cap.getTime()) ? cap : old.expiresAt;
+      const expiresAt = cap !== null && (old.expiresAt === null || old.expiresAt.getTime() > cap.at.getTime()) ? cap.at : old.expiresAt;
       const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
       const rolled = newKey(this.deps, org, { label, environment, expiresAt, rolledFromKeyId: old.id, scopes, createdByKeyId }, now);
       // A second key rolled from `old` (a concurrent or earlier roll) fails here with 409.
