@@ -9,7 +9,8 @@ import { expect } from 'chai';
 import { CapturingLogger, InMemoryFreshCounter } from '@cos/core/testing';
 import { counterKey, freshnessKeys } from '@cos/core';
 import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, InstanceRegistry, type InstanceRecord, type SqlStore } from '@cos/store-sql';
-import { createRedisCounter, type RedisRateCounter } from '@cos/limiter-redis';
+import { createConnection } from 'node:net';
+import { createRedisCounter, IDENTITY_KEY_NAME, type RedisRateCounter } from '@cos/limiter-redis';
 import {
   CommandFence,
   CommandFenceRefusal,
@@ -164,6 +165,21 @@ describe('instance registration: caching instances and operator commands (C-57)'
       await store.close();
     });
 
+    /** Deletes the identity key of database 0 of the test Redis (what a restart without persistence does), on a connection of its own. */
+    function deleteIdentity(): Promise<void> {
+      const url = new URL(redisUrl!);
+      return new Promise((resolve, reject) => {
+        const socket = createConnection({ host: url.hostname, port: Number(url.port || 6379) }, () => socket.write(`DEL ${keyPrefix}:${IDENTITY_KEY_NAME}\r\n`));
+        socket.setTimeout(5_000, () => socket.destroy(new Error('DEL: no answer')));
+        socket.once('data', (d: Buffer) => {
+          socket.destroy();
+          if (d.toString('utf8') === ':1\r\n') resolve();
+          else reject(new Error(`DEL answered ${d.toString('utf8').trim()}`));
+        });
+        socket.on('error', reject);
+      });
+    }
+
     /** A counter on database `db` of the test Redis: another database is another key space, so another identity. */
     async function counterOn(db: number): Promise<RedisRateCounter> {
       const url = new URL(redisUrl!);
@@ -200,6 +216,50 @@ describe('instance registration: caching instances and operator commands (C-57)'
       expect(during.token, 'fenced in the instances\' Redis').to.not.equal(tokenBefore);
       expect(during.settled).to.equal(false);
       await right.endChange(keys, 'c2');
+      await registrar.stop();
+    });
+
+    it("C-112: rows of instances that recorded no identity (an earlier version's): the command without REDIS_URL refuses naming REDIS_URL, with REDIS_URL it fences as before", async () => {
+      const redis = await counterOn(0);
+      await redis.identity({ create: true });
+      const location = redisLocationOf('redis://127.0.0.1:6410/0');
+      // What an instance of the earlier version writes: no identity.
+      await registry.heartbeat({ instanceId: 'old', redisLocation: location.location, redisAuth: false });
+      const keys = freshnessKeys('upgrade-org');
+      const unproven = new CommandFence(registry, null, { freshness: redis, location, from: 'registry', identity: () => redis.identity({ create: false }) }, false);
+      const refused = await rejection(unproven.beginChange(keys, 'c1'));
+      expect(refused).to.be.instanceOf(CommandFenceRefusal);
+      expect(refused.message).to.include('recorded no identity').and.to.include('set REDIS_URL').and.to.include('nothing was changed');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(0);
+      const named = new CommandFence(registry, 'redis://127.0.0.1:6410/0', { freshness: redis, location, from: 'REDIS_URL', identity: () => redis.identity({ create: false }) }, false);
+      await named.beginChange(keys, 'c2');
+      await named.endChange(keys, 'c2');
+    });
+
+    it('C-111: the registrar reads the identity at every heartbeat: a Redis that lost its key gets a new one which the row follows; an unreadable identity keeps the recorded one and, while none was ever read, is logged', async () => {
+      const redis = await counterOn(0);
+      let unreadable = false;
+      const logger = new CapturingLogger();
+      const read = () => (unreadable ? Promise.reject(new Error('redis identity: not connected to 127.0.0.1:6410')) : redis.identity({ create: true }));
+      const registrar = new InstanceRegistrar(registry, { ...redisLocationOf('redis://127.0.0.1:6410/0'), identity: read }, logger);
+      unreadable = true;
+      expect(await registrar.heartbeat(), 'registered without an identity').to.equal(true);
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity).to.equal(null);
+      expect(logger.entries.filter((e) => e.level === 'warn' && /identity could not be read: operator commands without REDIS_URL refuse/.test(e.message))).to.have.length(1);
+      unreadable = false;
+      await registrar.heartbeat();
+      const first = await redis.identity({ create: false });
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity).to.equal(first);
+      // The key lost (a restart without persistence): the next heartbeat creates and records a new identity.
+      await deleteIdentity();
+      await registrar.heartbeat();
+      const second = await redis.identity({ create: false });
+      expect(second).to.be.a('string').and.not.equal(first);
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity).to.equal(second);
+      unreadable = true;
+      await registrar.heartbeat();
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity, 'unreadable: the recorded one is kept').to.equal(second);
+      expect(logger.entries.filter((e) => e.level === 'warn'), 'not logged again once one was read').to.have.length(1);
       await registrar.stop();
     });
   });

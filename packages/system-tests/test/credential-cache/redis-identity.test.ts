@@ -253,6 +253,20 @@ describe("system: an operator command reaching another Redis at the instances' r
     for (let n = 0; n < 20; n++) expect((await getOrg(key)).status, `request ${n + 1} after the revocation`).to.equal(401);
   });
 
+  it("C-111: the instances' Redis lost its identity key (a restart without persistence): within a heartbeat the instance records the new identity it created, and a command without REDIS_URL revokes", async () => {
+    const old = await identityOf({ url: instancesRedis.url });
+    expect(await integerReply(instancesRedis.port, 'DEL rl:redis-identity')).to.equal(1);
+    const recorded = async () => (await stack.db.query<{ redis_identity: string }>("SELECT redis_identity FROM instance_registry WHERE role = 'cache'"))[0]?.redis_identity;
+    await until(async () => {
+      const now = await recorded();
+      return now !== old && now === (await identityOf({ url: instancesRedis.url }));
+    }, 20_000, 'the instance to record the new identity');
+    const { id, key } = await cachedKey('after-identity-loss');
+    const r = await runCli(['key', 'revoke', stack.orgId, id], operatorEnv(), stack.work.dir);
+    expect(r.code, r.stderr).to.equal(0);
+    for (let n = 0; n < 20; n++) expect((await getOrg(key)).status).to.equal(401);
+  });
+
   it('C-110: from a network namespace where 127.0.0.1:<port> is another redis-server (Postgres over its unix socket), `key revoke` without REDIS_URL exits 1 and writes nothing; the instance still answers the key (it was not revoked)', async function () {
     const support = namespaceSupport();
     const socket = join(POSTGRES_SOCKET_DIR, `.s.PGSQL.${new URL(stack.databaseUrl).port || '5432'}`);
