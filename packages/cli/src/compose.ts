@@ -49,6 +49,8 @@ export interface LimiterHandle {
 
 /** How long an operator command waits for its Redis connection before a fenced write would be 503. */
 export const COMMAND_REDIS_CONNECT_MS = 2_000;
+/** How long an instance's heartbeat waits for its Redis connection before reading the identity (at start it is still connecting). */
+const INSTANCE_IDENTITY_CONNECT_MS = 2_000;
 
 /** What a Koa application offers that the HTTP server needs (structural: no Koa import here). */
 export interface HttpApp {
@@ -95,7 +97,12 @@ export async function createLimiter(config: AppConfig, clock: Clock): Promise<Li
 /** The Redis counter of REDIS_URL (or the cluster's seed nodes) from the loaded limiter-redis module; it connects in the background. */
 export function redisLimiter(module: typeof import('@cos/limiter-redis'), config: AppConfig): LimiterHandle {
   const counter = module.createRedisCounter(redisCounterConfig(config, config.redisUrl!));
-  return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, redisIdentity: () => counter.identity({ create: true }), close: () => counter.close() };
+  const redisIdentity = async (): Promise<string | null> => {
+    // The counter connects in the background: the first heartbeat, at start, waits for it.
+    await counter.whenReady(INSTANCE_IDENTITY_CONNECT_MS);
+    return counter.identity({ create: true });
+  };
+  return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, redisIdentity, close: () => counter.close() };
 }
 
 /** The limiter-redis configuration of a Redis reference (REDIS_URL, a cluster's seed nodes, or a recorded location). */

@@ -233,6 +233,8 @@ describe("system: an operator command reaching another Redis at the instances' r
     expect(identity).to.be.a('string');
     expect(rows).to.deep.equal([{ redis_location: `redis://127.0.0.1:${proxy.port}/0`, redis_identity: identity }]);
     expect(await identityOf({ url: otherRedis.url })).to.equal(null);
+    // Its first heartbeat runs while its Redis connection is still being made: it waits for it.
+    expect(stack.server.stdout(), 'no warning about an unreadable identity at start').to.not.include('identity could not be read');
   });
 
   it("C-110: the recorded address now leads a new connection to another Redis: `key revoke` without REDIS_URL, and with REDIS_URL naming that address, exits 1 with one line and writes nothing, in the database or in that Redis; led back to the instances' Redis it revokes and the instance answers 401", async () => {
