@@ -174,7 +174,7 @@ async function startStack(redis: Env): Promise<Stack> {
 async function snapshot(s: Stack): Promise<unknown> {
   return (
     await s.db.query(
-      'SELECT (SELECT count(*) FROM api_keys) AS keys, (SELECT count(*) FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked, (SELECT count(*) FROM audit_entries) AS audit, (SELECT count(*) FROM webhook_outbox) AS outbox, (SELECT count(*) FROM instance_registry WHERE role = \'writer\') AS writers',
+      'SELECT (SELECT count(*) FROM api_keys) AS keys, (SELECT count(*) FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked, (SELECT count(*) FROM audit_entries) AS audit, (SELECT count(*) FROM webhook_outbox) AS outbox, (SELECT count(*) FROM instance_registry WHERE role = \'writer\') AS writers, (SELECT max(industry_section) FROM organisations) AS section',
     )
   )[0];
 }
@@ -237,7 +237,7 @@ describe("system: an operator command reaching another Redis at the instances' r
     expect(stack.server.stdout(), 'no warning about an unreadable identity at start').to.not.include('identity could not be read');
   });
 
-  it("C-110: the recorded address now leads a new connection to another Redis: `key revoke` without REDIS_URL, and with REDIS_URL naming that address, exits 1 with one line and writes nothing, in the database or in that Redis; led back to the instances' Redis it revokes and the instance answers 401", async () => {
+  it("C-110: the recorded address now leads a new connection to another Redis: `key revoke` without REDIS_URL and with REDIS_URL naming that address, `key roll` and `org classify` exit 1 with one line and writes nothing, in the database or in that Redis; led back to the instances' Redis it revokes and the instance answers 401", async () => {
     const { id, key } = await cachedKey('proxied');
     const before = await snapshot(stack);
     proxy.redirect('127.0.0.1', otherRedis.port);
@@ -245,6 +245,9 @@ describe("system: an operator command reaching another Redis at the instances' r
     expectRefusal(without, `127.0.0.1:${proxy.port}`, 'REDIS_URL');
     const named = await runCli(['key', 'revoke', stack.orgId, id], { ...operatorEnv(), REDIS_URL: `redis://127.0.0.1:${proxy.port}` }, stack.work.dir);
     expectRefusal(named, `127.0.0.1:${proxy.port}`, 'REDIS_URL');
+    // Every command that fences takes the same path.
+    expectRefusal(await runCli(['key', 'roll', stack.orgId, id], operatorEnv(), stack.work.dir), `127.0.0.1:${proxy.port}`, 'REDIS_URL');
+    expectRefusal(await runCli(['org', 'classify', stack.orgId, '--section', 'K'], operatorEnv(), stack.work.dir), `127.0.0.1:${proxy.port}`, 'REDIS_URL');
     expect(await snapshot(stack), 'the database is unchanged').to.deep.equal(before);
     expect(await integerReply(otherRedis.port, 'DBSIZE'), 'nothing written in the Redis the command reached').to.equal(0);
     expect((await getOrg(key)).status, 'the key was not revoked').to.equal(200);
