@@ -42,11 +42,15 @@ export interface LimiterHandle {
    * credentials unless CREDENTIAL_CACHE=off. Null otherwise (SQLite keeps its own freshness check).
    */
   readonly freshness: CredentialFreshness | null;
+  /** The Redis counter's identity (created when absent), which a caching instance records; absent for any other counter. */
+  readonly redisIdentity?: () => Promise<string | null>;
   close(): Promise<void>;
 }
 
 /** How long an operator command waits for its Redis connection before a fenced write would be 503. */
 export const COMMAND_REDIS_CONNECT_MS = 2_000;
+/** How long an instance's heartbeat waits for its Redis connection before reading the identity (at start it is still connecting). */
+const INSTANCE_IDENTITY_CONNECT_MS = 2_000;
 
 /** What a Koa application offers that the HTTP server needs (structural: no Koa import here). */
 export interface HttpApp {
@@ -93,7 +97,12 @@ export async function createLimiter(config: AppConfig, clock: Clock): Promise<Li
 /** The Redis counter of REDIS_URL (or the cluster's seed nodes) from the loaded limiter-redis module; it connects in the background. */
 export function redisLimiter(module: typeof import('@cos/limiter-redis'), config: AppConfig): LimiterHandle {
   const counter = module.createRedisCounter(redisCounterConfig(config, config.redisUrl!));
-  return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, close: () => counter.close() };
+  const redisIdentity = async (): Promise<string | null> => {
+    // The counter connects in the background: the first heartbeat, at start, waits for it.
+    await counter.whenReady(INSTANCE_IDENTITY_CONNECT_MS);
+    return counter.identity({ create: true });
+  };
+  return { kind: 'redis', counter, freshness: usesFreshness(config) ? counter : null, redisIdentity, close: () => counter.close() };
 }
 
 /** The limiter-redis configuration of a Redis reference (REDIS_URL, a cluster's seed nodes, or a recorded location). */
@@ -136,7 +145,7 @@ export async function createCommandFreshness(config: AppConfig, store: SqlStore)
     const { createRedisCounter } = await import('@cos/limiter-redis');
     const counter = createRedisCounter(redisCounterConfig(config, plan.url));
     await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
-    redis = { freshness: counter, location: plan.location, from: plan.from, close: () => counter.close() };
+    redis = { freshness: counter, location: plan.location, from: plan.from, identity: () => counter.identity({ create: false }), close: () => counter.close() };
   }
   return {
     freshness: new CommandFence(registry, config.redisUrl, redis, !config.credentialCache),
@@ -151,7 +160,8 @@ export async function createCommandFreshness(config: AppConfig, store: SqlStore)
  */
 export function createInstanceRegistrar(config: AppConfig, store: SqlStore, limiter: LimiterHandle, logger: Logger): InstanceRegistrar | null {
   if (!config.credentialCache || limiter.freshness === null || config.redisUrl === null || store.dialect !== 'postgres') return null;
-  return new InstanceRegistrar(new InstanceRegistry(store), redisLocationOf(config.redisUrl), logger);
+  const identity = limiter.redisIdentity;
+  return new InstanceRegistrar(new InstanceRegistry(store), { ...redisLocationOf(config.redisUrl), ...(identity === undefined ? {} : { identity }) }, logger);
 }
 
 /** What a host may bind in place of the defaults before anything is built (buildContainer's overrides). */

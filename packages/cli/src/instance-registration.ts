@@ -21,6 +21,12 @@
  *   its row after its commit; a dead command's row stops counting after LIVE_MS). Every lease
  *   starts with an empty cache, so nothing read before a change committed is kept.
  * - A clean shutdown closes the lease first, then deletes the row.
+ *
+ * Why a command fences in the instances' Redis and not just in one at the same address: an address
+ * (`redis://127.0.0.1:6410/0`) names another Redis on another host. Each instance reads its Redis's
+ * identity (a random id kept in that Redis itself, created by the first reader) at every heartbeat
+ * and records it with its row; the command reads the identity of the Redis it reached and fences
+ * there only when it is the one the instances recorded, else refuses before anything is written.
  */
 import { randomUUID } from 'node:crypto';
 import { LogThrottle, type CredentialCacheLease, type CredentialFreshness, type FreshnessCheck, type FreshnessKeys, type FreshnessReply, type Logger } from '@cos/core';
@@ -77,6 +83,12 @@ export function redisLocationOf(url: string): RedisLocation {
   return { location: `${scheme}://${host}:${port}/${db}`, target: `${host}:${port}`, auth: u.username !== '' || u.password !== '' };
 }
 
+/** The Redis an instance registers with: where it is, and how to read its identity (absent: none recorded). */
+export interface RegisteredRedis extends RedisLocation {
+  /** The Redis's identity, created there when absent (limiter-redis `identity({ create: true })`). */
+  readonly identity?: () => Promise<string | null>;
+}
+
 /**
  * A caching instance's registration: heartbeats in the background from start() until stop(), and
  * the lease its credential cache consults on every request (`epoch()`).
@@ -91,10 +103,13 @@ export class InstanceRegistrar implements CredentialCacheLease {
   #timer: NodeJS.Timeout | undefined;
   #inFlight: Promise<boolean> | null = null;
   readonly #warnings = new LogThrottle(WARN_INTERVAL_MS, () => this.now());
+  readonly #identityWarnings = new LogThrottle(WARN_INTERVAL_MS, () => this.now());
+  /** The identity last read from the Redis (null until one was). */
+  #identity: string | null = null;
 
   constructor(
     private readonly registry: Pick<InstanceRegistry, 'heartbeat' | 'writesInFlight' | 'remove' | 'prune'>,
-    private readonly redis: RedisLocation,
+    private readonly redis: RegisteredRedis,
     private readonly logger: Logger,
     private readonly timings: RegistrationTimings = DEFAULT_REGISTRATION_TIMINGS,
     private readonly now: () => number = () => performance.now(),
@@ -129,7 +144,8 @@ export class InstanceRegistrar implements CredentialCacheLease {
     const sent = this.now();
     let taking = false;
     try {
-      await this.registry.heartbeat({ instanceId: this.instanceId, redisLocation: this.redis.location, redisAuth: this.redis.auth });
+      const redisIdentity = await this.#readIdentity();
+      await this.registry.heartbeat({ instanceId: this.instanceId, redisLocation: this.redis.location, redisAuth: this.redis.auth, redisIdentity });
       if (this.now() >= this.#validUntil) {
         // No lease held (the first registration, or one that lapsed): commands may be changing
         // credentials unfenced right now. Read after the row is written (see the module comment).
@@ -163,6 +179,28 @@ export class InstanceRegistrar implements CredentialCacheLease {
     }
     this.#validUntil = Math.max(this.#validUntil, sent + this.timings.trustMs);
     return true;
+  }
+
+  /**
+   * The Redis's identity, read again at every heartbeat (a Redis restarted empty gets a new one,
+   * which the row must follow). Unreadable: null, and the row keeps what it recorded; while none
+   * was ever read, commands without REDIS_URL refuse, which is logged.
+   */
+  async #readIdentity(): Promise<string | null> {
+    if (this.redis.identity === undefined) return null;
+    try {
+      const identity = await this.redis.identity();
+      if (identity !== null) this.#identity = identity;
+      return identity;
+    } catch (e) {
+      if (this.#identity === null && this.#identityWarnings.pass() !== null) {
+        this.logger.warn(
+          { component: 'instance-registry', reason: e instanceof Error ? e.message : String(e) },
+          "the Redis's identity could not be read: operator commands without REDIS_URL refuse credential changes until it is",
+        );
+      }
+      return null;
+    }
   }
 
   #schedule(): void {
@@ -256,6 +294,31 @@ export interface CommandRedis {
   readonly freshness: CredentialFreshness;
   readonly location: RedisLocation;
   readonly from: 'REDIS_URL' | 'registry';
+  /** The identity of the Redis reached, never created (limiter-redis `identity({ create: false })`); null when it holds none. */
+  readonly identity: () => Promise<string | null>;
+}
+
+/**
+ * Whether the Redis a command reached is the one the live instances recorded (by its identity, not
+ * its address): null when it is proven so, or when nothing can be proven and REDIS_URL names it (no
+ * instance recorded an identity: a version before identities; the operator's REDIS_URL is trusted
+ * as before); otherwise the refusal's message. `reached` is the identity read from the Redis the
+ * command connected to (null: it holds none).
+ */
+export function identityRefusal(live: readonly InstanceRecord[], reached: string | null, redis: Pick<CommandRedis, 'location' | 'from'>): string | null {
+  const recorded = [...new Set(live.flatMap((r) => (r.redisIdentity === null ? [] : [r.redisIdentity])))];
+  const target = redis.location.target;
+  const variable = redisVariable(redis.location.location);
+  if (recorded.length > 1) {
+    return `the running instances cache credentials with ${recorded.length} different Redis servers (the identities they recorded differ) at ${target}: the fence works only when all instances share one Redis; ${NOTHING_CHANGED}`;
+  }
+  if (recorded.length === 0) {
+    if (redis.from === 'REDIS_URL') return null;
+    return `the running instances recorded no identity of their Redis at ${target} (a version that records none, or their Redis has not answered them yet), so this command cannot prove that the Redis it reached there is theirs: set ${variable} to their Redis and run the command again; ${NOTHING_CHANGED}`;
+  }
+  if (reached === recorded[0]) return null;
+  const why = reached === null ? 'it holds no identity, theirs holds one' : 'its identity differs from the one they recorded';
+  return `the Redis this command reached at ${target} is not the one the running instances cache credentials with (${why}): from this host that address names another Redis; run the command where the instances' Redis answers at that address, or set ${variable} to it; ${NOTHING_CHANGED}`;
 }
 
 /**
@@ -304,9 +367,16 @@ export class CommandFence implements CredentialFreshness {
       );
     }
     try {
+      // Live instances: the Redis reached must be theirs, proven by its identity, before the fence
+      // (and so before the unit of work writes anything).
+      if (live.length > 0) {
+        const refusal = identityRefusal(live, await redis.identity(), redis);
+        if (refusal !== null) throw new CommandFenceRefusal(refusal);
+      }
       await redis.freshness.beginChange(keys, changeId);
       return true;
     } catch (e) {
+      if (e instanceof CommandFenceRefusal) throw e;
       if (live.length === 0 && this.bestEffort) return false;
       if (redis.from === 'registry') {
         throw new CommandFenceRefusal(

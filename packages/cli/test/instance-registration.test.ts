@@ -9,9 +9,12 @@ import { expect } from 'chai';
 import { CapturingLogger, InMemoryFreshCounter } from '@cos/core/testing';
 import { counterKey, freshnessKeys } from '@cos/core';
 import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, InstanceRegistry, type InstanceRecord, type SqlStore } from '@cos/store-sql';
+import { createConnection } from 'node:net';
+import { createRedisCounter, IDENTITY_KEY_NAME, type RedisRateCounter } from '@cos/limiter-redis';
 import {
   CommandFence,
   CommandFenceRefusal,
+  identityRefusal,
   InstanceRegistrar,
   planCommandFence,
   redisLocationOf,
@@ -20,8 +23,8 @@ import {
   REGISTRATION_TRUST_MS,
 } from '../src/instance-registration.js';
 
-function record(redisLocation: string, redisAuth = false, instanceId = 'i-1'): InstanceRecord {
-  return { instanceId, redisLocation, redisAuth, startedAt: 0, heartbeatAt: 0, ageMs: 0 };
+function record(redisLocation: string, redisAuth = false, instanceId = 'i-1', redisIdentity: string | null = null): InstanceRecord {
+  return { instanceId, redisLocation, redisAuth, redisIdentity, startedAt: 0, heartbeatAt: 0, ageMs: 0 };
 }
 
 async function rejection(p: Promise<unknown>): Promise<Error> {
@@ -94,6 +97,170 @@ describe('instance registration: caching instances and operator commands (C-57)'
       expect((split as { message: string }).message).to.include('a:6379').and.to.include('b:6379').and.to.include('REDIS_URL');
       // The same Redis named with its password: fenced there.
       expect(planCommandFence([record('redis://cache:6379/0', true)], 'redis://:pw@CACHE:6379')).to.deep.include({ kind: 'redis', from: 'REDIS_URL' });
+    });
+  });
+
+  describe("identityRefusal: the Redis reached must be the instances' by its identity (C-110, C-112)", () => {
+    const recorded = { location: redisLocationOf('redis://127.0.0.1:6410/0'), from: 'registry' } as const;
+    const named = { location: redisLocationOf('redis://127.0.0.1:6410/0'), from: 'REDIS_URL' } as const;
+
+    it('C-110: the identity the instances recorded, reached: fenced there, by REDIS_URL or by the recorded address', () => {
+      const live = [record('redis://127.0.0.1:6410/0', false, 'i-1', 'id-a'), record('redis://127.0.0.1:6410/0', false, 'i-2', 'id-a')];
+      expect(identityRefusal(live, 'id-a', recorded)).to.equal(null);
+      expect(identityRefusal(live, 'id-a', named)).to.equal(null);
+    });
+
+    it('C-110: another identity, or none, at the same address: refused in one line naming the host:port and REDIS_URL, nothing changed', () => {
+      const live = [record('redis://127.0.0.1:6410/0', false, 'i-1', 'id-a')];
+      for (const [reached, via, why] of [
+        ['id-b', recorded, 'its identity differs'],
+        [null, recorded, 'it holds no identity'],
+        ['id-b', named, 'its identity differs'],
+      ] as const) {
+        const message = identityRefusal(live, reached, via);
+        expect(message, `${reached} via ${via.from}`).to.be.a('string');
+        expect(message).to.include('127.0.0.1:6410').and.to.include(why).and.to.include('set REDIS_URL').and.to.include('nothing was changed').and.not.include('\n');
+        expect(message, 'identities are not printed').to.not.include('id-a');
+      }
+      const cluster = identityRefusal([record('cluster:redis://127.0.0.1:7300/0', false, 'i-1', 'id-a')], null, { location: redisLocationOf('cluster:redis://127.0.0.1:7300/0'), from: 'registry' });
+      expect(cluster).to.include('REDIS_CLUSTER_NODES').and.to.include('cluster 127.0.0.1:7300');
+    });
+
+    it('C-110: live instances that recorded different identities share no Redis: refused whatever was reached', () => {
+      const live = [record('redis://127.0.0.1:6410/0', false, 'i-1', 'id-a'), record('redis://127.0.0.1:6410/0', false, 'i-2', 'id-b')];
+      for (const reached of ['id-a', 'id-b', null]) expect(identityRefusal(live, reached, named)).to.include('2 different Redis servers');
+    });
+
+    it('C-112: no live row recorded an identity (instances of an earlier version): refused without REDIS_URL; REDIS_URL naming their Redis is trusted as before; rows with and without one: those with one decide', () => {
+      const old = [record('redis://127.0.0.1:6410/0', false, 'i-1', null)];
+      expect(identityRefusal(old, 'id-a', recorded)).to.include('recorded no identity').and.to.include('set REDIS_URL').and.to.include('nothing was changed');
+      expect(identityRefusal(old, 'id-a', named)).to.equal(null);
+      expect(identityRefusal(old, null, named)).to.equal(null);
+      const mixed = [...old, record('redis://127.0.0.1:6410/0', false, 'i-2', 'id-a')];
+      expect(identityRefusal(mixed, 'id-a', recorded)).to.equal(null);
+      expect(identityRefusal(mixed, 'id-b', recorded)).to.include('its identity differs');
+    });
+  });
+
+  describe('the identity on a real Redis (C-110, C-111): the registrar records it, the fence compares it', function () {
+    const redisUrl = process.env['TEST_REDIS_URL'];
+    let store: SqlStore;
+    let registry: InstanceRegistry;
+    const open: RedisRateCounter[] = [];
+    const keyPrefix = `idt${process.pid}x${Date.now()}`;
+
+    before(function () {
+      if (redisUrl === undefined || redisUrl === '') {
+        if (process.env['CI'] === 'true') throw new Error('CI=true but TEST_REDIS_URL is not set: the Redis suites must run in CI');
+        this.skip();
+      }
+    });
+    beforeEach(async () => {
+      store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
+      await store.migrate();
+      registry = new InstanceRegistry(store);
+    });
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((c) => c.close()));
+      await store.close();
+    });
+
+    /** Deletes the identity key of database 0 of the test Redis (what a restart without persistence does), on a connection of its own. */
+    function deleteIdentity(): Promise<void> {
+      const url = new URL(redisUrl!);
+      return new Promise((resolve, reject) => {
+        const socket = createConnection({ host: url.hostname, port: Number(url.port || 6379) }, () => socket.write(`DEL ${keyPrefix}:${IDENTITY_KEY_NAME}\r\n`));
+        socket.setTimeout(5_000, () => socket.destroy(new Error('DEL: no answer')));
+        socket.once('data', (d: Buffer) => {
+          socket.destroy();
+          if (d.toString('utf8') === ':1\r\n') resolve();
+          else reject(new Error(`DEL answered ${d.toString('utf8').trim()}`));
+        });
+        socket.on('error', reject);
+      });
+    }
+
+    /** A counter on database `db` of the test Redis: another database is another key space, so another identity. */
+    async function counterOn(db: number): Promise<RedisRateCounter> {
+      const url = new URL(redisUrl!);
+      url.pathname = `/${db}`;
+      const c = createRedisCounter({ url: url.toString(), keyPrefix, timeoutMs: 1_000 });
+      open.push(c);
+      expect(await c.whenReady(5_000)).to.equal(true);
+      return c;
+    }
+
+    it("C-111: the registrar records the identity it read (created when absent) with its row; C-110: a command reaching that Redis fences, one reaching another at the recorded address refuses, writes nothing in either and leaves no writer row", async () => {
+      const [instances, elsewhere] = [await counterOn(0), await counterOn(1)];
+      const location = redisLocationOf('redis://127.0.0.1:6410/0');
+      const registrar = new InstanceRegistrar(registry, { ...location, identity: () => instances.identity({ create: true }) }, new CapturingLogger());
+      expect(await registrar.heartbeat()).to.equal(true);
+      const [row] = await registry.live(REGISTRATION_LIVE_MS);
+      const identity = await instances.identity({ create: false });
+      expect(identity).to.be.a('string');
+      expect(row!.redisIdentity).to.equal(identity);
+
+      const keys = freshnessKeys('identity-org');
+      const probe = { keys, tag: null, count: 'never', counterKey: counterKey('org:identity-org', 0), ttlMs: 1 } as const;
+      const wrong = new CommandFence(registry, null, { freshness: elsewhere, location, from: 'registry', identity: () => elsewhere.identity({ create: false }) }, false);
+      const refused = await rejection(wrong.beginChange(keys, 'c1'));
+      expect(refused).to.be.instanceOf(CommandFenceRefusal);
+      expect(refused.message).to.include('127.0.0.1:6410').and.to.include('it holds no identity').and.to.include('nothing was changed');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS), 'no writer row left').to.equal(0);
+      expect(await elsewhere.identity({ create: false }), 'the command created no identity there').to.equal(null);
+
+      const tokenBefore = (await instances.check(probe)).token;
+      const right = new CommandFence(registry, null, { freshness: instances, location, from: 'registry', identity: () => instances.identity({ create: false }) }, false);
+      await right.beginChange(keys, 'c2');
+      const during = await instances.check(probe);
+      expect(during.token, 'fenced in the instances\' Redis').to.not.equal(tokenBefore);
+      expect(during.settled).to.equal(false);
+      await right.endChange(keys, 'c2');
+      await registrar.stop();
+    });
+
+    it("C-112: rows of instances that recorded no identity (an earlier version's): the command without REDIS_URL refuses naming REDIS_URL, with REDIS_URL it fences as before", async () => {
+      const redis = await counterOn(0);
+      await redis.identity({ create: true });
+      const location = redisLocationOf('redis://127.0.0.1:6410/0');
+      // What an instance of the earlier version writes: no identity.
+      await registry.heartbeat({ instanceId: 'old', redisLocation: location.location, redisAuth: false });
+      const keys = freshnessKeys('upgrade-org');
+      const unproven = new CommandFence(registry, null, { freshness: redis, location, from: 'registry', identity: () => redis.identity({ create: false }) }, false);
+      const refused = await rejection(unproven.beginChange(keys, 'c1'));
+      expect(refused).to.be.instanceOf(CommandFenceRefusal);
+      expect(refused.message).to.include('recorded no identity').and.to.include('set REDIS_URL').and.to.include('nothing was changed');
+      expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(0);
+      const named = new CommandFence(registry, 'redis://127.0.0.1:6410/0', { freshness: redis, location, from: 'REDIS_URL', identity: () => redis.identity({ create: false }) }, false);
+      await named.beginChange(keys, 'c2');
+      await named.endChange(keys, 'c2');
+    });
+
+    it('C-111: the registrar reads the identity at every heartbeat: a Redis that lost its key gets a new one which the row follows; an unreadable identity keeps the recorded one and, while none was ever read, is logged', async () => {
+      const redis = await counterOn(0);
+      let unreadable = false;
+      const logger = new CapturingLogger();
+      const read = () => (unreadable ? Promise.reject(new Error('redis identity: not connected to 127.0.0.1:6410')) : redis.identity({ create: true }));
+      const registrar = new InstanceRegistrar(registry, { ...redisLocationOf('redis://127.0.0.1:6410/0'), identity: read }, logger);
+      unreadable = true;
+      expect(await registrar.heartbeat(), 'registered without an identity').to.equal(true);
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity).to.equal(null);
+      expect(logger.entries.filter((e) => e.level === 'warn' && /identity could not be read: operator commands without REDIS_URL refuse/.test(e.message))).to.have.length(1);
+      unreadable = false;
+      await registrar.heartbeat();
+      const first = await redis.identity({ create: false });
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity).to.equal(first);
+      // The key lost (a restart without persistence): the next heartbeat creates and records a new identity.
+      await deleteIdentity();
+      await registrar.heartbeat();
+      const second = await redis.identity({ create: false });
+      expect(second).to.be.a('string').and.not.equal(first);
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity).to.equal(second);
+      unreadable = true;
+      await registrar.heartbeat();
+      expect((await registry.live(REGISTRATION_LIVE_MS))[0]!.redisIdentity, 'unreadable: the recorded one is kept').to.equal(second);
+      expect(logger.entries.filter((e) => e.level === 'warn'), 'not logged again once one was read').to.have.length(1);
+      await registrar.stop();
     });
   });
 
@@ -229,9 +396,14 @@ describe('instance registration: caching instances and operator commands (C-57)'
     });
 
     it("fenced in the instances' Redis: begin and end reach it; a Redis failure is refused even with CREDENTIAL_CACHE=off, which excuses it only when no instance is registered", async () => {
-      await registry.heartbeat({ instanceId: 'i', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false });
+      await registry.heartbeat({ instanceId: 'i', redisLocation: 'redis://127.0.0.1:6390/0', redisAuth: false, redisIdentity: 'the-instances-redis' });
       const shared = new InMemoryFreshCounter();
-      const fence = new CommandFence(registry, null, { freshness: shared, location: redisLocationOf('redis://127.0.0.1:6390/0'), from: 'registry' }, true);
+      const fence = new CommandFence(
+        registry,
+        null,
+        { freshness: shared, location: redisLocationOf('redis://127.0.0.1:6390/0'), from: 'registry', identity: () => Promise.resolve('the-instances-redis') },
+        true,
+      );
       const before = await shared.check({ keys: freshnessKeys('org'), tag: null, count: 'never', counterKey: counterKey('org:org', 0), ttlMs: 1 });
       await fence.beginChange(freshnessKeys('org'), 'c1');
       const during = await shared.check({ keys: freshnessKeys('org'), tag: null, count: 'never', counterKey: counterKey('org:org', 0), ttlMs: 1 });

@@ -1,9 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, RateCounter } from '@cos/core';
 import { resolveSettings, type RedisCounterConfig } from './config.js';
 import { RedisLink } from './connection.js';
 import { RedisCounterError, errorMessage } from './errors.js';
 import { RedisFreshness } from './freshness.js';
 import { EXPIRED } from './scripts.js';
+
+/** The key name, behind the prefix, of the key holding a Redis's identity (one key: one slot of a cluster). */
+export const IDENTITY_KEY_NAME = 'redis-identity';
+/** identity() waits at most this long (or REDIS_TIMEOUT_MS when longer); it is never on a request's path. */
+const IDENTITY_TIMEOUT_FLOOR_MS = 1_000;
 
 /**
  * The core's RateCounter port on Redis (C-55): one counter per scope and UTC-minute window, shared
@@ -88,6 +94,43 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   /** Replaces the organisation's token again and removes the change's marker. */
   endChange(keys: FreshnessKeys, changeId: string): Promise<void> {
     return this.#freshness.endChange(keys, changeId);
+  }
+
+  /**
+   * This Redis's identity: a random id kept in Redis itself under `<prefix>:redis-identity`, with no
+   * expiry (on a cluster one key, reached through the cluster client on its slot's primary). When
+   * the key is absent and `create` is set, a new id is written with SET NX, so of several creators
+   * the first one's stays and all of them return it; without `create` an absent key is null and
+   * nothing is written. A server reached at some address answers its own id, so two processes that
+   * read the same id reach the same Redis (or a replica promoted with the key), whatever address
+   * each used. Sent on the changes' connection (never the hot path's); rejects when not connected,
+   * or after REDIS_TIMEOUT_MS (at least 1 s) without an answer.
+   */
+  async identity(options: { readonly create: boolean }): Promise<string | null> {
+    const link = this.#link;
+    const ready = link.readyError() ?? (link.changes.isReady ? null : link.notConnected());
+    if (ready !== null) throw ready;
+    const key = link.keyFor(IDENTITY_KEY_NAME);
+    const boundMs = Math.max(IDENTITY_TIMEOUT_FLOOR_MS, this.#timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RedisCounterError('timeout', `redis identity: no answer from ${link.target} within ${boundMs} ms`)), boundMs);
+    });
+    const read = async (): Promise<string | null> => {
+      const found = await link.changes.command(key, ['GET', key]);
+      if (found !== null && found !== undefined) return String(found);
+      if (!options.create) return null;
+      await link.changes.command(key, ['SET', key, randomUUID(), 'NX']);
+      const stored = await link.changes.command(key, ['GET', key]);
+      return stored === null || stored === undefined ? null : String(stored);
+    };
+    try {
+      return await Promise.race([read(), late]);
+    } catch (err) {
+      throw err instanceof RedisCounterError ? err : new RedisCounterError('command-failed', `redis identity: ${errorMessage(err)}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Stops reconnecting and closes the connections (waits at most 1 s for in-flight replies). */

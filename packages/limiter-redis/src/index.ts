@@ -5,7 +5,7 @@
  * cluster connections, readiness, Redis's clock offset), counter.ts (RateCounter) and freshness.ts
  * (CredentialFreshness).
  */
-export { RedisRateCounter, createRedisCounter } from './counter.js';
+export { RedisRateCounter, createRedisCounter, IDENTITY_KEY_NAME } from './counter.js';
 export { RedisCounterError, type RedisCounterFailure } from './errors.js';
 export { reconnectDelayMs, REDIS_MAX_RECONNECT_DELAY_MS } from './connection.js';
 export { FRESHNESS_SCRIPT_SHA1 } from './scripts.js';

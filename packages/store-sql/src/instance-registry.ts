@@ -12,7 +12,10 @@
  * database's "now" and a row is live while the database's "now" is less than `liveMs` past it, so
  * the hosts' clocks never meet. The Redis location is a URL without credentials
  * (`redis://host:port/db`); `redis_auth` says whether that Redis needs credentials the command
- * cannot take from here.
+ * cannot take from here. `redis_identity` (migration 0013) is the random id kept in that Redis
+ * itself, as the instance read it there: what a command compares with the Redis it reached, since
+ * one address can name different Redis servers on different hosts. NULL when the instance recorded
+ * none (a version before the column, or its Redis did not answer yet).
  */
 import type { SqlDialect } from './database-url.js';
 
@@ -23,6 +26,8 @@ export interface InstanceRecord {
   readonly redisLocation: string;
   /** The instance's REDIS_URL carries a user name or a password. */
   readonly redisAuth: boolean;
+  /** The identity the instance read from its Redis; null when it recorded none. */
+  readonly redisIdentity: string | null;
   /** Epoch ms, the database's clock. */
   readonly startedAt: number;
   readonly heartbeatAt: number;
@@ -34,6 +39,8 @@ export interface InstanceRegistration {
   readonly instanceId: string;
   readonly redisLocation: string;
   readonly redisAuth: boolean;
+  /** The identity read from that Redis; null or absent when it could not be read (the row keeps the one recorded before). */
+  readonly redisIdentity?: string | null;
 }
 
 /** What the registry needs of a SqlStore: its dialect and one statement under its deadline. */
@@ -58,14 +65,18 @@ export class InstanceRegistry {
     this.now = NOW_MS[db.dialect];
   }
 
-  /** Records the caching instance, or refreshes its heartbeat (the row is re-created if it was removed). */
+  /**
+   * Records the caching instance, or refreshes its heartbeat (the row is re-created if it was
+   * removed). An identity of null keeps the one recorded before.
+   */
   async heartbeat(registration: InstanceRegistration): Promise<void> {
     const now = this.now;
     await this.db.query(
-      `INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at)
-       VALUES (?, 'cache', ?, ?, ${now}, ${now})
-       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = ${now}, redis_location = excluded.redis_location, redis_auth = excluded.redis_auth`,
-      [registration.instanceId, registration.redisLocation, this.bool(registration.redisAuth)],
+      `INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, redis_identity, started_at, heartbeat_at)
+       VALUES (?, 'cache', ?, ?, ?, ${now}, ${now})
+       ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = ${now}, redis_location = excluded.redis_location, redis_auth = excluded.redis_auth,
+         redis_identity = coalesce(excluded.redis_identity, instance_registry.redis_identity)`,
+      [registration.instanceId, registration.redisLocation, this.bool(registration.redisAuth), registration.redisIdentity ?? null],
     );
   }
 
@@ -104,7 +115,7 @@ export class InstanceRegistry {
   /** The caching instances whose last heartbeat is less than `liveMs` old by the database's clock, oldest first. */
   async live(liveMs: number): Promise<InstanceRecord[]> {
     const rows = await this.db.query<Record<string, unknown>>(
-      `SELECT instance_id, redis_location, redis_auth, started_at, heartbeat_at, ${this.now} - heartbeat_at AS age_ms
+      `SELECT instance_id, redis_location, redis_auth, redis_identity, started_at, heartbeat_at, ${this.now} - heartbeat_at AS age_ms
        FROM instance_registry WHERE role = 'cache' AND heartbeat_at > ${this.now} - ? ORDER BY started_at, instance_id`,
       [Math.floor(liveMs)],
     );
@@ -112,6 +123,7 @@ export class InstanceRegistry {
       instanceId: String(r['instance_id']),
       redisLocation: String(r['redis_location']),
       redisAuth: r['redis_auth'] === true || Number(r['redis_auth']) === 1,
+      redisIdentity: r['redis_identity'] === null || r['redis_identity'] === undefined ? null : String(r['redis_identity']),
       startedAt: Number(r['started_at']),
       heartbeatAt: Number(r['heartbeat_at']),
       ageMs: Number(r['age_ms']),

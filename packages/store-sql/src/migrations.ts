@@ -467,6 +467,19 @@ const rareKindIndex: SqlMigration = {
   },
 };
 
+/**
+ * A Redis's identity in the instance registry: the random id a caching instance read from its Redis
+ * (a key kept in that Redis itself, limiter-redis `identity()`), so that an operator command proves
+ * the Redis it reached is the instances' before it fences a change there, whatever address it
+ * reached it by. NULL for rows written by instances that record none (a version before this one).
+ */
+const redisIdentity: SqlMigration = {
+  name: '0013_redis_identity',
+  statements() {
+    return ['ALTER TABLE instance_registry ADD COLUMN redis_identity text NULL'];
+  },
+};
+
 /** Every migration, oldest first. Append only; never edit or reorder a released entry. */
 export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   initial,
@@ -481,6 +494,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   idempotencyKeys,
   webhookOverlap,
   rareKindIndex,
+  redisIdentity,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {

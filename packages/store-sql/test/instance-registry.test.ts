@@ -55,6 +55,17 @@ forEachTarget('instance registry', (target) => {
     expect(await registry.live(30_000)).to.deep.equal([]);
   });
 
+  it("C-111: a heartbeat records the identity read from the instance's Redis; one without an identity keeps the recorded one, a new one replaces it", async () => {
+    await registry.heartbeat({ instanceId: 'i-1', redisLocation: 'redis://127.0.0.1:6379/0', redisAuth: false });
+    expect((await registry.live(30_000))[0]).to.include({ instanceId: 'i-1', redisIdentity: null });
+    await registry.heartbeat({ instanceId: 'i-1', redisLocation: 'redis://127.0.0.1:6379/0', redisAuth: false, redisIdentity: 'id-a' });
+    expect((await registry.live(30_000))[0]).to.include({ redisIdentity: 'id-a' });
+    await registry.heartbeat({ instanceId: 'i-1', redisLocation: 'redis://127.0.0.1:6379/0', redisAuth: false, redisIdentity: null });
+    expect((await registry.live(30_000))[0], 'an unreadable identity keeps the recorded one').to.include({ redisIdentity: 'id-a' });
+    await registry.heartbeat({ instanceId: 'i-1', redisLocation: 'redis://127.0.0.1:6379/0', redisAuth: false, redisIdentity: 'id-b' });
+    expect((await registry.live(30_000))[0], 'a Redis restarted empty: its new identity').to.include({ redisIdentity: 'id-b' });
+  });
+
   it("an operator command's change in flight is a writer row: counted while live, never listed as a caching instance, gone at endWrite()", async () => {
     expect(await registry.writesInFlight(30_000)).to.equal(0);
     await registry.beginWrite('w-1');

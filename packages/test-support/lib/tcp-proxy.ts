@@ -66,6 +66,16 @@ export class TcpProxy {
     this.reset(this.links);
   }
 
+  /**
+   * New connections go to another server from now on; the open ones stay with the server they
+   * reached. So one address leads a new client elsewhere while the clients already connected keep
+   * theirs: what another host sees at the same address.
+   */
+  redirect(host: string, port: number): void {
+    this.targetHost = host;
+    this.targetPort = port;
+  }
+
   /** A proxy in front of the server of `url` (default port `defaultPort`), listening. */
   static async for(url: string, defaultPort: number): Promise<TcpProxy> {
     const target = new URL(url);

@@ -116,6 +116,25 @@ describe('@cos/test-support: the TCP proxy of the outage tests', () => {
     await until(() => upstream.closed.length === 1, 'the close to reach the server');
   });
 
+  it('redirect: new connections reach the other server; connections already open stay with the first', async () => {
+    const other = await Upstream.start();
+    try {
+      const before = await open();
+      before.socket.write('ping');
+      await until(() => before.data === 'pong', 'the first answer');
+      proxy.redirect('127.0.0.1', other.port);
+      const after = await open();
+      after.socket.write('ping');
+      await until(() => after.data === 'pong', 'the answer through the redirect');
+      before.socket.write('again');
+      await until(() => upstream.received.join('') === 'pingagain', 'the open connection still on the first server');
+      expect(other.received.join('')).to.equal('ping');
+      expect(before.closedBy).to.equal(null);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it('blackhole: bytes vanish both ways, nothing is reset, a close does not reach the other side (partition); restore closes held connections on both sides', async () => {
     const c = await open();
     c.socket.write('ping');
