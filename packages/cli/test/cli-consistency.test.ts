@@ -79,6 +79,7 @@ describe('cos-admin: one way for every option (in-process, SQLite)', function ()
       '--out': 'out.json',
       '--name': 'Globex',
       '--slug': 'globex',
+      '--to': 'sqlite:./copy-target.sqlite',
     };
     const tried: string[] = [];
     for (const cmd of commandsOf(buildProgram())) {
