@@ -34,6 +34,7 @@ import { parse as parseContentType } from 'content-type';
 import getRawBody from 'raw-body';
 import { ValidationError } from '@cos/core';
 import { clientErrorAnswer, onParserError, parserErrorOf } from './http-refusals.js';
+import { wellFormedBody } from './well-formed.js';
 import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
@@ -144,13 +145,17 @@ export async function readJsonBytes(req: IncomingMessage, limitBytes: number): P
   return bodyPresent ? receive(req, limitBytes) : Buffer.alloc(0);
 }
 
-/** UTF-8 JSON of any shape from the bytes of a body; 400 "malformed JSON" otherwise. */
+/** UTF-8 JSON of any shape from the bytes of a body, its strings well-formed (C-121); 400 "malformed JSON" otherwise. */
 export function parseJson(raw: Uint8Array): unknown {
+  let text: string;
+  let value: unknown;
   try {
-    return JSON.parse(utf8.decode(raw));
+    text = utf8.decode(raw);
+    value = JSON.parse(text);
   } catch {
     throw invalidBody(MALFORMED_JSON);
   }
+  return wellFormedBody(text, value);
 }
 
 /**
