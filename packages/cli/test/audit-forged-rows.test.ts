@@ -10,7 +10,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { createSqlStore } from '@cos/store-sql';
+import { createSqlStore, MIGRATIONS, MIGRATIONS_TABLE, sqlMigrationSource } from '@cos/store-sql';
 import { databaseTargets, suiteDatabase } from './support/databases.js';
 
 const FORGED = 'cf000000-0000-4000-8000-000000000001';
@@ -89,6 +89,53 @@ for (const target of databaseTargets()) {
       const checked = await cli('audit', 'verify', '--checkpoint', 'before.json', '--public-key', 'public.pem');
       expect(checked.code, checked.stdout).to.equal(1);
       expect(checked.stdout).to.include(`${org.id}  BROKEN at seq 0: entry_outside_chain`);
+    });
+  });
+}
+
+for (const target of databaseTargets()) {
+  describe(`cos-admin migrate on a ${target.name} database already holding rows outside the chain (C-120)`, function () {
+    this.timeout(60_000);
+    const suite = suiteDatabase(target);
+    const { cli } = suite;
+
+    it('C-120: migrate names the rows, exits 1 and changes nothing; once they are removed it migrates', async () => {
+      const store = createSqlStore({ databaseUrl: suite.db.databaseUrl });
+      const source = { migrationSource: sqlMigrationSource(store.dialect), tableName: MIGRATIONS_TABLE };
+      try {
+        const before = MIGRATIONS.findIndex((m) => m.name === '0013_audit_seq_checks');
+        for (let i = 0; i < before; i++) await store.knex.migrate.up(source);
+        await store.knex('audit_entries').insert({
+          id: FORGED,
+          kind: 'api_key_revoked',
+          occurred_at: Date.now(),
+          organisation_id: NO_CHAIN_ORG,
+          key_id: null,
+          key_prefix: null,
+          actor_type: 'operator',
+          actor_key_id: null,
+          actor_name: 'security-team',
+          seq: 0,
+          prev_hash: '0'.repeat(64),
+          hash: '0'.repeat(64),
+        });
+      } finally {
+        await store.close();
+      }
+      const refused = await cli('migrate');
+      expect(refused.code, refused.stdout).to.equal(1);
+      expect(refused.stderr).to.include('0013_audit_seq_checks refused: audit_entries holds 1 row(s) outside the hash chain');
+      expect(refused.stderr).to.include(FORGED);
+      const check = createSqlStore({ databaseUrl: suite.db.databaseUrl });
+      try {
+        expect(await check.pendingMigrations()).to.deep.equal(['0013_audit_seq_checks']);
+        expect(await check.knex('audit_entries').where({ id: FORGED }).first(), 'the row is kept: it is evidence').to.not.equal(undefined);
+        await check.knex('audit_entries').where({ id: FORGED }).delete();
+      } finally {
+        await check.close();
+      }
+      const migrated = await cli('migrate');
+      expect(migrated.code, migrated.stderr).to.equal(0);
     });
   });
 }
