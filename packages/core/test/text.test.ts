@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { storableText, wellFormedText } from '@cos/core';
+import { storableText, validateAddMember, validateCreateOrganisation, validateIssueKey, wellFormedStrings, wellFormedText } from '@cos/core';
 
 /** Node's own (ES2024; the project's lib is ES2023). */
 const toWellFormed = (s: string): string => (s as unknown as { toWellFormed(): string }).toWellFormed();
@@ -42,5 +42,22 @@ describe('core: well-formed and storable text (C-121, C-122)', () => {
         expect(t).to.equal(toWellFormed(s).replaceAll('\u0000', '\ufffd'));
       }),
     );
+  });
+
+  it('C-121: wellFormedStrings mends every string of a value at any depth, in place and without recursion; keys stay', () => {
+    const deep: Record<string, unknown> = { a: '\ud800' };
+    let node = deep;
+    for (let i = 0; i < 20_000; i++) node = (node.next = { s: ['x\udc00'] }) as Record<string, unknown>;
+    expect(wellFormedStrings(deep)).to.equal(deep);
+    expect(deep.a).to.equal('\ufffd');
+    expect((node.s as string[])[0]).to.equal('x\ufffd');
+    expect(wellFormedStrings({ 'k\ud800': 1 })).to.deep.equal({ 'k\ud800': 1 });
+    expect(wellFormedStrings('\ud800')).to.equal('\ufffd');
+  });
+
+  it('C-121: the core\'s body checks give well-formed text to whoever calls them (an embedder without the HTTP adapter too)', () => {
+    expect(validateCreateOrganisation({ name: 'Acme \ud800', slug: 'acme' })).to.deep.equal({ name: 'Acme \ufffd', slug: 'acme' });
+    expect(validateIssueKey({ label: '\udc00 ci' }, new Date())).to.deep.include({ label: '\ufffd ci' });
+    expect(validateAddMember({ email: 'a\ud800@example.org' })).to.deep.equal({ email: 'a\ufffd@example.org' });
   });
 });

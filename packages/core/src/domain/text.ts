@@ -18,6 +18,27 @@ export function wellFormedText(text: string): string {
 }
 
 /**
+ * Makes every string in `value` (its members and elements, at any depth; keys are left alone)
+ * well-formed, in place, without recursion; returns `value`, or the well-formed string itself.
+ */
+export function wellFormedStrings<T>(value: T): T {
+  if (typeof value === 'string') return wellFormedText(value) as T;
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === null || typeof node !== 'object') continue;
+    const record = node as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const v = record[key];
+      if (typeof v === 'string') {
+        if (ANY_SURROGATE.test(v)) record[key] = wellFormedText(v);
+      } else if (v !== null && typeof v === 'object') pending.push(v);
+    }
+  }
+  return value;
+}
+
+/**
  * `text` made storable everywhere: well-formed, and U+0000 replaced by U+FFFD too. For fields taken
  * as they come (a scanner's alert), where refusing the field would refuse what it came with.
  */
