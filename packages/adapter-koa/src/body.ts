@@ -36,6 +36,7 @@ import getRawBody from 'raw-body';
 import { ValidationError } from '@cos/core';
 import { clientErrorAnswer, onParserError, parserErrorOf } from './http-refusals.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan, TOO_DEEP } from './json-depth.js';
+import { wellFormedBody } from './well-formed.js';
 import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
@@ -147,8 +148,9 @@ export async function readJsonBytes(req: IncomingMessage, limitBytes: number): P
 }
 
 /**
- * UTF-8 JSON of any shape from the bytes of a body; 400 "malformed JSON" otherwise, and 400
- * TOO_DEEP for JSON nested more than MAX_JSON_DEPTH levels (C-132).
+ * UTF-8 JSON of any shape from the bytes of a body, its strings well-formed (C-121); 400 "malformed
+ * JSON" otherwise, and 400 TOO_DEEP for JSON nested more than MAX_JSON_DEPTH levels (C-132), checked
+ * before anything walks the value.
  */
 export function parseJson(raw: Uint8Array): unknown {
   let text: string;
@@ -160,7 +162,7 @@ export function parseJson(raw: Uint8Array): unknown {
     throw invalidBody(MALFORMED_JSON);
   }
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalidBody(TOO_DEEP);
-  return parsed;
+  return wellFormedBody(text, parsed);
 }
 
 /**

@@ -186,6 +186,21 @@ describe('adapter-koa: POST /v1/secret-scanning/alerts (C-56)', () => {
         expect(all).to.not.include(sha256Hex(w.own.key));
       });
 
+      it('C-121, C-122: a lone surrogate or U+0000 in a match\'s url, source or type costs no match its revocation; the fields are kept with U+FFFD', async () => {
+        const text = JSON.stringify([
+          { token: w.own.key, type: 'cos_api_key', url: 'https://github.example/\u0000\ud800', source: '\udc00' },
+          { token: w.other.key, type: 'cos\u0000key', url: LEAK_URL, source: 'content' },
+        ]);
+        const res = await sendAlert(w.scan, text);
+        expect(res.status, res.text).to.equal(200);
+        for (const t of [w.own, w.other]) expect((await w.api.get(`/v1/organisations/${t.orgId}`, { key: t.key })).status).to.equal(401);
+        const exposures = (await auditBySecretScanning(w)).filter((e) => e.kind === 'api_key_exposed').map((e) => [e.organisationId, e.exposure]);
+        expect(exposures).to.have.deep.members([
+          [w.own.orgId, { type: 'cos_api_key', url: 'https://github.example/\ufffd\ufffd', source: '\ufffd' }],
+          [w.other.orgId, { type: 'cos\ufffdkey', url: LEAK_URL, source: 'content' }],
+        ]);
+      });
+
       it('C-58: already revoked and expired keys are true positives with only api_key_exposed recorded', async () => {
         const res = await sendAlert(w.scan, [match(w.revokedKey), match(w.expiredKey)]);
         expect(res.status).to.equal(200);

@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { auditRecord, canonicalJson, ChainVerifier, type AuditHead, type AuditLog, type ChainRecord, type ChainReport } from '@cos/core';
+import { auditRecord, canonicalJson, ChainVerifier, type AuditHead, type AuditLog, type AuditOutsideChain, type ChainRecord, type ChainReport } from '@cos/core';
 import { CliError } from './errors.js';
 
 /** Entries read per query while verifying or exporting. */
@@ -89,11 +89,20 @@ function checkpointHeads(checkpoint: Checkpoint | null): Map<string, { seq: numb
   return new Map((checkpoint?.heads ?? []).map((h) => [h.organisation_id, { seq: h.seq, hash: h.hash }]));
 }
 
-/** The organisations to go through: those with entries (or `org`), and those a checkpoint names. */
-async function organisationsOf(audit: AuditLog, org: string | undefined, checkpoint: Checkpoint | null): Promise<string[]> {
+/**
+ * The organisations to go through: those with entries (or `org`), those with rows outside their
+ * chain (`outside`, for verify), and those a checkpoint names.
+ */
+async function organisationsOf(
+  audit: AuditLog,
+  org: string | undefined,
+  checkpoint: Checkpoint | null,
+  outside: readonly AuditOutsideChain[] = [],
+): Promise<string[]> {
   const ids = new Set<string>();
   if (org !== undefined) ids.add(org);
   else for (const h of await audit.heads()) ids.add(h.organisationId);
+  for (const o of outside) ids.add(o.organisationId);
   for (const h of checkpoint?.heads ?? []) if (org === undefined || h.organisation_id === org) ids.add(h.organisation_id);
   return [...ids].sort();
 }
@@ -106,7 +115,11 @@ export async function verifyStore(
   const checkpoint = options.checkpoint ?? null;
   const signed = checkpointHeads(checkpoint);
   const reports: ChainReport[] = [];
-  for (const org of await organisationsOf(audit, options.org, checkpoint)) {
+  // Every row of an organisation counts, whatever its seq (C-120): the rows the chain walk below
+  // cannot meet are counted first; a row appended meanwhile is always linked, so never among them.
+  const outside = await audit.outsideChain(options.org);
+  const outsideOf = new Map(outside.map((o) => [o.organisationId, o]));
+  for (const org of await organisationsOf(audit, options.org, checkpoint, outside)) {
     const v = new ChainVerifier(org, checkpoint === null ? null : (signed.get(org) ?? { seq: 0, hash: '' }));
     let after = 0;
     while (v.wantsMore) {
@@ -118,7 +131,7 @@ export async function verifyStore(
       }
       after = page[page.length - 1]!.seq;
     }
-    reports.push(v.finish());
+    reports.push(v.finish(outsideOf.get(org)));
   }
   return reports;
 }

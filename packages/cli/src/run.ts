@@ -4,6 +4,7 @@
  * own environment, working directory and output streams.
  */
 import type { Writable } from 'node:stream';
+import { wellFormedText } from '@cos/core';
 import { EXIT_USAGE, reportFailure } from './errors.js';
 import { currentIo, withIo, type CliIo } from './io.js';
 import { buildProgram } from './program.js';
@@ -39,7 +40,12 @@ export function runCli(argv: readonly string[], options: RunCliOptions = {}): Pr
   return withIo(io, () => run([...argv]));
 }
 
-async function run(argv: string[]): Promise<number> {
+async function run(given: string[]): Promise<number> {
+  // Arguments are well-formed text (C-121): a lone surrogate (possible only from a caller in process;
+  // the OS hands over bytes, decoded with U+FFFD for what is not UTF-8) becomes U+FFFD, so that what
+  // is stored and hashed into the audit chain is what was validated. U+0000 is left to each value's
+  // own check.
+  const argv = given.map(wellFormedText);
   // `pnpm cos-admin -- org list` hands the separator through: it is not an argument.
   if (argv[0] === '--') argv.shift();
   // --json anywhere among the options (not after a `--`) asks for JSON errors too, even when the

@@ -108,6 +108,15 @@ for (const target of databaseTargets()) {
       expect(brokenHuman.stdout).to.include(`${org.id}  BROKEN at seq 2: entry_changed`);
     });
 
+    it('C-121: a lone surrogate in --actor and --name is recorded as U+FFFD, and the chain still verifies (what is hashed is what is stored)', async () => {
+      const org = await json('org', 'create', '--name', 'Half \ud800 pair', '--slug', 'half-pair', '--actor', 'op \udc00');
+      expect(org.name).to.equal('Half \ufffd pair');
+      const log = await json('audit', 'list', '--org', org.id, '--all');
+      expect(log.data.map((e: any) => e.actor.name)).to.deep.equal(['op \ufffd']);
+      const verified = await cli('audit', 'verify', '--org', org.id);
+      expect(verified.code, verified.stdout).to.equal(0);
+    });
+
     it('C-63: wrong command lines exit 2: --checkpoint without --public-key, an unknown format, a bad --since or --org', async () => {
       expect((await cli('audit', 'verify', '--checkpoint', 'checkpoint.json')).code).to.equal(2);
       expect((await cli('audit', 'export', '--format', 'csv')).code).to.equal(2);

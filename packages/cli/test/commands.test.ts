@@ -225,6 +225,14 @@ for (const target of databaseTargets()) {
       expect((await json('member', 'list', acme.id)).data).to.have.length(2);
     });
 
+    it('C-121: member add refuses an e-mail address holding U+0000 or another control character (exit 2 on its field, never a database error), and adds nobody', async () => {
+      const before = (await json('member', 'list', acme.id, '--all')).data.length;
+      for (const email of ['a\u0000b@example.com', 'ab@exa\u0000mple.com', 'ab@example.com\u0000x', 'a\u0001b@example.com', 'a\u007fb@example.com']) {
+        expectFailure(await cli('member', 'add', acme.id, '--email', email), /invalid input: --email: must be an e-mail address/, 2);
+      }
+      expect((await json('member', 'list', acme.id, '--all')).data).to.have.length(before);
+    });
+
     it('C-58: member add/remove write member_added/member_removed; the actor is --actor, else the OS user name', async () => {
       const { userInfo } = await import('node:os');
       const added = await json('member', 'add', acme.id, '--email', 'audited@example.com', '--actor', 'alice');

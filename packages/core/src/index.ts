@@ -12,6 +12,7 @@ export * from './domain/audit-verify.js';
 export * from './domain/webhook.js';
 export * from './domain/webhook-destination.js';
 export * from './domain/principal.js';
+export { storableText, wellFormedStrings, wellFormedText } from './domain/text.js';
 export * from './domain/scopes.js';
 export * from './domain/key-policy.js';
 export type * from './ports/index.js';

@@ -237,6 +237,28 @@ describe('audit chain: verification (C-63)', () => {
     expect(verify([...rs.slice(0, 6), ...rehash(rs).slice(6)], cp).status).to.equal('ok');
   });
 
+  it('C-120: rows outside the chain, as the store counted them, break a chain that holds (at seq 0, naming the first), also under a checkpoint; an earlier break stays the one reported', () => {
+    const rs = records(chainOf(5));
+    const finish = (list: readonly object[], outside: { entries: number; firstId: string }, checkpoint: { seq: number; hash: string } | null = null) => {
+      const v = new ChainVerifier(ORG, checkpoint);
+      for (const r of list) v.push(r as ChainRecord);
+      return v.finish(outside);
+    };
+    const one = finish(rs, { entries: 1, firstId: 'forged-id' });
+    expect(one).to.deep.include({ status: 'broken', entries: 5, head: { seq: 5, hash: rs[4]!.hash } });
+    expect(one.broken).to.deep.equal({
+      seq: 0,
+      reason: 'entry_outside_chain',
+      message: '1 row is outside the chain (seq missing, 0 or negative; first id forged-id): rows the service never writes were inserted',
+    });
+    expect(finish(rs, { entries: 3, firstId: 'x' }).broken?.message).to.match(/^3 rows are outside the chain/);
+    expect(finish(rs, { entries: 1, firstId: 'x' }, { seq: 3, hash: rs[2]!.hash }).broken).to.include({ seq: 0, reason: 'entry_outside_chain' });
+    expect(finish([], { entries: 1, firstId: 'x' }).broken, 'an organisation with no chain at all').to.include({ reason: 'entry_outside_chain' });
+    expect(finish(rs, { entries: 0, firstId: '' }).status).to.equal('ok');
+    const changed = rs.map((r, i) => (i === 2 ? { ...r, key_prefix: 'svc_live_Zzz' } : r));
+    expect(finish(changed, { entries: 1, firstId: 'x' }).broken).to.include({ seq: 3, reason: 'entry_changed' });
+  });
+
   it('C-63: an export that starts later is anchored on its first record', () => {
     const rs = records(chainOf(10));
     const v = new ChainVerifier(ORG, null, { seq: 4, prevHash: rs[3]!.prev_hash });

@@ -248,6 +248,7 @@ describe('use case: api keys', () => {
               append: (entry) => (failAudit ? Promise.reject(new Error('audit disk full')) : stores.audit.append(entry)),
               list: (filter, p) => stores.audit.list(filter, p),
               chain: (org, q) => stores.audit.chain(org, q),
+              outsideChain: (org) => stores.audit.outsideChain(org),
               heads: () => stores.audit.heads(),
             };
             return work(withStore(stores, 'audit', audit));

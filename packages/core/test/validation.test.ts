@@ -4,6 +4,7 @@ import {
   AUDIT_KINDS,
   DEFAULT_LIMIT,
   ISSUE_EXPIRES_AT,
+  ISSUE_EMAIL,
   ISSUE_EXTRA_FIELD,
   ISSUE_FIELD_REQUIRED,
   ISSUE_LIMIT,
@@ -240,6 +241,12 @@ describe('validation: member body', () => {
     expect(byField(() => validateAddMember({ email: 'a@b.io', role: 'admin' }))).to.deep.equal({
       role: ISSUE_EXTRA_FIELD,
     });
+  });
+
+  it('C-121: an e-mail address holding U+0000 or another control character is refused on field "email" with its own issue', () => {
+    for (const bad of ['a\u0000b@example.org', 'ab@example.org\u0000', 'a\u0001@example.org', 'a@exa\u009fmple.org']) {
+      expect(byField(() => validateAddMember({ email: bad })), JSON.stringify(bad)).to.deep.equal({ email: ISSUE_EMAIL });
+    }
   });
 });
 

@@ -69,6 +69,7 @@ describe('use case: webhook changes and notification retries are audited (C-40, 
       append: () => Promise.reject(new Error('audit log unavailable')),
       list: (filter, page) => store.stores.audit.list(filter, page),
       chain: (organisationId, query) => store.stores.audit.chain(organisationId, query),
+      outsideChain: (organisationId) => store.stores.audit.outsideChain(organisationId),
       heads: () => store.stores.audit.heads(),
     };
     let failAudit = false;

@@ -57,7 +57,7 @@ forEachTarget('migrations', (target) => {
     await store.query("INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at) VALUES ('old-instance', 'cache', 'redis://127.0.0.1:6410/0', ?, 1, 1)", [
       store.dialect === 'postgres' ? false : 0,
     ]);
-    expect(await store.migrate()).to.deep.equal(['0013_redis_identity']);
+    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks']);
     expect(await store.query('SELECT instance_id, redis_location, redis_identity FROM instance_registry')).to.deep.equal([
       { instance_id: 'old-instance', redis_location: 'redis://127.0.0.1:6410/0', redis_identity: null },
     ]);
@@ -72,7 +72,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -163,8 +163,10 @@ forEachTarget('migrations', (target) => {
       { id: 'c0000000-0000-4000-8000-000000000002', kind: 'organisation_created', occurred_at: 6, organisation_id: orgId, key_id: null, key_prefix: null, actor_type: 'operator', actor_key_id: null },
     ];
     await store.knex('audit_entries').insert(old);
-    const insertActor = (n: number, actor_type: string) =>
-      store.knex('audit_entries').insert({ ...old[1], id: `c0000000-0000-4000-8000-00000000000${n}`, actor_type });
+    // After 0014 a row needs its place in the chain (seq, prev_hash, hash) as well.
+    const link = (n: number) => ({ seq: 10 + n, prev_hash: '0'.repeat(64), hash: '0'.repeat(64) });
+    const insertActor = (n: number, actor_type: string, extra: Record<string, unknown> = {}) =>
+      store.knex('audit_entries').insert({ ...old[1], id: `c0000000-0000-4000-8000-00000000000${n}`, actor_type, ...extra });
     expect(await rejection(insertActor(3, 'secret_scanning')), 'under 0001 the CHECK refuses the new actor').to.be.instanceOf(Error);
 
     expect(await store.migrate()).to.deep.equal(MIGRATIONS.slice(1).map((m) => m.name));
@@ -173,8 +175,8 @@ forEachTarget('migrations', (target) => {
       { id: old[0]!.id, kind: 'api_key_revoked', occurredAt: new Date(5), organisationId: orgId, keyId: old[0]!.key_id, keyPrefix: 'svc_live_abc', actor: { type: 'api_key', keyId: old[0]!.actor_key_id } },
       { id: old[1]!.id, kind: 'organisation_created', occurredAt: new Date(6), organisationId: orgId, keyId: null, keyPrefix: null, actor: { type: 'operator' } },
     ]);
-    await insertActor(4, 'secret_scanning');
-    expect(await rejection(insertActor(5, 'nobody')), 'an unknown actor is still refused').to.be.instanceOf(Error);
+    await insertActor(4, 'secret_scanning', link(4));
+    expect(await rejection(insertActor(5, 'nobody', link(5))), 'an unknown actor is still refused').to.be.instanceOf(Error);
     expect(await indexNames(store, 'audit_entries'), 'the rebuilt table has its indexes back').to.deep.equal([
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',
@@ -190,7 +192,7 @@ forEachTarget('migrations', (target) => {
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -357,7 +359,7 @@ forEachTarget('migrations', (target) => {
     };
     const before = await answers();
     expect(before.flat(), 'every entry is listed four times: unfiltered, by organisation, by kind, and by both').to.have.length(kinds.length * 4);
-    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity']);
+    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks']);
     expect(await answers()).to.deep.equal(before);
     expect(await indexNames(store, 'audit_entries')).to.not.include('audit_entries_kind_occurred_at_id');
   });
@@ -393,6 +395,110 @@ forEachTarget('migrations', (target) => {
       ]);
     }
     expect((await store.stores.audit.list({ kind: 'member_added' }, { limit: 100, after: null })).map((e) => e.id)).to.have.length(rare);
+  });
+
+  /** Every index of audit_entries with its definition (SQLite: its SQL; Postgres: pg_indexes.indexdef). */
+  async function auditIndexes(): Promise<Array<[string, string]>> {
+    if (store.dialect === 'sqlite') {
+      const rows = (await store.knex.raw(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'audit_entries' AND sql IS NOT NULL ORDER BY name`)) as Array<{ name: string; sql: string }>;
+      return rows.map((r) => [r.name, r.sql]);
+    }
+    const result = (await store.knex.raw(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'audit_entries' ORDER BY indexname`,
+    )) as { rows: Array<{ indexname: string; indexdef: string }> };
+    return result.rows.map((r) => [r.indexname, r.indexdef]);
+  }
+
+  /** The table's definition: SQLite its CREATE TABLE; Postgres its columns' nullability and its constraints. */
+  async function auditTableDefinition(): Promise<string> {
+    if (store.dialect === 'sqlite') {
+      return ((await store.knex.raw(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'audit_entries'`)) as Array<{ sql: string }>)[0]!.sql;
+    }
+    const columns = (await store.knex.raw(
+      `SELECT column_name, is_nullable FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'audit_entries' ORDER BY column_name`,
+    )) as { rows: Array<{ column_name: string; is_nullable: string }> };
+    const checks = (await store.knex.raw(
+      `SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'audit_entries'::regclass ORDER BY conname`,
+    )) as { rows: Array<{ conname: string; def: string }> };
+    return JSON.stringify([columns.rows, checks.rows]);
+  }
+
+  const org13 = 'b6000000-0000-4000-8000-000000000000';
+  const entry13 = (n: number, kind: AuditEntry['kind'] = 'member_added', organisationId = org13): AuditEntry => ({
+    id: `c6000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    kind,
+    occurredAt: new Date(1000 + n),
+    organisationId,
+    keyId: null,
+    keyPrefix: null,
+    actor: { type: 'operator', name: 'ada' },
+  });
+  /** A row the service never writes: seq NULL, 0 or negative (a forged "revoked by security-team"). */
+  const forged13 = (n: number, seq: number | null) => ({
+    id: `c7000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    kind: 'api_key_revoked',
+    occurred_at: 5000 + n,
+    organisation_id: org13,
+    key_id: null,
+    key_prefix: null,
+    actor_type: 'operator',
+    actor_key_id: null,
+    actor_name: 'security-team',
+    seq,
+    prev_hash: '0'.repeat(64),
+    hash: 'f'.repeat(64),
+  });
+
+  it('C-120: 0014_audit_seq_checks refuses a database holding audit rows outside the chain (seq NULL, 0, negative), names them, and changes nothing', async () => {
+    await openBefore('0014_audit_seq_checks');
+    for (let n = 1; n <= 2; n++) await store.stores.audit.append(entry13(n));
+    const forged = [forged13(1, null), forged13(2, 0), forged13(3, -1)];
+    await store.knex('audit_entries').insert(forged);
+    const definition = await auditTableDefinition();
+    const indexes = await auditIndexes();
+
+    const error = await rejection(store.migrate());
+    expect(error).to.be.instanceOf(Error);
+    const message = (error as Error).message;
+    expect(message).to.include('0014_audit_seq_checks refused: audit_entries holds 3 row(s) outside the hash chain');
+    for (const row of forged) expect(message).to.include(row.id);
+    expect(message).to.include('Nothing was changed');
+    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks']);
+    expect(await auditTableDefinition()).to.equal(definition);
+    expect(await auditIndexes()).to.deep.equal(indexes);
+    expect(await store.knex('audit_entries').count({ n: '*' }).first().then((r) => Number(r?.n))).to.equal(5);
+
+    // Once the operator has removed them (keeping a copy), the migration runs.
+    await store.knex('audit_entries').whereIn('id', forged.map((r) => r.id)).delete();
+    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks']);
+  });
+
+  it('C-120: 0014_audit_seq_checks keeps every entry and every index (the partial kind index of 0012 included); the schema then refuses a seq that is NULL, 0, negative (or, on SQLite, not an integer)', async () => {
+    await openBefore('0014_audit_seq_checks');
+    const orgs = [org13, 'b6000000-0000-4000-8000-00000000000b'];
+    for (const [n, kind] of AUDIT_KINDS.entries()) await store.stores.audit.append(entry13(n, kind, orgs[n % 2]));
+    const listed = async () => ({
+      all: (await store.stores.audit.list({}, { limit: 1000, after: null })).map(auditRecord),
+      byKind: (await store.stores.audit.list({ kind: 'member_added' }, { limit: 1000, after: null })).map((e) => e.id),
+      heads: await store.stores.audit.heads(),
+    });
+    const before = await listed();
+    const indexes = await auditIndexes();
+    expect(indexes.map(([name]) => name)).to.include('audit_entries_rare_kind_occurred_at_id');
+
+    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks']);
+    expect(await listed()).to.deep.equal(before);
+    expect(await auditIndexes(), 'the same indexes, with the same definitions').to.deep.equal(indexes);
+    const next = await store.stores.audit.append(entry13(99, 'member_added', orgs[0]));
+    expect(next.seq, 'appends continue the chain').to.equal(before.heads.find((h) => h.organisationId === orgs[0])!.seq + 1);
+
+    const refusedSeqs: unknown[] = [null, 0, -1, ...(store.dialect === 'sqlite' ? ['x', 2.5] : [])];
+    for (const [n, seq] of refusedSeqs.entries()) {
+      expect(await rejection(store.knex('audit_entries').insert(forged13(10 + n, seq as number | null))), `seq ${String(seq)}`).to.be.instanceOf(Error);
+    }
+    expect(await rejection(store.knex('audit_entries').insert({ ...forged13(20, 500), hash: null })), 'hash NULL').to.be.instanceOf(Error);
+    expect(await rejection(store.knex('audit_entries').insert({ ...forged13(21, 501), prev_hash: null })), 'prev_hash NULL').to.be.instanceOf(Error);
+    expect(await store.stores.audit.outsideChain()).to.deep.equal([]);
   });
 
   it('migrations are forward-only: rolling back is refused and changes nothing', async () => {

@@ -8,6 +8,9 @@
  *  - `entries_reordered`: the entry at this `seq` was hashed at another position, and the one that
  *    belongs here follows;
  *  - `entry_inserted`: an entry stands between two that were linked to each other, or a `seq` comes twice.
+ *  - `entry_outside_chain` (C-120, reported at seq 0): the organisation holds rows that are no link
+ *    of its chain (seq missing, 0 or negative), which no walk along the chain meets; the store counts
+ *    them and `finish` is told.
  * A signed checkpoint adds `checkpoint_truncated` (the chain ends before the checkpoint's head) and
  * `checkpoint_rewritten` (the entry at the checkpoint's `seq` has another hash: the chain up to it was
  * rewritten, even if every hash was recomputed).
@@ -25,6 +28,7 @@ export type ChainBreakReason =
   | 'entry_missing'
   | 'entries_reordered'
   | 'entry_inserted'
+  | 'entry_outside_chain'
   | 'checkpoint_truncated'
   | 'checkpoint_rewritten';
 
@@ -155,8 +159,11 @@ export class ChainVerifier {
     }
   }
 
-  /** The report once every record was pushed. */
-  finish(): ChainReport {
+  /**
+   * The report once every record was pushed. `outside`: the rows of the organisation outside its
+   * chain, as the store counted them (C-120); any is a break when the chain itself holds.
+   */
+  finish(outside?: { readonly entries: number; readonly firstId: string }): ChainReport {
     if (this.#pending !== undefined) {
       const { seq } = this.#pending;
       this.#pending = undefined;
@@ -168,6 +175,13 @@ export class ChainVerifier {
         last + 1,
         'checkpoint_truncated',
         `the checkpoint signed seq ${this.checkpoint.seq} but the chain ends at seq ${last}: entries were removed`,
+      );
+    }
+    if (this.#broken === undefined && outside !== undefined && outside.entries > 0) {
+      this.#break(
+        0,
+        'entry_outside_chain',
+        `${outside.entries} row${outside.entries === 1 ? ' is' : 's are'} outside the chain (seq missing, 0 or negative; first id ${outside.firstId}): rows the service never writes were inserted`,
       );
     }
     return {

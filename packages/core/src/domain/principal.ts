@@ -1,3 +1,5 @@
+import { wellFormedText } from './text.js';
+
 /** Who is calling: an authenticated API key, or the operator (CLI, full rights). */
 export interface KeyPrincipal {
   readonly kind: 'api_key';
@@ -20,7 +22,10 @@ export type Principal = KeyPrincipal | OperatorPrincipal;
 
 export const OPERATOR: OperatorPrincipal = Object.freeze({ kind: 'operator' });
 
-/** The operator under a name, recorded as the actor of what it does. */
+/**
+ * The operator under a name, recorded as the actor of what it does: well-formed (C-121), since the
+ * name is hashed into the audit chain and must hash as it is stored.
+ */
 export function namedOperator(name: string): OperatorPrincipal {
-  return Object.freeze({ kind: 'operator', name });
+  return Object.freeze({ kind: 'operator', name: wellFormedText(name) });
 }

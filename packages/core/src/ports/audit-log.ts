@@ -19,6 +19,15 @@ export interface AuditChainQuery {
   readonly until?: Date;
 }
 
+/** Rows of one organisation that are no link of its chain (seq missing or below 1): never written by `append`. */
+export interface AuditOutsideChain {
+  readonly organisationId: string;
+  /** How many. */
+  readonly entries: number;
+  /** The smallest id among them. */
+  readonly firstId: string;
+}
+
 /**
  * Append-only (C-41): there is no update or delete. Each organisation's entries form one hash chain
  * (C-63): `append` links the entry after the organisation's last one (seq + 1, its hash as
@@ -31,6 +40,11 @@ export interface AuditLog {
   list(filter: AuditFilter, page: PageRequest): Promise<ChainedAuditEntry[]>;
   /** One organisation's entries with seq > afterSeq matching the filters, by seq ascending, at most `limit`. */
   chain(organisationId: string, query: AuditChainQuery): Promise<ChainedAuditEntry[]>;
+  /**
+   * Rows outside the chains (C-120), per organisation (or of `organisationId` alone), by organisation
+   * id: `chain` and `list` never return them, so `audit verify` asks for them to count every row.
+   */
+  outsideChain(organisationId?: string): Promise<AuditOutsideChain[]>;
   /** The last entry of every organisation that has one, by organisation id. */
   heads(): Promise<AuditHead[]>;
 }

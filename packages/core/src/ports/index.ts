@@ -1,5 +1,5 @@
 export type { ApiKeyStore, Credential, KeyUse } from './api-key-store.js';
-export type { AuditChainQuery, AuditFilter, AuditLog } from './audit-log.js';
+export type { AuditChainQuery, AuditFilter, AuditLog, AuditOutsideChain } from './audit-log.js';
 export type { Clock } from './clock.js';
 export type { HealthProbe } from './health-probe.js';
 export type { Logger, LogLevel } from './logger.js';

@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import { isDomainErrorWithCode, ValidationError, type ErrorDetail } from '../domain/errors.js';
+import { wellFormedStrings } from '../domain/text.js';
 
 export const ISSUE_EXTRA_FIELD = 'extra fields not permitted';
 export const ISSUE_FIELD_REQUIRED = 'field required';
@@ -71,7 +72,8 @@ export function detailsFromIssues(input: Record<string, unknown>, issues: readon
 export function checkBody<S extends z.ZodType>(schema: S, body: unknown): Checked<z.output<S>> {
   if (!isJsonObject(body)) return invalid([{ field: 'body', issue: ISSUE_NOT_AN_OBJECT }]);
   const result = schema.safeParse(body);
-  if (result.success) return valid(result.data);
+  // What is stored is well-formed text (C-121), whoever called: a lone surrogate becomes U+FFFD.
+  if (result.success) return valid(wellFormedStrings(result.data));
   return invalid(detailsFromIssues(body, result.error.issues));
 }
 

@@ -2,10 +2,12 @@
  * A secret-scanning alert body: a JSON array of 1..1000 matches `{token, type, url?, source?}`.
  * Fields the programme may add later are ignored (the alert is the scanner's format, not ours);
  * everything else that does not fit is 400 with one detail per failing field, e.g. `[3].token`.
+ * Lone surrogates and U+0000 in `type`, `url` and `source` are replaced by U+FFFD (C-122).
  */
 import { z } from 'zod';
 import type { ErrorDetail } from '../domain/errors.js';
 import { invalid, valid, ISSUE_FIELD_REQUIRED, type Checked } from './issues.js';
+import { storableText } from '../domain/text.js';
 
 export const MAX_ALERT_MATCHES = 1000;
 export const ISSUE_ALERT_BODY = `must be a JSON array of 1 to ${MAX_ALERT_MATCHES} matches`;
@@ -31,6 +33,9 @@ const matchSchema = z.looseObject({
   source: text(200, ISSUE_ALERT_SOURCE, 0).nullable().optional(),
 });
 
+/** A field of the scanner's text as it is stored, hashed into the audit chain and sent in events (C-121, C-122). */
+const stored = (value: string | null | undefined): string | null => (value === null || value === undefined ? null : storableText(value));
+
 export function checkAlert(body: unknown): Checked<AlertMatch[]> {
   if (!Array.isArray(body) || body.length === 0 || body.length > MAX_ALERT_MATCHES) {
     return invalid([{ field: 'body', issue: ISSUE_ALERT_BODY }]);
@@ -55,7 +60,11 @@ export function checkAlert(body: unknown): Checked<AlertMatch[]> {
       return;
     }
     const m = result.data;
-    matches.push({ token: m.token, type: m.type, url: m.url ?? null, source: m.source ?? null });
+    // The token is compared, never stored. The other fields are the scanner's text, taken as they
+    // come: a lone surrogate or U+0000 in them is replaced by U+FFFD, never a reason to refuse the
+    // alert (which would leave every key in it valid) nor text that the store or the hash read
+    // differently (C-121, C-122).
+    matches.push({ token: m.token, type: storableText(m.type), url: stored(m.url), source: stored(m.source) });
   });
   return details.length > 0 ? invalid(details) : valid(matches);
 }

@@ -10,12 +10,14 @@ import {
   type AuditHead,
   type AuditKind,
   type AuditLog,
+  type AuditOutsideChain,
   type ChainedAuditEntry,
   type KeyPolicyChange,
   type PageRequest,
   type WebhookEventType,
 } from '@cos/core';
 import { execute, query, stringOrNull, toDate, translated, type StoreContext } from '../context.js';
+import type { SqlDialect } from '../database-url.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const ENTRY_COLUMNS =
@@ -92,9 +94,9 @@ const APPEND_POSTGRES = `INSERT INTO audit_entries (${COLUMNS})
   FROM (SELECT coalesce(head.head_seq, 0) + 1 AS seq, coalesce(head.head_hash, '${GENESIS_HASH}') AS prev_hash
         FROM (SELECT 1) AS one LEFT JOIN cos_audit_lock_head(?) AS head ON true) AS link
   RETURNING seq, prev_hash, hash`;
-/** One pass over the (organisation_id, seq) index for the maxima, then one lookup per organisation. */
+/** One pass over the (organisation_id, seq) index for the maxima of chained entries, then one lookup per organisation. */
 const HEADS =
-  'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
+  'SELECT a.organisation_id, a.seq, a.hash FROM audit_entries a JOIN (SELECT organisation_id, max(seq) AS seq FROM audit_entries WHERE seq >= 1 GROUP BY organisation_id) h ON a.organisation_id = h.organisation_id AND a.seq = h.seq ORDER BY a.organisation_id';
 /**
  * The kinds every issuance and revocation writes. The kind index leaves them out (a partial index),
  * so that an audited key commit writes one b-tree fewer; listed across organisations they walk the
@@ -108,14 +110,32 @@ export const RARE_KIND_PREDICATE = `kind NOT IN (${FREQUENT_AUDIT_KINDS.map((k) 
 /** (kind, occurred_at, id) WHERE RARE_KIND_PREDICATE. */
 export const RARE_KIND_INDEX = 'audit_entries_rare_kind_occurred_at_id';
 
+/**
+ * Rows that have no place in their organisation's chain (C-120): no seq, a seq below 1 (or, on
+ * SQLite, one that is not an integer), or no hash. Migration 0013's constraints refuse them; a
+ * database whose constraints were dropped or bypassed can still hold them, and `audit verify`
+ * reports them.
+ */
+export function outsideChainPredicate(dialect: SqlDialect): string {
+  const seq = dialect === 'sqlite' ? "typeof(seq) <> 'integer' OR seq < 1" : 'seq IS NULL OR seq < 1';
+  return `(${seq} OR prev_hash IS NULL OR hash IS NULL)`;
+}
+
 const isFrequentKind = (kind: AuditKind): boolean => (FREQUENT_AUDIT_KINDS as readonly AuditKind[]).includes(kind);
 
-const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind']);
+/**
+ * Listings show chained entries only (C-120): a row outside its chain, which `audit verify` reports,
+ * is never shown as if it were an entry of the log. The unary plus keeps the term a filter on the
+ * rows the listing's index yields: planners do not pick the (organisation_id, seq) index for it,
+ * which would trade the listing's ordered walk for a sort.
+ */
+const CHAINED = '+seq >= 1';
+const LIST = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['organisation_id', 'kind'], CHAINED);
 /**
  * The listing by one rare kind across organisations: the kind stays a bound parameter and the
  * statement carries the index's predicate, so the planner can range-scan RARE_KIND_INDEX.
  */
-const LIST_RARE_KIND = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['kind'], RARE_KIND_PREDICATE);
+const LIST_RARE_KIND = new KeysetListSql('audit_entries', COLUMNS, 'occurred_at', ['kind'], `${RARE_KIND_PREDICATE} AND ${CHAINED}`);
 
 /** The SQL of each shape of `chain` (which filters are given), built once: a fixed set of statement texts. */
 const CHAIN_SHAPES = new Map<string, string>();
@@ -200,6 +220,17 @@ export class SqlAuditLog implements AuditLog {
       CHAIN_SHAPES.set(shape, sql);
     }
     return (await query(this.ctx, sql, bindings)).map(chainedFromRow);
+  }
+
+  async outsideChain(organisationId?: string): Promise<AuditOutsideChain[]> {
+    const sql = `SELECT organisation_id, count(*) AS n, min(id) AS first_id FROM audit_entries
+      WHERE ${organisationId === undefined ? '' : 'organisation_id = ? AND '}${outsideChainPredicate(this.ctx.dialect)}
+      GROUP BY organisation_id ORDER BY organisation_id`;
+    return (await query(this.ctx, sql, organisationId === undefined ? [] : [organisationId])).map((r) => ({
+      organisationId: String(r.organisation_id),
+      entries: Number(r.n),
+      firstId: String(r.first_id),
+    }));
   }
 
   async heads(): Promise<AuditHead[]> {

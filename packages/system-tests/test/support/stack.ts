@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { createCore, InProcessRateCounter, OPERATOR, type Core, type CoreConfig, type RateCounter } from '@cos/core';
 import { CapturingLogger } from '@cos/core/testing';
 import { createSqlStore } from '@cos/store-sql';
-import { createClientErrorResponder, createConnectResponder, createKoaApp } from '@cos/adapter-koa';
+import { createClientErrorResponder, createConnectResponder, createKoaApp, type SecretScanningOptions } from '@cos/adapter-koa';
 import { listen as cliListen } from '@cos/cli';
 import { Client } from './http.js';
 
@@ -28,6 +28,8 @@ export interface StackOptions {
   readonly config?: Partial<CoreConfig>;
   /** Run migrations first (default true). */
   readonly migrate?: boolean;
+  /** The secret-scanning alert route (off by default, as in `serve` without scanner keys). */
+  readonly secretScanning?: SecretScanningOptions;
 }
 
 export interface Stack {
@@ -57,7 +59,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     config: options.config ?? {},
   });
   // The app as `cos-admin serve` builds it (compose.ts): the Koa app with the parser-error answer.
-  const app = Object.assign(createKoaApp({ core, logger }, { serviceVersion: SERVICE_VERSION }), {
+  const app = Object.assign(createKoaApp({ core, logger }, { serviceVersion: SERVICE_VERSION, ...(options.secretScanning !== undefined ? { secretScanning: options.secretScanning } : {}) }), {
     clientError: createClientErrorResponder({ core, logger }),
     connect: createConnectResponder({ core, logger }),
   });

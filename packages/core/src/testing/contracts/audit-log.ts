@@ -415,6 +415,17 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       return v.finish();
     };
 
+    it('C-120: every entry written through append is a link of its chain: none is outside it, for every organisation or one', async () => {
+      for (let i = 0; i < 4; i++) await audit().append(newAuditEntry(i % 2 === 0 ? orgA : orgB, { occurredAt: at(i) }));
+      await harness.unitOfWork.run(async (stores) => {
+        await stores.audit.append(newAuditEntry(orgA, { occurredAt: at(9) }));
+      });
+      expect(await audit().outsideChain()).to.deep.equal([]);
+      expect(await audit().outsideChain(orgA)).to.deep.equal([]);
+      expect((await wholeChain(orgA)).map((e) => e.seq)).to.deep.equal([1, 2, 3]);
+      expect((await audit().list({}, { limit: 100, after: null })).map((e) => e.seq).sort()).to.deep.equal([1, 1, 2, 2, 3]);
+    });
+
     it('C-63: each organisation has its own chain: seq 1, 2, 3 …, prev_hash the previous hash (64 zeros first), hash recomputable', async () => {
       const appended: ChainedAuditEntry[] = [];
       for (let i = 0; i < 5; i++) {

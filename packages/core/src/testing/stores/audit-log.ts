@@ -1,7 +1,7 @@
 /** In memory: the audit log (AuditLog), each organisation's entries chained (C-63). */
 import type { AuditActor, AuditEntry } from '../../domain/audit.js';
 import { linkAuditEntry, type AuditHead, type ChainedAuditEntry } from '../../domain/audit-chain.js';
-import type { AuditChainQuery, AuditFilter, AuditLog } from '../../ports/audit-log.js';
+import type { AuditChainQuery, AuditFilter, AuditLog, AuditOutsideChain } from '../../ports/audit-log.js';
 import type { PageRequest } from '../../ports/pagination.js';
 import { copyDate, copyKeyPolicy, page, duplicateId } from '../in-memory-tables.js';
 import type { Session } from '../in-memory-session.js';
@@ -61,7 +61,7 @@ export class InMemoryAuditLog implements AuditLog {
     return this.session.read((t) =>
       page(
         [...t.audit.values()].filter(
-          (e) => (organisationId === undefined || e.organisationId === organisationId) && (kind === undefined || e.kind === kind),
+          (e) => e.seq >= 1 && (organisationId === undefined || e.organisationId === organisationId) && (kind === undefined || e.kind === kind),
         ),
         (e) => ({ createdAt: e.occurredAt, id: e.id }),
         request,
@@ -87,6 +87,20 @@ export class InMemoryAuditLog implements AuditLog {
         .slice(0, Math.max(0, q.limit))
         .map(copyAudit),
     );
+  }
+
+  /** Entries without a seq of at least 1 (`append` links every entry, so none unless a test put one in the table). */
+  async outsideChain(organisationId?: string): Promise<AuditOutsideChain[]> {
+    return this.session.read((t) => {
+      const found = new Map<string, { entries: number; firstId: string }>();
+      for (const e of t.audit.values()) {
+        if ((organisationId !== undefined && e.organisationId !== organisationId) || (Number.isSafeInteger(e.seq) && e.seq >= 1)) continue;
+        const f = found.get(e.organisationId);
+        if (f === undefined) found.set(e.organisationId, { entries: 1, firstId: e.id });
+        else found.set(e.organisationId, { entries: f.entries + 1, firstId: e.id < f.firstId ? e.id : f.firstId });
+      }
+      return [...found.keys()].sort().map((id) => ({ organisationId: id, ...found.get(id)! }));
+    });
   }
 
   async heads(): Promise<AuditHead[]> {
