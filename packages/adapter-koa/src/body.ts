@@ -17,9 +17,10 @@
  * 400 (RefusedRequestError); a client that hangs up before its body is complete gets no answer
  * (ClientAbortedError: the pipeline logs it as an abort, not as a failure).
  *
- * awaitBodyEnd is the same wait for routes that take no body (GET, DELETE): a body sent anyway is
+ * awaitBodyEnd is the same wait for a DELETE, which takes no body but acts: a body sent anyway is
  * received and discarded before the route runs, so a framing error in it is answered before the
- * route acts, never after (a DELETE answered 400 must not revoke).
+ * route acts, never after (a DELETE answered 400 must not revoke). Reads do not wait for a body
+ * (C-141, the dispatch).
  *
  * Libraries: `content-type` parses the Content-Type header (media type, charset); `raw-body` reads
  * the bytes under the limit (413 for a declared length over it before anything is read, and for a
@@ -104,7 +105,7 @@ function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
 }
 
 /**
- * For routes that take no body: resolves once any body sent anyway has arrived (and is dropped);
+ * For a DELETE: resolves once any body sent anyway has arrived (and is dropped);
  * rejects with the parser's 400 or ClientAbortedError when it cannot arrive. A request without a
  * body resolves at once.
  */

@@ -212,7 +212,7 @@ const VARIABLES = {
   MAX_CONNECTIONS: variable(
     'maxConnections',
     'unset',
-    "connections the API listener holds at once; unset: the process's soft descriptor limit (`ulimit -n`) less a reserve of a quarter of it, 32 to 256 (768 at 1024). At the cap a new connection closes the least recently active idle one; a connection with a request in flight is never closed for it (operations guide, section 10)",
+    "connections the API listener holds at once; unset: the process's soft descriptor limit (`ulimit -n`) less a reserve of a quarter of it, 32 to 256 (768 at 1024). At the cap a new connection closes the least recently active idle one, or one still sending a request body (unauthenticated ones first); a connection whose request has fully arrived is never closed for it (operations guide, section 10)",
     int('MAX_CONNECTIONS', 1, 1_000_000).optional().transform(orNull),
   ),
   HEADERS_TIMEOUT_MS: variable(

@@ -20,10 +20,13 @@
  * Holding connections is bounded too. A connection must deliver its header section within
  * `headersTimeoutMs` (a silent one included) and its whole request within `requestTimeoutMs`,
  * checked every second at most; keep-alive connections idle for KEEP_ALIVE_TIMEOUT_MS are closed.
- * And at most `maxConnections` are open at once, below the process's descriptor limit: at the cap
- * a new connection closes the least recently active idle connection (the connection map is kept in the
- * order they became idle), so idle or silent connections cannot lock legitimate clients out; a
- * connection with a request in flight is never closed for it.
+ * And at most `maxConnections` are open at once, below the process's descriptor limit. At the cap a
+ * new connection closes another (C-140): the least recently active one that is idle, silent, or
+ * still sending an unauthenticated request (the connection map is kept in the order they became
+ * idle), else the least recently active one still sending an authenticated request's body. So
+ * neither idle connections nor slow bodies can lock legitimate clients out, and unauthenticated
+ * connections only get the room that authenticated requests leave. A connection whose request has
+ * fully arrived is never closed for the cap; when every connection has one, the newcomer is closed.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net';
@@ -47,8 +50,9 @@ export interface ListenOptions {
   readonly idleGraceMs?: number;
   /**
    * Connections held at once (default: no cap). At the cap a new connection closes the least
-   * recently active idle one (accepted or answered longest ago, with no request in flight); when
-   * every connection has a request in flight, the new one is closed instead.
+   * recently active one (accepted or answered longest ago) that is idle or still sending an
+   * unauthenticated request, else one still sending an authenticated request's body; when every
+   * connection has a request that has fully arrived, the new one is closed instead.
    */
   readonly maxConnections?: number;
   /** Default DEFAULT_HEADERS_TIMEOUT_MS; at most requestTimeoutMs. */
@@ -91,6 +95,17 @@ interface ConnectionState {
   active: number;
   /** When the connection last became idle (accepted, or its last response finished). */
   idleSince: number;
+  /** The latest request handed to the app on this connection (its body may still be arriving). */
+  request: IncomingMessage | undefined;
+}
+
+/**
+ * Whether closing the connection would cut off a request that has fully arrived (C-140): one in
+ * flight whose body is complete, or more than one (pipelined requests behind the first are parsed
+ * only once it has fully arrived).
+ */
+function holdsArrivedRequest(state: ConnectionState): boolean {
+  return state.active > 1 || (state.active === 1 && state.request?.complete === true);
 }
 
 /**
@@ -122,16 +137,21 @@ export async function listen(
   // own answers are a bare 400 and a bare 417).
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const state = connections.get(req.socket);
-    if (state !== undefined) state.active += 1;
+    if (state !== undefined) {
+      state.active += 1;
+      state.request = req;
+    }
     inFlight += 1;
     if (stopping) res.shouldKeepAlive = false;
     res.once('close', () => {
       inFlight -= 1;
       if (state !== undefined) {
         state.active -= 1;
+        if (state.active === 0) state.request = undefined;
         state.idleSince = Date.now();
-        // To the end of the idle order; a connection already closed stays out.
-        if (connections.delete(req.socket)) connections.set(req.socket, state);
+        // To the end of the idle order (a connection already closed stays out), unless the answer
+        // closes it: then it keeps its place, ahead of connections accepted after it.
+        if (res.shouldKeepAlive && connections.delete(req.socket)) connections.set(req.socket, state);
       }
     });
     handle(req, res);
@@ -160,23 +180,35 @@ export async function listen(
   let shed = 0;
   let refused = 0;
   const capWarnings = new LogThrottle(CAP_WARN_INTERVAL_MS, Date.now);
-  /** At the cap: closes the least recently active idle connection; false when every one has a request in flight. */
-  const shedIdle = (): boolean => {
+  const close = (socket: Socket): true => {
+    connections.delete(socket);
+    socket.destroy();
+    shed += 1;
+    return true;
+  };
+  /**
+   * At the cap (C-140): closes the least recently active connection that is idle or still sending
+   * an unauthenticated request (no Authorization header: a request with one is answered 401 before
+   * its body when the key does not authenticate), else the least recently active one still sending
+   * an authenticated request's body; false when every connection has a request that has fully
+   * arrived.
+   */
+  const shedOne = (): boolean => {
+    let authenticatedBody: Socket | undefined;
     for (const [socket, state] of connections) {
-      if (state.active > 0) continue;
-      connections.delete(socket);
-      socket.destroy();
-      shed += 1;
-      return true;
+      if (state.active === 0) return close(socket);
+      if (holdsArrivedRequest(state)) continue;
+      if (state.request?.headers.authorization === undefined) return close(socket);
+      authenticatedBody ??= socket;
     }
-    return false;
+    return authenticatedBody !== undefined && close(authenticatedBody);
   };
   server.on('connection', (socket: Socket) => {
-    if (connections.size >= maxConnections && !shedIdle()) {
+    if (connections.size >= maxConnections && !shedOne()) {
       socket.destroy();
       refused += 1;
     } else {
-      connections.set(socket, { active: 0, idleSince: Date.now() });
+      connections.set(socket, { active: 0, idleSince: Date.now(), request: undefined });
       socket.once('close', () => connections.delete(socket));
     }
     if (shed + refused > 0 && capWarnings.pass() !== null) {

@@ -130,7 +130,7 @@ describe('connection cap in listen(): the least recently active idle connection 
     running = undefined;
   });
 
-  /** An app that answers /hold only when released, anything else at once. */
+  /** An app that answers /hold only when released, /upload once its body has arrived, anything else at once. */
   const app = {
     callback: () => (req: IncomingMessage, res: ServerResponse) => {
       const answer = (): void => {
@@ -138,6 +138,7 @@ describe('connection cap in listen(): the least recently active idle connection 
         res.end('ok');
       };
       if (req.url === '/hold') release.push(answer);
+      else if (req.url === '/upload') req.resume().once('end', answer);
       else answer();
     },
   };
@@ -181,6 +182,56 @@ describe('connection cap in listen(): the least recently active idle connection 
     for (const r of release.splice(0)) r();
     for (const r of [a, d, e]) await waitFor('held request answered', () => r.received.endsWith('ok') && r.received.split('ok').length >= 2, 5_000);
     expect([a.closed, d.closed, e.closed]).to.deep.equal([false, false, false]);
+  });
+
+  it('C-140: a request whose body has not arrived is not protected: at the cap an unauthenticated one goes in the order of the idle ones, an authenticated one after every idle one; a request that has fully arrived is never closed', async () => {
+    running = await listen(app, '127.0.0.1', 0, new CapturingLogger(), { maxConnections: 4 });
+    const { port } = running;
+    const upload = (authorization: string): string =>
+      `POST /upload HTTP/1.1\r\nHost: x\r\n${authorization}Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`;
+    const closes = (what: string, raw: Raw): Promise<void> => waitFor(what, () => raw.closed, 5_000);
+    const authenticated = await tracked(port, upload('Authorization: Bearer cos_anything\r\n'));
+    await waitFor('the authenticated upload in flight', () => running!.inFlight() === 1, 5_000);
+    const unauthenticated = await tracked(port, upload(''));
+    await waitFor('the unauthenticated upload in flight', () => running!.inFlight() === 2, 5_000);
+    const held = await tracked(port, get('/hold'));
+    await waitFor('the held request in flight', () => running!.inFlight() === 3, 5_000);
+    const silent = await tracked(port);
+
+    // At the cap: the unauthenticated upload goes first, before the silent connection accepted after it.
+    const first = await tracked(port);
+    await closes('the unauthenticated upload closed', unauthenticated);
+    expect(unauthenticated.received, 'closed without an answer').to.equal('');
+    await sleep(50);
+    expect([authenticated.closed, held.closed, silent.closed, first.closed]).to.deep.equal([false, false, false, false]);
+
+    // Idle connections (silent, then the newcomer before) go before the authenticated upload, although accepted after it.
+    const second = await tracked(port);
+    await closes('the silent connection closed', silent);
+    const third = await tracked(port);
+    await closes('the first newcomer closed', first);
+    await sleep(50);
+    expect([authenticated.closed, held.closed, second.closed, third.closed]).to.deep.equal([false, false, false, false]);
+
+    // With no idle connection left, the authenticated upload goes; the held requests, which have fully arrived, stay.
+    second.socket.write(get('/hold'));
+    third.socket.write(get('/hold'));
+    await waitFor('three held requests and the upload in flight', () => running!.inFlight() === 4, 5_000);
+    const fourth = await tracked(port);
+    await closes('the authenticated upload closed', authenticated);
+    expect(authenticated.received).to.equal('');
+    await sleep(50);
+    expect([held.closed, second.closed, third.closed, fourth.closed]).to.deep.equal([false, false, false, false]);
+
+    // Every request has fully arrived now: the newcomer is refused.
+    fourth.socket.write(get('/hold'));
+    await waitFor('four held requests in flight', () => running!.inFlight() === 4, 5_000);
+    const refused = await tracked(port);
+    await closes('the newcomer refused', refused);
+    expect(refused.received).to.equal('');
+    for (const r of release.splice(0)) r();
+    for (const r of [held, second, third, fourth]) await waitFor('held request answered', () => r.received.endsWith('ok'), 5_000);
+    expect([held.closed, second.closed, third.closed, fourth.closed]).to.deep.equal([false, false, false, false]);
   });
 });
 
@@ -266,6 +317,72 @@ describe('serve: connection cap and timeouts', function () {
     // The request in flight from before the flood is answered.
     held.socket.write(body.slice(5));
     await waitFor('the held request answered', () => /HTTP\/1\.1 201 /.test(held.received), 10_000);
+    expect(s.logLines().some((l) => l['msg'] === 'connection cap reached: idle connections closed to admit new ones (MAX_CONNECTIONS)')).to.equal(true);
+  });
+
+  it('C-140, C-141: while 70 unauthenticated GET /v1/health declaring a 100,000-byte body trickle it against MAX_CONNECTIONS=64 (reopened as they close), 20 of 20 authenticated requests on new connections are answered 2xx; each of the 70 is answered without its body and closed, or closed for the cap', async () => {
+    // Timeouts far beyond the test: what closes the slow bodies here is the answer or the cap.
+    const s = startServe(['--bootstrap'], { ...env, MAX_CONNECTIONS: '64', HEADERS_TIMEOUT_MS: '60000', REQUEST_TIMEOUT_MS: '60000' }, tmp.dir);
+    servers.push(s);
+    const { url, port } = await s.listening();
+    const key = printedKeys(s.stdout())[0]!;
+    const slowBody = 'GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{';
+    const attack: Raw[] = [];
+    // Back to 70 open: every one has been accepted by the time the next legitimate connection is.
+    const reopen = async (): Promise<void> => {
+      const missing = 70 - attack.filter((r) => !r.closed).length;
+      const batch = await Promise.all(Array.from({ length: missing }, () => open(port, slowBody)));
+      attack.push(...batch);
+      raws.push(...batch);
+    };
+    const trickle = setInterval(() => {
+      for (const r of attack) if (!r.closed) r.socket.write('x');
+    }, 2_000);
+    const statuses: number[] = [];
+    try {
+      await reopen();
+      for (let i = 0; i < 20; i++) {
+        statuses.push(await freshRequest(url, '/v1/organisations?limit=1', { authorization: `Bearer ${key}` }));
+        await reopen();
+      }
+      await waitFor('every slow-body connection closed by the server', () => attack.every((r) => r.closed), 20_000);
+    } finally {
+      clearInterval(trickle);
+    }
+    expect(statuses.filter((st) => st < 200 || st > 299), `statuses: ${statuses.join(',')}`).to.deep.equal([]);
+    const answered = attack.filter((r) => r.received !== '');
+    for (const r of answered) expect(r.received).to.match(/^HTTP\/1\.1 200 [^]*\r\nConnection: close\r\n/i);
+    expect(answered.length, 'answered without waiting for the body').to.be.greaterThan(0);
+    expect(attack.length).to.be.at.least(70);
+  });
+
+  it('after the cap has been reached (200 silent connections against MAX_CONNECTIONS=64, then destroyed), a silent connection is still answered 408 and closed at HEADERS_TIMEOUT_MS, also one opened later', async () => {
+    const s = startServe([], { ...env, MAX_CONNECTIONS: '64', HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '2500' }, tmp.dir);
+    servers.push(s);
+    const { port } = await s.listening();
+    /** A silent connection: when it was answered 408 and closed, after it was opened. */
+    const silentFor = async (): Promise<number> => {
+      const t0 = Date.now();
+      const probe = await open(port);
+      raws.push(probe);
+      await waitFor('the silent connection closed', () => probe.closed, 6_000);
+      expect(probe.received).to.match(/^HTTP\/1\.1 408 /);
+      return probe.closedAt - t0;
+    };
+    const before = await silentFor();
+    const flood: Raw[] = [];
+    for (let i = 0; i < 200; i += 50) flood.push(...(await Promise.all(Array.from({ length: 50 }, () => open(port)))));
+    raws.push(...flood);
+    // The server closed 136 of them for the cap (exactly: the 64 kept are the last accepted).
+    await waitFor('136 closed for the cap', () => flood.filter((r) => r.closed).length >= 136, 10_000);
+    for (const r of flood) r.socket.destroy();
+    const after = await silentFor();
+    await sleep(1_200);
+    const later = await silentFor();
+    // Not before the timeout; after it within the check interval (250 ms) and a busy machine's slack.
+    for (const [name, ms] of [['before the cap', before], ['after the cap', after], ['opened later', later]] as const) {
+      expect(ms, name).to.be.within(900, 1_000 + 5_000);
+    }
     expect(s.logLines().some((l) => l['msg'] === 'connection cap reached: idle connections closed to admit new ones (MAX_CONNECTIONS)')).to.equal(true);
   });
 

@@ -265,11 +265,14 @@ for (const target of databaseTargets()) {
     it('SIGTERM: readyz answers 503 while in-flight requests drain, livez stays 200; the process then exits 0', async () => {
       const s = serve([], { OPS_PORT: '0' });
       const { api, ops } = await started(s);
-      // A request in flight on the API port: its body (10 bytes announced) never completes.
+      // A request in flight on the API port: an admitted POST whose body (10 bytes announced) never
+      // completes (a GET is answered without the body it does not take, C-141).
       const { port } = new URL(api);
       const socket = connect(Number(port), '127.0.0.1');
       await new Promise<void>((resolve) => socket.once('connect', resolve));
-      socket.write('GET /v1/health HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\nab');
+      socket.write(
+        `POST /v1/organisations HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${platformKey}\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{"`,
+      );
       socket.on('error', () => undefined);
       await sleep(200);
       expect((await get(`${ops}/readyz`)).status).to.equal(200);

@@ -8,12 +8,18 @@
  *
  * Before all of that, requests the service refuses whatever their route (client-error.ts's
  * refusedRequestAnswer: a Transfer-Encoding other than chunked, no Host, an unmet Expect) are
- * answered; and a route that takes no body runs only once a body sent anyway has fully arrived, so
- * a framing error in that body is the answer and the route never acts.
+ * answered.
+ *
+ * A body sent anyway to a route that takes none (C-141): a read (GET, HEAD) does not wait for it
+ * and reads none of it; a framing error the parser has already met in it is the 400, and when the
+ * body is still arriving as the answer goes out, the answer closes the connection. A DELETE, which
+ * acts, waits for that body after admission (401 and 429 are answered without it) and before it
+ * acts, so a framing error in the body is the answer and the route never acts.
  */
+import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { awaitBodyEnd } from '../body.js';
-import { refusedRequestAnswer } from '../http-refusals.js';
+import { clientErrorAnswer, parserErrorOf, refusedRequestAnswer } from '../http-refusals.js';
 import { methodNotAllowed, RefusedRequestError, unknownPath } from '../errors.js';
 import type { RouteMatch } from '../routes/route.js';
 import type { CosRequestState } from '../state.js';
@@ -31,32 +37,54 @@ export function createDispatch(
   publicRateLimit: PublicRateLimitStep,
 ): Dispatch {
   return async (ctx, state) => {
-    const refused = refusedRequestAnswer(ctx.req);
-    if (refused !== undefined) throw new RefusedRequestError(refused);
-    const found = match(ctx.method, ctx.path);
-    if (found.kind === 'unknown-path') throw unknownPath();
-    if (found.kind === 'method-not-allowed') {
-      state.route = found.template;
-      throw methodNotAllowed(ctx.method, found.allow);
+    try {
+      const refused = refusedRequestAnswer(ctx.req);
+      if (refused !== undefined) throw new RefusedRequestError(refused);
+      const found = match(ctx.method, ctx.path);
+      if (found.kind === 'unknown-path') throw unknownPath();
+      if (found.kind === 'method-not-allowed') {
+        state.route = found.template;
+        throw methodNotAllowed(ctx.method, found.allow);
+      }
+      const route = found.route;
+      state.route = route.template;
+      if (route.access === 'public') {
+        const allowed = await publicRateLimit(ctx, state);
+        if (!TAKES_BODY.has(route.method) && !ctx.req.complete) await refuseBrokenBody(ctx.req);
+        if (allowed) await route.handle(ctx);
+        return;
+      }
+      if (route.access === 'signed') {
+        await route.handle(ctx, state);
+        return;
+      }
+      const principal = await admit(ctx, state);
+      if (principal === undefined) return;
+      if (route.method === 'DELETE') {
+        // It acts: it runs once a body sent anyway has arrived, so a framing error in it is the answer
+        // (a parse error behind a request that has fully arrived is not this request's).
+        const arrived = ctx.req.complete ? undefined : awaitBodyEnd(ctx.req);
+        if (arrived !== undefined) await arrived;
+      } else if (!TAKES_BODY.has(route.method) && !ctx.req.complete) await refuseBrokenBody(ctx.req);
+      // The route starts its Idempotency-Key through the route kit once the caller may perform the
+      // operation (reads take none: nothing to start on the hot path).
+      await route.handle(ctx, found.params, principal);
+    } finally {
+      // A method that takes no body (C-141): whatever the answer, it closes the connection when a
+      // body sent anyway is still arriving, so that body is never read.
+      if (!ctx.req.complete && !TAKES_BODY.has(ctx.method)) ctx.res.shouldKeepAlive = false;
     }
-    const route = found.route;
-    state.route = route.template;
-    if (!TAKES_BODY.has(route.method)) {
-      const arrived = awaitBodyEnd(ctx.req);
-      if (arrived !== undefined) await arrived;
-    }
-    if (route.access === 'public') {
-      if (await publicRateLimit(ctx, state)) await route.handle(ctx);
-      return;
-    }
-    if (route.access === 'signed') {
-      await route.handle(ctx, state);
-      return;
-    }
-    const principal = await admit(ctx, state);
-    if (principal === undefined) return;
-    // The route starts its Idempotency-Key through the route kit once the caller may perform the
-    // operation (reads take none: nothing to start on the hot path).
-    await route.handle(ctx, found.params, principal);
   };
+}
+
+/**
+ * A read runs without the body sent with it (C-141), but not on a request whose framing the parser
+ * has refused in the bytes received with it: that is the 400. Those bytes are all parsed before the
+ * event loop's next turn (the parser goes through each read it is given at once; only microtasks run
+ * in between, from its body callbacks), so it waits for that turn (called only while the body has not ended).
+ */
+async function refuseBrokenBody(req: IncomingMessage): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const parserError = parserErrorOf(req);
+  if (parserError !== undefined) throw new RefusedRequestError(clientErrorAnswer(parserError.code));
 }

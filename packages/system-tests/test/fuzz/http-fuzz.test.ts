@@ -138,6 +138,10 @@ async function runCase(stack: Stack, cast: Cast, probe: StateProbe, shape: Reque
 }
 
 
+function readOnlyMethod(method: string): boolean {
+  return ['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase());
+}
+
 /** What the service must answer to a framing it refuses (C-15, C-52), or undefined when it is served. */
 function framingRefusal(f: FramingShape): { status: number; field: string } | undefined {
   if (f.transferEncoding !== undefined && f.transferEncoding.trim().toLowerCase() !== 'chunked') return { status: 400, field: 'request' };
@@ -153,7 +157,8 @@ async function runFramingCase(stack: Stack, cast: Cast, probe: StateProbe, shape
   // HEAD answers have no body to check the shape of: sent as GET here.
   const o = { ...sent, method: sent.method === 'HEAD' ? 'GET' : sent.method, headers };
   await probe.mark();
-  const raw = await rawSocket(stack.baseUrl, renderRaw(o, framing));
+  const bytes = renderRaw(o, framing);
+  const raw = await rawSocket(stack.baseUrl, bytes);
   const diff = await probe.diff();
   const answers = parseRawAnswers(raw).filter((a) => a.status !== 100);
   const problems: string[] = [];
@@ -184,8 +189,14 @@ async function runFramingCase(stack: Stack, cast: Cast, probe: StateProbe, shape
     if (last.status >= 500) problems.push(`${last.status} (never a 5xx)`);
     if ((last.headers['x-request-id'] ?? '') === '') problems.push('no X-Request-Id (C-15)');
     if (last.headers['x-ratelimit-remaining'] === undefined) problems.push('no X-RateLimit-Remaining (C-52)');
-    if (badChunk && last.status < 300) problems.push(`${last.status} for a malformed chunked body`);
-    if ((last.status >= 400 || ['GET', 'HEAD', 'OPTIONS'].includes(o.method.toUpperCase())) && diff.length > 0) problems.push(`state changed after ${last.status}: ${diff.slice(0, 5).join(' | ')}`);
+    // A read is answered without its body (C-141): a malformed chunk is its 400 when it arrives with
+    // the headers (one segment on loopback: a request well under the 64 KiB segment size); one
+    // further on may come after the answer, which then closes the connection.
+    const readWithLaterBody = readOnlyMethod(o.method) && Buffer.byteLength(bytes, 'latin1') > 16 * 1024;
+    if (badChunk && last.status < 300 && !(readWithLaterBody && /close/i.test(last.headers['connection'] ?? ''))) {
+      problems.push(`${last.status} for a malformed chunked body`);
+    }
+    if ((last.status >= 400 || readOnlyMethod(o.method)) && diff.length > 0) problems.push(`state changed after ${last.status}: ${diff.slice(0, 5).join(' | ')}`);
   }
   if (problems.length > 0) throw new Error(`${problems.join('\n')}\n  framing ${JSON.stringify(framing)}\n  case: ${describeCase(o, undefined)}\n  answer: ${raw.slice(0, 600)}`);
 }
