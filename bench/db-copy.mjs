@@ -5,7 +5,7 @@
 // copied into a fresh Postgres database by the built CLI, as an operator runs it. Prints the copy's
 // wall time, rows per second, the verification's share and the process's peak RSS.
 //
-//   pnpm build && node bench/db-copy.mjs [--orgs 10000] [--keys 100000] [--audit 1000000]
+//   npx -y pnpm@10 build && node bench/db-copy.mjs [--orgs 10000] [--keys 100000] [--audit 1000000]
 //
 // Postgres: TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test); the target database
 // cos_bench_copy_<random> is created beside it and dropped afterwards.

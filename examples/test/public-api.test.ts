@@ -181,7 +181,7 @@ describe('public surface of the packages', function () {
       const imported = new Set<string>();
       for (const file of dts) {
         const text = readFileSync(join(dir, 'dist', file), 'utf8');
-        for (const match of text.matchAll(/(?:from|import\()\s*['"]([^'"./][^'"]*)['"]/g)) {
+        for (const match of text.matchAll(/(?:\bfrom\s+|\bimport\(\s*)['"]([^'"./][^'"]*)['"]/g)) {
           let specifier = match[1]!;
           if (specifier.startsWith('node:')) continue;
           if (specifier.startsWith('#')) {

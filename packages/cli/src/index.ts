@@ -20,5 +20,6 @@ export {
   REGISTRATION_LIVE_MS,
   REGISTRATION_TRUST_MS,
   type RedisLocation,
+  type RegisteredRedis,
   type RegistrationTimings,
 } from './instance-registration.js';

@@ -19,6 +19,7 @@ import {
   type SqlStore,
   type TableProgress,
 } from '@cos/store-sql';
+import { digestsEqual } from '@cos/core';
 import { verifyStore } from '../audit-integrity.js';
 import { CliError } from '../errors.js';
 import { currentIo, runPath } from '../io.js';
@@ -128,7 +129,7 @@ async function verifyCopy(source: SqlStore, target: SqlStore, all: boolean): Pro
   const heads = new Map((await source.stores.audit.heads()).map((h) => [h.organisationId, h]));
   for (const h of await target.stores.audit.heads()) {
     const s = heads.get(h.organisationId);
-    if (s === undefined || s.seq !== h.seq || s.hash !== h.hash) {
+    if (s === undefined || s.seq !== h.seq || !digestsEqual(s.hash, h.hash)) {
       throw new CliError(`verification failed: the audit head of organisation ${h.organisationId} differs from the source's`, { code: 'COPY_MISMATCH' });
     }
     heads.delete(h.organisationId);
