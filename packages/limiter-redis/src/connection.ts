@@ -75,6 +75,8 @@ function credentialsOf(url: string): { username?: string; password?: string; soc
  * by its first key) and single commands routed by a key (`key` undefined: any node).
  */
 export interface Connection {
+  /** A Redis Cluster's client (REDIS_CLUSTER_NODES), not one Redis's. */
+  readonly isCluster: boolean;
   readonly isReady: boolean;
   readonly isOpen: boolean;
   hit(key: string, ttlMs: number, deadlineMs: number): Promise<number>;
@@ -92,6 +94,7 @@ export interface Connection {
 export function plainConnection(url: string): Connection {
   const client = makeClient(url);
   return {
+    isCluster: false,
     get isReady() {
       return client.isReady;
     },
@@ -113,18 +116,63 @@ export function plainConnection(url: string): Connection {
 }
 
 /**
+ * How often a cluster connection PINGs each primary it routes to. A PING still unanswered at the next
+ * round is a timeout: the slots are asked again of another node, at most once per round.
+ */
+export const CLUSTER_WATCH_INTERVAL_MS = 1_000;
+
+/**
+ * Follows a frozen or blackholed primary to its promoted replica. Such a node keeps its TCP
+ * connection open: no MOVED comes back and no reconnection starts, so nothing else makes the client
+ * ask for the slots again, and every command routed to it waits until it wakes. Once per
+ * CLUSTER_WATCH_INTERVAL_MS every primary's connection gets one PING (none while the last is
+ * unanswered); a primary whose PING of the round before is still unanswered makes the client read
+ * the slot map from another node (rediscover, the same refresh a MOVED triggers). Until the cluster
+ * promotes a replica that map is the one the client has; afterwards the frozen node is out of it,
+ * its connection is dropped (what waited on it rejects) and its slots go to the new primary.
+ * Nothing is added per request: the PINGs are a few a second per connection, whatever the load.
+ */
+function watchPrimaries(cluster: ReturnType<typeof makeCluster>): () => void {
+  const unanswered = new Set<string>();
+  const timer = setInterval(() => {
+    if (!cluster.isReady) return;
+    const stuck = new Set<string>();
+    for (const node of cluster.masters) {
+      const client = node.client;
+      if (client === undefined || !client.isReady) continue;
+      if (unanswered.has(node.address)) {
+        stuck.add(node.address);
+        continue;
+      }
+      unanswered.add(node.address);
+      client.sendCommand(['PING']).then(
+        () => unanswered.delete(node.address),
+        () => unanswered.delete(node.address),
+      );
+    }
+    // The client's own refresh (the one a MOVED starts) ignores a call while one is running.
+    if (stuck.size > 0) cluster._slots.rediscover(undefined, stuck).catch(() => undefined);
+  }, CLUSTER_WATCH_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
  * A cluster: the client connects to each node as it learns the slots, and every node's connection
  * reconnects by itself; only the discovery itself (no seed node answering) gives up, so it is
- * retried here until close(). 'ready' is the end of a discovery.
+ * retried here until close(). 'ready' is the end of a discovery. A primary that stops answering
+ * without dropping its connection is followed to its promoted replica (watchPrimaries).
  */
 export function clusterConnection(urls: readonly string[]): Connection {
   const cluster = makeCluster(urls);
   const ready = new Set<() => void>();
   let closed = false;
+  const stopWatching = watchPrimaries(cluster);
   cluster.on('connect', () => {
     for (const listener of [...ready]) listener();
   });
   return {
+    isCluster: true,
     get isReady() {
       return !closed && cluster.isReady;
     },
@@ -155,10 +203,12 @@ export function clusterConnection(urls: readonly string[]): Connection {
     },
     close: () => {
       closed = true;
+      stopWatching();
       return cluster.isOpen ? cluster.close() : Promise.resolve();
     },
     destroy: () => {
       closed = true;
+      stopWatching();
       cluster.destroy();
     },
   };
