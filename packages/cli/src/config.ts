@@ -199,7 +199,7 @@ const VARIABLES = {
   REDIS_MIN_REPLICAS_ACKED: variable(
     'redisMinReplicasAcked',
     'unset',
-    'replicas a credential change (revocation, expiry shortening, organisation change) must reach before it is answered 2xx (Redis `WAIT`, within 60 % of the fence bound: 150 ms by default), else 503 with nothing changed; unset: 1 where the organisation\'s primary has a replica (in a cluster: any replica the cluster lists for it, its link up or cut, unless the cluster marked it failed; with `REDIS_URL`: the replicas the primary reports), else 0; `0`: never wait (a failover may then bring a revoked key back)',
+    'replicas a credential change (revocation, expiry shortening, organisation change) must reach before it is answered 2xx (Redis `WAIT`, within 60 % of the fence bound: 150 ms by default), else 503 with nothing changed; unset: 1 where the organisation\'s primary has a replica (in a cluster: any replica the cluster lists for it, its link up or cut, even one marked failed; with `REDIS_URL`: the replicas the primary reports), else 0; `0`: never wait (a failover may then bring a revoked key back)',
     int('REDIS_MIN_REPLICAS_ACKED', 0, 16).optional().transform(orNull),
   ),
   HOST: variable(

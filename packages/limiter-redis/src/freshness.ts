@@ -115,10 +115,10 @@ function replicasOf(role: unknown): number {
 }
 
 /**
- * The replicas of the primary of `key`. In a cluster: those the cluster lists for it (CLUSTER NODES
- * on the primary), whether their replication link is up or not, except those the cluster agreed
- * have failed: a replica whose link is cut is still promoted when the primary fails, with the data
- * it had, so a change it has not acknowledged could be lost. Elsewhere (or where CLUSTER NODES is
+ * The replicas of the primary of `key`. In a cluster: every one the cluster lists for it (CLUSTER
+ * NODES on the primary), its replication link up or not, failed or not: a replica whose link is cut
+ * is still promoted when the primary fails, with the data it had, and one marked failed can rejoin
+ * and be promoted so, so a change none of them acknowledged could be lost. Elsewhere (or where CLUSTER NODES is
  * refused): the replicas the primary reports, ROLE, or where a provider renamed or disabled it,
  * `connected_slaves` of INFO replication. Neither answering rejects (the change is refused): set
  * REDIS_MIN_REPLICAS_ACKED then.
@@ -148,8 +148,7 @@ async function replicaCount(connection: Connection, key: string): Promise<number
 
 /**
  * The replicas a primary's CLUSTER NODES reply lists for it (the `myself` line's id as their
- * primary), except those flagged `fail` (the cluster's agreed failure; `fail?` is one node's
- * suspicion and still counts). 0 when the node answering is not a primary.
+ * primary), whatever their flags say of their health. 0 when the node answering is not a primary.
  */
 export function clusterReplicasOf(nodes: string): number {
   const lines = nodes.split('\n').map((line) => line.trim().split(' '));
@@ -158,7 +157,7 @@ export function clusterReplicasOf(nodes: string): number {
   let replicas = 0;
   for (const [, , flags = '', primaryId] of lines) {
     const set = flags.split(',');
-    if (primaryId === self[0] && (set.includes('slave') || set.includes('replica')) && !set.includes('fail')) replicas++;
+    if (primaryId === self[0] && (set.includes('slave') || set.includes('replica'))) replicas++;
   }
   return replicas;
 }
