@@ -17,9 +17,9 @@ import { CliError } from './errors.js';
 import { counterTarget, redisVariable } from './redis-target.js';
 
 /** How long each node may take to answer at start before the start goes on without it. */
-export const REDIS_START_PROBE_MS = 2_000;
+const REDIS_START_PROBE_MS = 2_000;
 /** While no node has answered: how often they are asked again. */
-export const REDIS_REPROBE_MS = 1_000;
+const REDIS_REPROBE_MS = 1_000;
 
 /** What readiness asks: null once a node answered and the target is right, else why not. */
 export interface RedisStartCheck {

@@ -119,7 +119,7 @@ export function plainConnection(url: string): Connection {
  * How often a cluster connection PINGs each primary it routes to. A PING still unanswered at the next
  * round is a timeout: another node is asked for the slot map, at most once per round.
  */
-export const CLUSTER_WATCH_INTERVAL_MS = 1_000;
+const CLUSTER_WATCH_INTERVAL_MS = 1_000;
 
 type Cluster = ReturnType<typeof makeCluster>;
 
