@@ -116,10 +116,11 @@ function replicasOf(role: unknown): number {
 
 /**
  * The replicas of the primary of `key`. In a cluster: every one the cluster lists for it (CLUSTER
- * NODES on the primary), its replication link up or not, failed or not: a replica whose link is cut
+ * NODES on the primary), its replication link up or not, failed or not. A replica whose link is cut
  * is still promoted when the primary fails, with the data it had, and one marked failed can rejoin
- * and be promoted so, so a change none of them acknowledged could be lost. Elsewhere (or where CLUSTER NODES is
- * refused): the replicas the primary reports, ROLE, or where a provider renamed or disabled it,
+ * and be promoted the same way: a change none of them acknowledged could be lost. Elsewhere (or
+ * where CLUSTER NODES is refused): the replicas the primary reports, ROLE, or where a provider
+ * renamed or disabled it,
  * `connected_slaves` of INFO replication. Neither answering rejects (the change is refused): set
  * REDIS_MIN_REPLICAS_ACKED then.
  */
