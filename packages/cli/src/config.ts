@@ -187,19 +187,19 @@ const VARIABLES = {
   REDIS_URL: variable(
     'redisUrl',
     'unset',
-    'unset: in-process limiter (one instance only); set (`redis://` or `rediss://`): counters in Redis, shared by every instance',
+    'unset: in-process limiter (one instance only); set (`redis://` or `rediss://`): counters in Redis, shared by every instance. `serve` asks it at start: a Redis Cluster node refuses the start (set `REDIS_CLUSTER_NODES`); no answer: it starts, connects in the background and `/readyz` answers 503 until Redis answers (operations guide, section 3)',
     url('REDIS_URL', ['redis:', 'rediss:'], 'a redis:// or rediss:// URL (or unset for the in-process limiter)').optional().transform(orNull),
   ),
   REDIS_CLUSTER_NODES: variable(
     'redisClusterNodes',
     'unset',
-    'a Redis Cluster instead of `REDIS_URL` (both set: a start-up error naming both): seed nodes `redis://host:port,redis://host:port,…` (the first one\'s user, password and TLS apply to every node); counters and credential freshness then use the cluster client, every key of one organisation in one hash slot (operations guide, section 3)',
+    'a Redis Cluster instead of `REDIS_URL` (both set: a start-up error naming both): seed nodes `redis://host:port,redis://host:port,…` (the first one\'s user, password and TLS apply to every node); counters and credential freshness then use the cluster client, every key of one organisation in one hash slot. `serve` asks every seed at start: one without cluster support refuses the start (set `REDIS_URL`); none answering: it starts, connects in the background and `/readyz` answers 503 until one answers (operations guide, section 3)',
     clusterNodes('REDIS_CLUSTER_NODES').optional().transform(orNull),
   ),
   REDIS_MIN_REPLICAS_ACKED: variable(
     'redisMinReplicasAcked',
     'unset',
-    'replicas a credential change (revocation, expiry shortening, organisation change) must reach before it is answered 2xx (Redis `WAIT`, within 60 % of the fence bound: 150 ms by default), else 503 with nothing changed; unset: the replicas the primary reports, at most 1; `0`: never wait (a failover may then bring a revoked key back)',
+    'replicas a credential change (revocation, expiry shortening, organisation change) must reach before it is answered 2xx (Redis `WAIT`, within 60 % of the fence bound: 150 ms by default), else 503 with nothing changed; unset: 1 where the organisation\'s primary has a replica (in a cluster: any replica the cluster lists for it, its link up or cut, even one marked failed; with `REDIS_URL`: the replicas the primary reports), else 0; `0`: never wait (a failover may then bring a revoked key back)',
     int('REDIS_MIN_REPLICAS_ACKED', 0, 16).optional().transform(orNull),
   ),
   HOST: variable(

@@ -10,8 +10,9 @@ export interface RedisCounterConfig {
   /**
    * Replicas a credential change's begin must reach before it is confirmed (REDIS_MIN_REPLICAS_ACKED):
    * WAIT for them within `replicaAckTimeoutMs`, else the begin rejects (the change answers 503 and
-   * writes nothing). Default: the number of replicas the primary reports (ROLE) at that moment,
-   * capped at 1; 0 never waits.
+   * writes nothing). Default: 1 where the primary has a replica, else 0: on a cluster, any replica
+   * the cluster lists for the primary (CLUSTER NODES: link up or cut, failed or not); on one Redis,
+   * the replicas the primary reports (ROLE) at that moment. 0 never waits.
    */
   minReplicasAcked?: number;
   /**

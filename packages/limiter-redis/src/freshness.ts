@@ -115,11 +115,20 @@ function replicasOf(role: unknown): number {
 }
 
 /**
- * The replicas the primary of `key` reports: ROLE, or where a provider renamed or disabled it,
+ * The replicas of the primary of `key`. In a cluster: every one the cluster lists for it (CLUSTER
+ * NODES on the primary), its replication link up or not, failed or not. A replica whose link is cut
+ * is still promoted when the primary fails, with the data it had, and one marked failed can rejoin
+ * and be promoted the same way: a change none of them acknowledged could be lost. Elsewhere (or
+ * where CLUSTER NODES is refused): the replicas the primary reports, ROLE, or where a provider
+ * renamed or disabled it,
  * `connected_slaves` of INFO replication. Neither answering rejects (the change is refused): set
  * REDIS_MIN_REPLICAS_ACKED then.
  */
 async function replicaCount(connection: Connection, key: string): Promise<number> {
+  if (connection.isCluster) {
+    const nodes = await connection.command(key, ['CLUSTER', 'NODES']).catch(() => undefined);
+    if (nodes !== undefined) return clusterReplicasOf(String(nodes));
+  }
   try {
     return replicasOf(await connection.command(key, ['ROLE']));
   } catch (roleError) {
@@ -138,3 +147,18 @@ async function replicaCount(connection: Connection, key: string): Promise<number
   }
 }
 
+/**
+ * The replicas a primary's CLUSTER NODES reply lists for it (the `myself` line's id as their
+ * primary), whatever their flags say of their health. 0 when the node answering is not a primary.
+ */
+export function clusterReplicasOf(nodes: string): number {
+  const lines = nodes.split('\n').map((line) => line.trim().split(' '));
+  const self = lines.find((fields) => (fields[2] ?? '').split(',').includes('myself'));
+  if (self === undefined || !self[2]!.split(',').includes('master')) return 0;
+  let replicas = 0;
+  for (const [, , flags = '', primaryId] of lines) {
+    const set = flags.split(',');
+    if (primaryId === self[0] && (set.includes('slave') || set.includes('replica'))) replicas++;
+  }
+  return replicas;
+}

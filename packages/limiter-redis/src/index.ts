@@ -3,12 +3,13 @@
  *
  * config.ts (options, defaults), errors.ts, scripts.ts (the Lua scripts), connection.ts (plain or
  * cluster connections, readiness, Redis's clock offset), counter.ts (RateCounter) and freshness.ts
- * (CredentialFreshness).
+ * (CredentialFreshness), target.ts (what a configured target is, asked at start).
  */
 export { RedisRateCounter, createRedisCounter, IDENTITY_KEY_NAME } from './counter.js';
 export { RedisCounterError, type RedisCounterFailure } from './errors.js';
 export { reconnectDelayMs, REDIS_MAX_RECONNECT_DELAY_MS } from './connection.js';
 export { FRESHNESS_SCRIPT_SHA1 } from './scripts.js';
+export { probeRedisTarget, type RedisTargetProbe } from './target.js';
 export {
   DEFAULT_KEY_PREFIX,
   DEFAULT_REDIS_TIMEOUT_MS,

@@ -356,6 +356,34 @@ export class RedisCluster {
     });
   }
 
+  /**
+   * Cuts a replica's replication link while it stays alive in the cluster: the replica is given a
+   * wrong `masterauth` (so it cannot reconnect) and the primary drops its replica connections
+   * (`CLIENT KILL TYPE replica`). Resolves once the primary's ROLE lists no replica and the
+   * replica reports its link down: from then on the primary's writes never reach it, and the
+   * cluster can still promote it (with the data it had) when the primary fails.
+   */
+  async cutReplicaLink(shard: { primary: RedisNode; replica: RedisNode }): Promise<void> {
+    await shard.replica.cli('CONFIG', 'SET', 'masterauth', 'a-wrong-password-cuts-the-link');
+    await shard.primary.cli('CLIENT', 'KILL', 'TYPE', 'replica');
+    await until('the primary to list no replica', 10_000, async () => (await shard.primary.cli('ROLE')).split('\n').length <= 3);
+    await until('the replica to report its link down', 10_000, async () => /master_link_status:down/.test(await shard.replica.cli('INFO', 'replication')));
+  }
+
+  /** Freezes a primary (SIGSTOP: its sockets stay open, nothing answers); thaw it with `node.thaw()`. */
+  async freezePrimary(shard: { primary: RedisNode }): Promise<void> {
+    await shard.primary.freeze();
+  }
+
+  /**
+   * Waits until `replica` serves as a primary (the cluster's own failover promoted it, or a
+   * `CLUSTER FAILOVER`); resolves with the time (performance.now()) it was first seen so.
+   */
+  async waitPromoted(replica: RedisNode, ms = 20_000): Promise<number> {
+    await until(`the replica on ${replica.port} to be promoted`, ms, async () => (await replica.cli('ROLE')).startsWith('master'));
+    return performance.now();
+  }
+
   /** Runs a command on every running primary (FLUSHALL, SCRIPT FLUSH). */
   async onPrimaries(...args: string[]): Promise<void> {
     const primaries = (await this.topology()).filter((n) => n.primary);

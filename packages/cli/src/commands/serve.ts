@@ -83,6 +83,12 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   routeConsoleTo(logger);
   const { buildContainer, closeContainer, CLI_TOKENS: T } = await import('../container.js');
   const { listen } = await import('../server.js');
+  // Before anything connects: a Redis target of the wrong kind stops the start with one line.
+  const { checkRedisAtStart } = await import('../redis-start.js');
+  const redisStart = await checkRedisAtStart(config, logger).catch(async (e: unknown) => {
+    await logger.close(LOG_CLOSE_MS);
+    throw e;
+  });
   const container = await buildContainer(config, { logger });
   let running: Awaited<ReturnType<typeof listen>> | undefined;
   let draining = false;
@@ -128,12 +134,13 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     // The operations listener is the primary's: it asks this worker for its probe and its metrics.
     const prometheus = container.get(T.PrometheusMetrics);
     onPrimaryMessage({
-      health: async () => (draining ? 'draining' : (await core.health.check()).status === 'ok' ? null : 'store unavailable'),
+      health: async () => (draining ? 'draining' : (redisStart.notReady() ?? ((await core.health.check()).status === 'ok' ? null : 'store unavailable'))),
       metrics: async () => (prometheus === null ? [] : prometheus.registry.getMetricsAsJSON()),
       stop: (force, signal) => shutdown(force ? 'second' : 'primary', signal),
     });
     running = await listen(app, config.host, port, logger, { maxConnections, ...timeouts }).catch(cannotListen(config.host, port, ''));
   } catch (e) {
+    redisStart.stop();
     await closeContainer(container).catch(() => undefined);
     await logger.close(LOG_CLOSE_MS);
     throw e;
@@ -183,6 +190,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
       let exitCode = 0;
       try {
         clearInterval(idempotencySweeper);
+        redisStart.stop();
         // The workers stop claiming while the requests in flight finish (their close is idempotent).
         const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender?.stop(), purger.stop()]);
         // The container closes the rest, dependants first: the last_used_at of the requests just
