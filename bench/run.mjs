@@ -10,7 +10,8 @@
 // not only missed ones), --skip-profile (profile none), --keep (keep the scratch directory), --write (write docs even with --quick),
 // BENCH_LOADGEN=wrk|autocannon, BENCH_SERVICE_NODE_OPTIONS (NODE_OPTIONS of every service process,
 // e.g. --max-old-space-size=128; recorded in the figures). Scenario (b) uses TEST_DATABASE_URL / TEST_REDIS_URL (defaults
-// postgres://postgres@127.0.0.1:5432/test, redis://127.0.0.1:6379) and is skipped when unreachable.
+// postgres://postgres@127.0.0.1:5432/test, redis://127.0.0.1:6379) and is skipped when unreachable;
+// BENCH_REDIS_CLUSTER_NODES=redis://h:p,… runs (b), (b') and (p) on that Redis Cluster instead.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -69,6 +70,8 @@ const B_HEAP_TITLE = '(b) heap limit as shipped vs unbounded: Postgres + Redis';
 const UNBOUNDED_HEAP = '--max-old-space-size=4096';
 const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
 
+// BENCH_REDIS_CLUSTER_NODES: (b), (b') and (p) run the service on this Redis Cluster (REDIS_CLUSTER_NODES) instead of TEST_REDIS_URL.
+const clusterNodes = process.env.BENCH_REDIS_CLUSTER_NODES || undefined;
 const { started, log, step, work, start, startBaseline, stop, stopAll, onClose, close, removeWork } = benchSession('bench', 'build first (pnpm bench and pnpm build do)');
 const generator = detectLoadGenerator();
 const profileDir = path.join(work, 'profiles');
@@ -482,12 +485,12 @@ try {
       if (want('p')) newScenario('p', '(p) revocation propagation across two instances', '', '', P_TARGET).skipped = reason;
       log(`(b) skipped: ${reason}`);
     } else {
-      infraLine = `${pg.version}, ${redis.version}, both on this machine`;
+      infraLine = `${pg.version}, ${redis.version}, both on this machine${clusterNodes !== undefined ? `; (b) and (p) on the Redis Cluster ${clusterNodes}` : ''}`;
       let scratch;
       try {
         scratch = await createScratchDatabase(dbUrl);
         onClose(() => scratch.drop());
-        const env = { DATABASE_URL: scratch.url, REDIS_URL: redisUrl };
+        const env = { DATABASE_URL: scratch.url, ...(clusterNodes !== undefined ? { REDIS_CLUSTER_NODES: clusterNodes } : { REDIS_URL: redisUrl }) };
         step(`(b) setting up ${scratch.name} with cos-admin`);
         cosAdmin(['migrate'], env);
         cosAdmin(['bootstrap'], env);
