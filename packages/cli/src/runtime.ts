@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { InProcessRateCounter, namedOperator, noopMetrics, silentLogger, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
-import { parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
+import { MIGRATIONS, parseDatabaseUrl, type SqlMigration, type SqlStore } from '@cos/store-sql';
 import { createCommandFreshness, type CommandFreshness } from './compose.js';
 import { bindComponent, buildContainer, CLI_TOKENS, closeContainer, token, type ServiceContainer } from './container.js';
 import { coreConfigOf, loadConfig, type AppConfig, type LogLevel } from './config.js';
@@ -87,14 +87,45 @@ export function pendingMigrationsMessage(pending: readonly string[]): string {
   return `the database has ${pending.length} pending migration${pending.length === 1 ? '' : 's'} (${pending.join(', ')}); run \`cos-admin migrate\` first`;
 }
 
+/** A pending migration that is not expand-only, and why (its `breaking`). */
+export interface BreakingMigration {
+  readonly name: string;
+  readonly reason: string;
+}
+
 /**
- * SQLite: applies pending migrations (the embedded default needs no separate step). Postgres:
- * refuses to go on while migrations are pending. Returns the migrations applied.
+ * The pending migrations that are not expand-only, on a database already in use. A database with
+ * no migration applied yet has no earlier release reading it, so nothing there is breaking.
+ */
+export function breakingPending(pending: readonly string[], migrations: readonly SqlMigration[] = MIGRATIONS): BreakingMigration[] {
+  if (pending.length === 0 || pending.length >= migrations.length) return [];
+  const wanted = new Set(pending);
+  return migrations.flatMap((m) => (wanted.has(m.name) && m.breaking !== undefined ? [{ name: m.name, reason: m.breaking }] : []));
+}
+
+export function breakingMigrationsMessage(breaking: readonly BreakingMigration[]): string {
+  const list = breaking.map((b) => `${b.name} (${b.reason})`).join('; ');
+  return `${breaking.length === 1 ? 'a pending migration is' : `${breaking.length} pending migrations are`} not expand-only: ${list}; instances of the previous release cannot run on the migrated schema. Stop them all, then run \`cos-admin migrate --allow-breaking\``;
+}
+
+/** Refuses (exit 1) when a pending migration is not expand-only and `allowBreaking` is not set. */
+export function refuseBreaking(pending: readonly string[], allowBreaking: boolean): void {
+  const breaking = breakingPending(pending);
+  if (breaking.length > 0 && !allowBreaking) throw new CliError(breakingMigrationsMessage(breaking), { code: 'BREAKING_MIGRATION' });
+}
+
+/**
+ * SQLite: applies pending migrations (the embedded default needs no separate step), except one that
+ * is not expand-only (that takes `cos-admin migrate --allow-breaking`). Postgres: refuses to go on
+ * while migrations are pending. Returns the migrations applied.
  */
 export async function makeStoreReady(store: SqlStore): Promise<string[]> {
   const pending = await store.pendingMigrations();
   if (pending.length === 0) return [];
-  if (store.dialect === 'sqlite') return store.migrate();
+  if (store.dialect === 'sqlite') {
+    refuseBreaking(pending, false);
+    return store.migrate();
+  }
   throw new CliError(pendingMigrationsMessage(pending), { code: 'PENDING_MIGRATIONS' });
 }
 

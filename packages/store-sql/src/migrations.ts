@@ -19,6 +19,12 @@ export const MIGRATIONS_TABLE = 'cos_migrations';
 
 export interface SqlMigration {
   readonly name: string;
+  /**
+   * Set only on a migration that is not expand-only (it drops or renames what the release before it
+   * still reads): why. Operators apply such a migration to a database in use only deliberately, once
+   * no instance of the previous release runs (`cos-admin migrate --allow-breaking`).
+   */
+  readonly breaking?: string;
   /** DDL statements, one per entry (better-sqlite3 prepares one statement at a time). */
   statements(dialect: SqlDialect): readonly string[];
   /** Checks run before `statements`, in the same transaction: a throw leaves the database as it was. */

@@ -1,17 +1,19 @@
 import type { Command } from 'commander';
 import { emit } from '../output.js';
-import { runCommand } from '../runtime.js';
+import { refuseBreaking, runCommand } from '../runtime.js';
 import { jsonWanted, plural, withJson } from './shared.js';
 
 export function registerMigrate(program: Command): void {
   withJson(
     program
       .command('migrate')
-      .description('apply pending migrations')
-      .action(async (_opts: unknown, cmd: Command) => {
+      .description('apply pending migrations (expand-only ones; one that is not, only with --allow-breaking)')
+      .option('--allow-breaking', 'also apply a migration that is not expand-only (stop every instance of the previous release first)')
+      .action(async (opts: { allowBreaking?: boolean }, cmd: Command) => {
         await runCommand(
           jsonWanted(cmd),
           async ({ store, json }) => {
+            refuseBreaking(await store.pendingMigrations(), opts.allowBreaking === true);
             const applied = await store.migrate();
             emit(json, { dialect: store.dialect, applied }, () =>
               applied.length === 0
