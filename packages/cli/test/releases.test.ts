@@ -24,6 +24,11 @@ const workspace: { dir: string; manifest: Manifest }[] = [
 ].map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest }));
 const publishable = workspace.filter((w) => w.manifest.private !== true);
 
+/** An environment without the npm_config_* variables a package manager's script run carries. */
+function withoutNpmConfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !/^npm_config_/i.test(name)));
+}
+
 describe('C-185: releases: one changesets version for the six @cos packages, a CHANGELOG each, a clean publish dry run', function () {
   this.timeout(120_000);
 
@@ -51,7 +56,9 @@ describe('C-185: releases: one changesets version for the six @cos packages, a C
     await ensureBuilt(); // every package's dist/ (the CLI's references), under the build lock
     const { stdout, stderr } = await exec('bash', ['-c', 'npx -y pnpm@10 publish -r --dry-run --no-git-checks'], {
       cwd: ROOT,
-      env: childEnv({ npm_config_audit: 'false', npm_config_fund: 'false' }),
+      // Without the npm_config_* settings `pnpm test` hands its scripts (verify-deps-before-run): npm,
+      // which the publish runs, warns about each one it does not know.
+      env: { ...withoutNpmConfig(childEnv({})), npm_config_audit: 'false', npm_config_fund: 'false' },
       maxBuffer: 16 * 1024 * 1024,
       timeout: 230_000,
     });
