@@ -27,7 +27,7 @@
  * stream that grows past it). What stays here is what they do not know: the contract's rules
  * (which types are JSON, no Content-Encoding, no body vs an empty one), UTF-8 that must be valid
  * (raw-body's decoding replaces bad bytes; the built-in TextDecoder with `fatal` refuses them), and
- * the issue-18 ending: a parse error of the connection (http-refusals.ts's event, which no stream
+ * an ending for a body that never completes: a parse error of the connection (http-refusals.ts's event, which no stream
  * listener sees) or a client that hung up ends the wait instead of leaving it pending.
  */
 import type { IncomingMessage } from 'node:http';
