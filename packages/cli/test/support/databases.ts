@@ -74,6 +74,13 @@ export function databaseTargets(): DatabaseTarget[] {
   return [sqlite];
 }
 
+/** A new Postgres database (the Postgres target's), for suites that run only on Postgres; throws without TEST_DATABASE_URL. */
+export async function postgresDatabase(): Promise<TestDatabase> {
+  const target = databaseTargets().find((t) => t.name === 'Postgres');
+  if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
+  return target.create();
+}
+
 /** A suite's own database, its environment and `cos-admin` run in process against it. */
 export interface SuiteDatabase {
   /** The database (set by the suite's first `before` hook). */

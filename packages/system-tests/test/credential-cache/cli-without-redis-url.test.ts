@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { cliJson, ensureBuilt, runCli, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { databaseTargets } from '../../../cli/test/support/databases.js';
+import { postgresDatabase } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
 import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
 import { Client } from '../support/http.js';
@@ -77,9 +77,7 @@ describe('system: operator commands without REDIS_URL against caching instances 
     }
     await ensureBuilt();
     redis = await RedisServer.start();
-    const target = databaseTargets().find((t) => t.name === 'Postgres');
-    if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
-    const created = await target.create();
+    const created = await postgresDatabase();
     databaseUrl = created.databaseUrl;
     dropDatabase = () => created.drop();
     db = createSqlStore({ databaseUrl, poolMax: 1 });

@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import { keySlot } from '@cos/core';
 import { RedisCluster, redisTopologyAvailable } from '@cos/test-support/redis-cluster';
 import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { databaseTargets } from '../../../cli/test/support/databases.js';
+import { postgresDatabase } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
 import { Client } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
@@ -51,9 +51,7 @@ describe('system: two serve instances on a Redis Cluster under faults, defaults 
     }
     await ensureBuilt();
     cluster = await RedisCluster.start();
-    const target = databaseTargets().find((t) => t.name === 'Postgres');
-    if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
-    const db = await target.create();
+    const db = await postgresDatabase();
     dropDatabase = () => db.drop();
     work = tempDir('cos-cluster-faults-');
     const env: Env = { DATABASE_URL: db.databaseUrl, REDIS_CLUSTER_NODES: cluster.urls.join(','), PORT: '0', RATE_LIMIT_PER_MINUTE: String(LIMIT), LOG_LEVEL: 'warn' };

@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { RedisCluster, redisTopologyAvailable } from '@cos/test-support/redis-cluster';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { databaseTargets } from '../../../cli/test/support/databases.js';
+import { postgresDatabase } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
 import { Client } from '../support/http.js';
 import { storeReadsDuring } from '../support/store-reads.js';
@@ -54,9 +54,7 @@ describe('system: the credential cache across two serve instances on a Redis Clu
     }
     await ensureBuilt();
     cluster = await RedisCluster.start();
-    const target = databaseTargets().find((t) => t.name === 'Postgres');
-    if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
-    const db = await target.create();
+    const db = await postgresDatabase();
     dropDatabase = () => db.drop();
     work = tempDir('cos-cc-cluster-');
     env = { DATABASE_URL: db.databaseUrl, REDIS_CLUSTER_NODES: cluster.urls.join(','), PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' };

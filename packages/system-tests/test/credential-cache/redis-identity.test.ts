@@ -28,7 +28,7 @@ import { RedisCluster, redisTopologyAvailable } from '@cos/test-support/redis-cl
 import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
 import { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { childEnv, cliJson, ensureBuilt, nodeArgs, runCli, startServe, tempDir, type CliResult, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { databaseTargets } from '../../../cli/test/support/databases.js';
+import { postgresDatabase } from '../../../cli/test/support/databases.js';
 import { postgresUrl } from '../support/env.js';
 import { Client } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
@@ -140,9 +140,7 @@ interface Stack {
 
 /** A Postgres database, an organisation, and one caching `serve` with `redis` as its Redis settings; resolves once it registered with an identity. */
 async function startStack(redis: Env): Promise<Stack> {
-  const target = databaseTargets().find((t) => t.name === 'Postgres');
-  if (target === undefined) throw new Error('TEST_DATABASE_URL is set but no Postgres target');
-  const created = await target.create();
+  const created = await postgresDatabase();
   const databaseUrl = created.databaseUrl;
   const db = createSqlStore({ databaseUrl, poolMax: 1 });
   const work = tempDir('cos-redis-identity-');
