@@ -19,7 +19,8 @@
  *
  * Holding connections is bounded too. A connection must deliver its header section within
  * `headersTimeoutMs` (a silent one included) and its whole request within `requestTimeoutMs`,
- * checked every second at most; keep-alive connections idle for KEEP_ALIVE_TIMEOUT_MS are closed.
+ * checked every second at most, by Node and, as a backstop for a connection Node's check misses, by
+ * this listener; keep-alive connections idle for KEEP_ALIVE_TIMEOUT_MS are closed.
  * And at most `maxConnections` are open at once, below the process's descriptor limit. At the cap a
  * new connection closes another (C-140): the least recently active one that is idle, silent, or
  * still sending an unauthenticated request (the connection map is kept in the order they became
@@ -44,6 +45,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /** At most this often a "connection cap reached" warning; the next one says how many were closed meanwhile. */
 const CAP_WARN_INTERVAL_MS = 60_000;
+/** At most this often a warning that the backstop closed connections Node's own timeout check let through. */
+const BACKSTOP_WARN_INTERVAL_MS = 60_000;
 
 export interface ListenOptions {
   /** Default CONNECTION_IDLE_GRACE_MS. */
@@ -59,6 +62,8 @@ export interface ListenOptions {
   readonly headersTimeoutMs?: number;
   /** Default DEFAULT_REQUEST_TIMEOUT_MS. */
   readonly requestTimeoutMs?: number;
+  /** Default KEEP_ALIVE_TIMEOUT_MS. */
+  readonly keepAliveTimeoutMs?: number;
 }
 
 /** An app with its own answer to requests Node's parser refuses (HttpApp.clientError). */
@@ -97,6 +102,10 @@ interface ConnectionState {
   idleSince: number;
   /** The latest request handed to the app on this connection (its body may still be arriving). */
   request: IncomingMessage | undefined;
+  /** When that request was handed to the app. */
+  requestSince: number;
+  /** The backstop already answered this connection 408 (see timeoutBackstop). */
+  timedOut: boolean;
 }
 
 /**
@@ -140,6 +149,7 @@ export async function listen(
     if (state !== undefined) {
       state.active += 1;
       state.request = req;
+      state.requestSince = Date.now();
     }
     inFlight += 1;
     if (stopping) res.shouldKeepAlive = false;
@@ -168,7 +178,8 @@ export async function listen(
     },
     onRequest,
   );
-  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  const keepAliveTimeout = options.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
+  server.keepAliveTimeout = keepAliveTimeout;
   if (app.clientError !== undefined) server.on('checkExpectation', onRequest);
   // Requests the HTTP parser refuses get the app's answer (the standard error shape) instead of
   // Node's bare status line, when the app has one.
@@ -208,7 +219,7 @@ export async function listen(
       socket.destroy();
       refused += 1;
     } else {
-      connections.set(socket, { active: 0, idleSince: Date.now(), request: undefined });
+      connections.set(socket, { active: 0, idleSince: Date.now(), request: undefined, requestSince: 0, timedOut: false });
       socket.once('close', () => connections.delete(socket));
     }
     if (shed + refused > 0 && capWarnings.pass() !== null) {
@@ -220,6 +231,50 @@ export async function listen(
       refused = 0;
     }
   });
+
+  // The timeout backstop. Node enforces the header and request timeouts from its own list of
+  // connections, checked every connectionsCheckingInterval; a connection that list loses is never
+  // timed out, and a silent connection would then hold its place until the client leaves. So every
+  // check interval this listener also looks at its own map: a connection with no request in flight
+  // for longer than the keep-alive timeout plus the header timeout (an idle keep-alive connection is
+  // closed at the first, and a request begun within it must have its headers within the second),
+  // or whose request's body is still arriving past the request timeout, plus two check intervals of
+  // slack, is past every deadline Node would apply. It gets the 408 Node's check would have given
+  // (the app's answer when it has one) and is closed. It never acts before Node would.
+  const checkingInterval = connectionsCheckingIntervalFor(headersTimeout);
+  const silentLimitMs = keepAliveTimeout + headersTimeout + 2 * checkingInterval;
+  const bodyLimitMs = requestTimeout + 2 * checkingInterval;
+  const backstopWarnings = new LogThrottle(BACKSTOP_WARN_INTERVAL_MS, Date.now);
+  let timedOutByBackstop = 0;
+  const timeOut = (socket: Socket, state: ConnectionState): void => {
+    state.timedOut = true;
+    timedOutByBackstop += 1;
+    const error = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+    if (clientError !== undefined) {
+      clientError(error, socket);
+    } else {
+      if (socket.writable) socket.write('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+      socket.destroy();
+    }
+  };
+  const timeoutBackstop = setInterval(() => {
+    const now = Date.now();
+    for (const [socket, state] of connections) {
+      if (state.timedOut) continue;
+      if (state.active === 0 ? now - state.idleSince > silentLimitMs : state.request?.complete === false && now - state.requestSince > bodyLimitMs) {
+        timeOut(socket, state);
+      }
+    }
+    if (timedOutByBackstop > 0 && backstopWarnings.pass() !== null) {
+      logger.warn(
+        { port: (server.address() as AddressInfo | null)?.port ?? null, closed: timedOutByBackstop },
+        "connections past their header or request timeout that Node's own check missed were answered 408 and closed",
+      );
+      timedOutByBackstop = 0;
+    }
+  }, checkingInterval);
+  timeoutBackstop.unref();
+  server.once('close', () => clearInterval(timeoutBackstop));
 
   await new Promise<void>((resolveListen, rejectListen) => {
     const onError = (e: Error): void => rejectListen(e);

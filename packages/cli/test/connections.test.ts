@@ -233,6 +233,27 @@ describe('connection cap in listen(): the least recently active idle connection 
     for (const r of [held, second, third, fourth]) await waitFor('held request answered', () => r.received.endsWith('ok'), 5_000);
     expect([held.closed, second.closed, third.closed, fourth.closed]).to.deep.equal([false, false, false, false]);
   });
+
+  it("C-142: a connection Node's own timeout check misses (here: switched off after listen) is still answered 408 and closed: a silent one after the keep-alive and header timeouts, a stalled body after the request timeout, never earlier", async () => {
+    const logger = new CapturingLogger();
+    running = await listen(app, '127.0.0.1', 0, logger, { headersTimeoutMs: 200, requestTimeoutMs: 400, keepAliveTimeoutMs: 300 });
+    // Node checks nothing when both of its timeouts are 0: every connection is one its check misses.
+    running.server.headersTimeout = 0;
+    running.server.requestTimeout = 0;
+    const slack = 2 * connectionsCheckingIntervalFor(200);
+    const t0 = Date.now();
+    const silent = await tracked(running.port);
+    const stalled = await tracked(running.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{');
+    await waitFor('the silent connection closed', () => silent.closed, 5_000);
+    await waitFor('the stalled body closed', () => stalled.closed, 5_000);
+    expect(silent.received).to.match(/^HTTP\/1\.1 408 /);
+    expect(stalled.received).to.match(/^HTTP\/1\.1 408 /);
+    expect(silent.closedAt - t0, 'silent: not before keep-alive + header timeout + slack').to.be.at.least(300 + 200 + slack);
+    expect(stalled.closedAt - t0, 'stalled body: not before the request timeout + slack').to.be.at.least(400 + slack);
+    const warnings = logger.entries.filter((e) => e.level === 'warn' && e.message.includes("Node's own check missed"));
+    expect(warnings, 'one throttled warning').to.have.length(1);
+    expect(warnings[0]?.fields['closed']).to.be.a('number').and.at.least(1);
+  });
 });
 
 describe('serve: connection cap and timeouts', function () {
