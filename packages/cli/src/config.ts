@@ -106,7 +106,7 @@ function secretKeys(name: string, list: boolean) {
 }
 
 /** Most worker processes `serve` runs (WORKERS, --workers). */
-export const MAX_WORKERS = 64;
+const MAX_WORKERS = 64;
 
 /** A number of workers, `1` to MAX_WORKERS, or `auto`: the cores available to this process. */
 export function parseWorkers(text: string): number | null {

@@ -91,7 +91,7 @@ export interface Connection {
   destroy(): void;
 }
 
-export function plainConnection(url: string): Connection {
+function plainConnection(url: string): Connection {
   const client = makeClient(url);
   return {
     isCluster: false,
@@ -205,7 +205,7 @@ function watchPrimaries(current: () => Cluster, replace: (seeds: readonly string
  * without dropping its connection is followed to its promoted replica (watchPrimaries): the client
  * is then replaced by a new one discovered from the primaries that answer.
  */
-export function clusterConnection(urls: readonly string[]): Connection {
+function clusterConnection(urls: readonly string[]): Connection {
   let cluster = makeCluster(urls);
   const ready = new Set<() => void>();
   const errorListeners: ((arg?: unknown) => void)[] = [];

@@ -86,7 +86,7 @@ export interface SqlStoreFromKnexOptions {
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 2000;
 const DEFAULT_POOL_MAX = 10;
 /** A driver message of one kind is logged at most this often (e.g. one per failed acquire while the database is down). */
-export const KNEX_LOG_INTERVAL_MS = 10_000;
+const KNEX_LOG_INTERVAL_MS = 10_000;
 
 type LogLine = (message: unknown) => void;
 
