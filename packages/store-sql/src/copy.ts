@@ -17,7 +17,7 @@
  */
 import type { Knex } from 'knex';
 import type { SqlDialect } from './database-url.js';
-import { MIGRATIONS, MIGRATIONS_TABLE } from './migrations.js';
+import { MIGRATIONS, MIGRATIONS_TABLE } from './migrations/index.js';
 import type { SqlStore } from './sql-store.js';
 
 /** What `copyDatabase` does with one table of the schema. */

@@ -4,7 +4,7 @@ import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './dat
 import { StatementListeners, translated, type SqlResult, type SqlSession, type SqlStatement } from './context.js';
 import { ErrorTranslator } from './errors.js';
 import { KnexDatabase } from './knex-database.js';
-import { migratorConfig, pendingMigrationNames } from './migrations.js';
+import { migratorConfig, pendingMigrationNames } from './migrations/index.js';
 import { IDLE_IN_TRANSACTION_TIMEOUT_MS, PgDatabase } from './postgres/database.js';
 import { SqliteDatabase } from './sqlite/database.js';
 import { withSqliteReadCache } from './sqlite/read-cache.js';
