@@ -1,5 +1,5 @@
 // Bulk seeding for scenarios (d) and (e), straight through the store's own knex (and its schema:
-// packages/store-sql/src/migrations.ts — ids as text, timestamps as epoch ms). Filler keys are seeded
+// packages/store-sql/src/migrations/ — ids as text, timestamps as epoch ms). Filler keys are seeded
 // as random digests only: no raw key is ever made for a filler, since only the digest is stored
 // (C-31). The keys (d) authenticates with are real ones, made and digested by the core's own
 // functions, their raw form kept only by the bench (seedLookupKeys).

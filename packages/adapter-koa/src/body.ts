@@ -41,14 +41,14 @@ import { wellFormedBody } from './well-formed.js';
 import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
-export const MALFORMED_JSON = 'malformed JSON';
-export const NOT_AN_OBJECT = 'must be a JSON object';
+const MALFORMED_JSON = 'malformed JSON';
+const NOT_AN_OBJECT = 'must be a JSON object';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
 
 /** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
-export function isJsonContentType(header: string): boolean {
+function isJsonContentType(header: string): boolean {
   const { type, parameters } = parseContentType(header);
   if (!JSON_MEDIA_TYPE.test(type)) return false;
   const charset = parameters.charset?.toLowerCase();

@@ -30,7 +30,7 @@ export { clientErrorAnswer, refusedRequestAnswer, type ClientErrorAnswer } from 
 export type ClientErrorResponder = (err: Error & { code?: string }, socket: Duplex) => void;
 
 /** The standard-shape answer as raw bytes, for a socket no ServerResponse writes on any more. */
-export function writeRawAnswer(deps: HttpDeps, socket: Duplex, answer: ClientErrorAnswer, why: Record<string, unknown>, message: string): void {
+function writeRawAnswer(deps: HttpDeps, socket: Duplex, answer: ClientErrorAnswer, why: Record<string, unknown>, message: string): void {
   const { core, logger } = deps;
   const requestId = randomUUID();
   const address = (socket as Partial<Socket>).remoteAddress ?? 'unknown';

@@ -99,7 +99,7 @@ export const unsupportedMediaType = (): HttpError =>
 export const unsupportedContentEncoding = (): HttpError =>
   new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must not be compressed (no Content-Encoding); send plain JSON');
 
-export const internalErrorMessage = (requestId: string): string =>
+const internalErrorMessage = (requestId: string): string =>
   `An unexpected error occurred; quote request id ${requestId} when reporting it`;
 
 /** The spec's standard error body (§7). */

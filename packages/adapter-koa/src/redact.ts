@@ -5,7 +5,7 @@
  */
 const KEY_LIKE = /svc_(?:live|test)_[A-Za-z0-9]*/gi;
 const DIGEST_LIKE = /\b[0-9a-f]{64}\b/gi;
-export const REDACTED = '[REDACTED]';
+const REDACTED = '[REDACTED]';
 
 export function redact(text: string): string {
   let out = text;

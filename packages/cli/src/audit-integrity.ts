@@ -14,9 +14,9 @@ import { auditRecord, canonicalJson, ChainVerifier, type AuditHead, type AuditLo
 import { CliError } from './errors.js';
 
 /** Entries read per query while verifying or exporting. */
-export const AUDIT_PAGE = 1000;
+const AUDIT_PAGE = 1000;
 
-export interface CheckpointHead {
+interface CheckpointHead {
   readonly organisation_id: string;
   readonly seq: number;
   readonly hash: string;

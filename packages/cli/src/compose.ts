@@ -48,7 +48,7 @@ export interface LimiterHandle {
 }
 
 /** How long an operator command waits for its Redis connection before a fenced write would be 503. */
-export const COMMAND_REDIS_CONNECT_MS = 2_000;
+const COMMAND_REDIS_CONNECT_MS = 2_000;
 /** How long an instance's heartbeat waits for its Redis connection before reading the identity (at start it is still connecting). */
 const INSTANCE_IDENTITY_CONNECT_MS = 2_000;
 
@@ -115,7 +115,7 @@ function redisCounterConfig(config: AppConfig, ref: string): import('@cos/limite
 }
 
 /** Postgres with a Redis: credential writes are fenced in Redis (and credentials cached unless CREDENTIAL_CACHE=off). */
-export function usesFreshness(config: AppConfig): boolean {
+function usesFreshness(config: AppConfig): boolean {
   return config.redisUrl !== null && parseDatabaseUrl(config.databaseUrl).dialect === 'postgres';
 }
 

@@ -53,7 +53,7 @@ import type { InstanceRegistrar } from './instance-registration.js';
 import { ScannerKeyFile, ScannerKeyUrl, scannerKeySource } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
 
-export type { HttpApp, LimiterHandle, LimiterKind, StoreKind } from './compose.js';
+export type { HttpApp, LimiterHandle } from './compose.js';
 
 /**
  * A service identifier that carries the type of what it resolves to: `container.get(token)` needs no

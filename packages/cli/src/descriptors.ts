@@ -16,9 +16,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** What the rule assumes when the limit cannot be read. */
-export const ASSUMED_DESCRIPTOR_LIMIT = 1_024;
+const ASSUMED_DESCRIPTOR_LIMIT = 1_024;
 /** What an unlimited (RLIM_INFINITY) limit counts as: beyond it, memory is the limit, not descriptors. */
-export const UNLIMITED_DESCRIPTOR_LIMIT = 65_536;
+const UNLIMITED_DESCRIPTOR_LIMIT = 65_536;
 const MIN_RESERVE = 32;
 const MAX_RESERVE = 256;
 

@@ -10,7 +10,7 @@ import { ConfigError } from './config.js';
 import { currentIo } from './io.js';
 
 /** Exit status of a failed command: 2 when it was called wrongly (usage), 1 for any other failure. */
-export const EXIT_FAILURE = 1;
+const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 /** A failure whose message is already meant for the operator. */
@@ -40,7 +40,7 @@ function isCommanderError(e: unknown): e is CommanderLike {
 }
 
 /** How a failure ends the process: the --json `error` code, the one-line message and the exit status. */
-export interface Failure {
+interface Failure {
   readonly error: string;
   readonly message: string;
   readonly exitCode: number;
@@ -51,7 +51,7 @@ export interface Failure {
  * (`key issue --expires-in 3h` sends `expires_at`, and is named `--expires-in`); by default the
  * run's own (CliIo.state.labels, set by the command).
  */
-export function failureOf(e: unknown, labels: Readonly<Record<string, string>> = currentIo().state.labels ?? {}): Failure {
+function failureOf(e: unknown, labels: Readonly<Record<string, string>> = currentIo().state.labels ?? {}): Failure {
   if (isCommanderError(e)) {
     return { error: 'USAGE_ERROR', message: oneLine(e.message.replace(/^error: /, '')), exitCode: EXIT_USAGE };
   }

@@ -48,7 +48,7 @@ export interface RegistrationTimings {
   readonly liveMs: number;
 }
 
-export const DEFAULT_REGISTRATION_TIMINGS: RegistrationTimings = Object.freeze({
+const DEFAULT_REGISTRATION_TIMINGS: RegistrationTimings = Object.freeze({
   heartbeatMs: REGISTRATION_HEARTBEAT_MS,
   trustMs: REGISTRATION_TRUST_MS,
   liveMs: REGISTRATION_LIVE_MS,
@@ -245,7 +245,7 @@ const NOTHING_CHANGED = 'nothing was changed';
  * Whether two locations name the same Redis: equal, or two clusters that share a seed node (seed
  * lists of one cluster may differ between instances and commands).
  */
-export function sameRedis(a: string, b: string): boolean {
+function sameRedis(a: string, b: string): boolean {
   if (a === b) return true;
   const [na, nb] = [clusterNodesOf(a), clusterNodesOf(b)];
   return na !== null && nb !== null && na.some((n) => nb.includes(n));

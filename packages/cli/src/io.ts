@@ -31,7 +31,7 @@ export interface CliIo {
 const storage = new AsyncLocalStorage<CliIo>();
 
 /** The process's own: used by the binary and whenever no run scope is active. */
-export function processIo(): CliIo {
+function processIo(): CliIo {
   return { env: process.env, cwd: process.cwd(), stdout: process.stdout, stderr: process.stderr, ownsProcess: true, state: {} };
 }
 

@@ -26,7 +26,7 @@ export const DEFAULT_MB_PER_WORKER = 192;
 /** The smallest old space a worker is started with, whatever the budget (below it the service would spend its time collecting). */
 export const MIN_OLD_SPACE_MB = 64;
 
-export type MemoryLimitSource = 'MEMORY_LIMIT_MB' | 'cgroup' | 'default';
+type MemoryLimitSource = 'MEMORY_LIMIT_MB' | 'cgroup' | 'default';
 
 export interface MemoryPlan {
   /** The budget of all processes together, in MiB. */

@@ -28,7 +28,7 @@ export interface OpsDeps {
   readonly metrics: Pick<PrometheusMetrics, 'render' | 'contentType'>;
 }
 
-export type OpsPhase = 'starting' | 'serving' | 'draining';
+type OpsPhase = 'starting' | 'serving' | 'draining';
 
 export interface OpsApp extends HttpApp {
   /** starting (the default) -> serving once the API listens -> draining on SIGTERM. */

@@ -1,11 +1,11 @@
 /** What commands print: JSON alone on stdout with --json, otherwise text and tables for people. */
 import { currentIo } from './io.js';
 
-export function writeOut(text: string): void {
+function writeOut(text: string): void {
   currentIo().stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
-export function writeJson(value: unknown): void {
+function writeJson(value: unknown): void {
   currentIo().stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 

@@ -31,7 +31,7 @@ export interface RedisStartCheck {
 const READY: RedisStartCheck = { notReady: () => null, stop: () => undefined };
 
 /** The one line of a wrong target, naming the variable and the fix (host:port only, never credentials). */
-export function wrongRedisTargetMessage(probe: RedisTargetProbe): string | null {
+function wrongRedisTargetMessage(probe: RedisTargetProbe): string | null {
   if (probe.kind === 'cluster-node') {
     return `REDIS_URL points at a Redis Cluster node (${probe.node}): set REDIS_CLUSTER_NODES to the cluster's nodes instead`;
   }

@@ -26,7 +26,7 @@ export interface CommandContext {
 }
 
 /** The OS user name, or USER/LOGNAME/USERNAME when the OS has none for this uid (containers), else "unknown". */
-export function defaultActorName(): string {
+function defaultActorName(): string {
   try {
     const name = userInfo().username;
     if (name !== '') return name;
@@ -38,7 +38,7 @@ export function defaultActorName(): string {
 }
 
 /** The actor name of this run: `--actor` (1 to 100 characters, no control characters) or the OS user name. */
-export function actorName(given: string | undefined = currentIo().state.actor): string {
+function actorName(given: string | undefined = currentIo().state.actor): string {
   if (given === undefined) return defaultActorName();
   const name = given.trim();
   // eslint-disable-next-line no-control-regex
@@ -49,7 +49,7 @@ export function actorName(given: string | undefined = currentIo().state.actor): 
 }
 
 /** Bound on one fence begin of an operator command (well within the store's 2 s for its unit of work). */
-export const COMMAND_FENCE_TIMEOUT_MS = 1_000;
+const COMMAND_FENCE_TIMEOUT_MS = 1_000;
 
 export interface RunOptions {
   /** 'ready' (default): SQLite is migrated, Postgres must have no pending migration; 'none': as is. */
@@ -63,7 +63,7 @@ export interface RunOptions {
 }
 
 /** Fails with one line naming the file when DATABASE_URL is a SQLite file that does not exist. */
-export function requireExistingDatabase(config: AppConfig): void {
+function requireExistingDatabase(config: AppConfig): void {
   const parsed = parseDatabaseUrl(config.databaseUrl);
   if (parsed.dialect !== 'sqlite' || parsed.memory) return;
   const path = resolve(parsed.filename);
@@ -83,7 +83,7 @@ function commandLogLevel(config: AppConfig): LogLevel {
   return config.logLevelExplicit ? config.logLevel : 'silent';
 }
 
-export function pendingMigrationsMessage(pending: readonly string[]): string {
+function pendingMigrationsMessage(pending: readonly string[]): string {
   return `the database has ${pending.length} pending migration${pending.length === 1 ? '' : 's'} (${pending.join(', ')}); run \`cos-admin migrate\` first`;
 }
 

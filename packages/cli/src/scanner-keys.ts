@@ -52,7 +52,7 @@ export class ScannerKeyFile {
 /** Fewest milliseconds between two fetches an unknown key identifier triggers. */
 export const UNKNOWN_KEY_FETCH_INTERVAL_MS = 60_000;
 /** Bound on one fetch of the key list (connection, answer and body). */
-export const KEY_LIST_FETCH_TIMEOUT_MS = 10_000;
+const KEY_LIST_FETCH_TIMEOUT_MS = 10_000;
 /** The largest key list accepted (the programme's list is a few kilobytes). */
 const MAX_KEY_LIST_BYTES = 1024 * 1024;
 

@@ -36,13 +36,13 @@ import type { HttpApp } from './compose.js';
 
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** During shutdown, how long an idle connection may still bring a request before it is closed. */
-export const CONNECTION_IDLE_GRACE_MS = 500;
+const CONNECTION_IDLE_GRACE_MS = 500;
 /** The header section of a request must arrive within this (HEADERS_TIMEOUT_MS); a silent connection too. */
-export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 /** The whole request, body included, must arrive within this (REQUEST_TIMEOUT_MS). */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** An idle keep-alive connection is closed after this (Node's default, stated here). */
-export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /** At most this often a "connection cap reached" warning; the next one says how many were closed meanwhile. */
 const CAP_WARN_INTERVAL_MS = 60_000;
 /** At most this often a warning that the backstop closed connections Node's own timeout check let through. */

@@ -101,7 +101,7 @@ export function parseTimestamp(text: string): Date {
 export const timestamp = (text: string): Date => parseTimestamp(text);
 
 /** Largest page the contract allows (C-5). */
-export const MAX_PAGE_SIZE = 100;
+const MAX_PAGE_SIZE = 100;
 
 /** `--limit`: a whole number from 1 to 100, kept as text for the core's page query. */
 export function pageSize(text: string): string {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, RateCounter } from '@cos/core';
 import { resolveSettings, type RedisCounterConfig } from './config.js';
-import { RedisLink } from './connection.js';
+import { RedisLink } from './redis-link.js';
 import { RedisCounterError, errorMessage } from './errors.js';
 import { RedisFreshness } from './freshness.js';
 import { EXPIRED } from './scripts.js';

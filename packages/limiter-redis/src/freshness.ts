@@ -9,8 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply } from '@cos/core';
 import { DEFAULT_MAX_REPLICAS_WAITED, type RedisCounterSettings } from './config.js';
-import type { Connection, RedisLink } from './connection.js';
+import type { Connection } from './connection.js';
 import { RedisCounterError, errorMessage } from './errors.js';
+import type { RedisLink } from './redis-link.js';
 import { MODE, NOT_COUNTED } from './scripts.js';
 
 export class RedisFreshness implements CredentialFreshness {

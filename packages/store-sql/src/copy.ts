@@ -17,7 +17,7 @@
  */
 import type { Knex } from 'knex';
 import type { SqlDialect } from './database-url.js';
-import { MIGRATIONS, MIGRATIONS_TABLE } from './migrations.js';
+import { MIGRATIONS, MIGRATIONS_TABLE } from './migrations/index.js';
 import type { SqlStore } from './sql-store.js';
 
 /** What `copyDatabase` does with one table of the schema. */
@@ -60,7 +60,7 @@ export const SKIPPED_TABLES: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Rows read and written per statement (the widest table, audit_entries, stays far below SQLite's 32,766 bound variables). */
-export const COPY_BATCH = 500;
+const COPY_BATCH = 500;
 
 export interface TableProgress {
   readonly table: string;

@@ -60,7 +60,7 @@ function asDriverError(e: unknown): DriverError {
   return typeof e === 'object' && e !== null ? (e as DriverError) : {};
 }
 
-export function isUnavailable(e: unknown): boolean {
+function isUnavailable(e: unknown): boolean {
   const err = asDriverError(e);
   const code = typeof err.code === 'string' ? err.code : '';
   if (code !== '') {

@@ -25,7 +25,7 @@ export {
   type CopyResult,
   type TableProgress,
 } from './copy.js';
-export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations.js';
+export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations/index.js';
 export {
   InstanceRegistry,
   REGISTRY_PRUNE_AFTER_MS,

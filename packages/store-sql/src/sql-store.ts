@@ -4,7 +4,7 @@ import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './dat
 import { StatementListeners, translated, type SqlResult, type SqlSession, type SqlStatement } from './context.js';
 import { ErrorTranslator } from './errors.js';
 import { KnexDatabase } from './knex-database.js';
-import { migratorConfig, pendingMigrationNames } from './migrations.js';
+import { migratorConfig, pendingMigrationNames } from './migrations/index.js';
 import { IDLE_IN_TRANSACTION_TIMEOUT_MS, PgDatabase } from './postgres/database.js';
 import { SqliteDatabase } from './sqlite/database.js';
 import { withSqliteReadCache } from './sqlite/read-cache.js';
@@ -86,7 +86,7 @@ export interface SqlStoreFromKnexOptions {
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 2000;
 const DEFAULT_POOL_MAX = 10;
 /** A driver message of one kind is logged at most this often (e.g. one per failed acquire while the database is down). */
-export const KNEX_LOG_INTERVAL_MS = 10_000;
+const KNEX_LOG_INTERVAL_MS = 10_000;
 
 type LogLine = (message: unknown) => void;
 

@@ -15,8 +15,8 @@ import type { Core, IdempotentResponse, KeyPrincipal, Logger } from '@cos/core';
 import { redact } from '../redact.js';
 import type { CosRequestState } from '../state.js';
 
-export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
-export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
+const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 
 /** The methods an Idempotency-Key applies to. */
 const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { noopMetrics, type Metrics } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 
-export const UNMATCHED_ROUTE = 'unmatched';
+const UNMATCHED_ROUTE = 'unmatched';
 
 export type RequestObserver = (ctx: Koa.Context, state: CosRequestState) => void;
 

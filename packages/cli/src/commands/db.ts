@@ -28,7 +28,7 @@ import { runCommand } from '../runtime.js';
 import { jsonWanted, plural, withJson } from './shared.js';
 
 /** Keys compared row by row after a copy without `--verify all`. */
-export const KEY_SAMPLE = 1000;
+const KEY_SAMPLE = 1000;
 
 interface CopyOptions {
   to: string;

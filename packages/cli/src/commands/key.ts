@@ -17,7 +17,7 @@ function isStale(k: ApiKey, now: Date, cutoff: number): boolean {
  * `--scopes a,b`: the names as given (trimmed; empty entries dropped), for the core to check (known,
  * no duplicates, non-empty: 400 `scopes`). An empty list is kept so the core reports it.
  */
-export function parseScopes(text: string): string[] {
+function parseScopes(text: string): string[] {
   return text
     .split(',')
     .map((s) => s.trim())

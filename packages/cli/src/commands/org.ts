@@ -20,7 +20,7 @@ function organisationText(o: Organisation): string {
 }
 
 /** The sections and their names, for `org classify --help`. */
-export function naceHelp(): string {
+function naceHelp(): string {
   const lines = Object.entries(NACE_SECTIONS).map(([letter, title]) => `  ${letter}  ${title}`);
   return ['', 'NACE Rev. 2 sections (--section):', ...lines, '  none  remove the classification'].join('\n');
 }
@@ -106,7 +106,7 @@ interface PolicySetOptions {
  * `--max-lifetime`: `none`, or a duration from 1h to 730d (104w2d) -> seconds (null: none). Wrapped,
  * as commander takes a parser's null for "no value".
  */
-export function parseMaxLifetime(text: string): { readonly seconds: number | null } {
+function parseMaxLifetime(text: string): { readonly seconds: number | null } {
   if (text.trim() === 'none') return { seconds: null };
   const rule = {
     min: { ms: MIN_POLICY_LIFETIME_SECONDS * 1000, text: '1h' },

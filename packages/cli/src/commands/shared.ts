@@ -17,7 +17,7 @@ export function jsonWanted(cmd: Command): boolean {
 }
 
 /** Largest page the contract allows (C-5): `--all` fetches every page with it. */
-export const PAGE_SIZE = '100';
+const PAGE_SIZE = '100';
 
 /** The paging options of a list command. */
 export interface PagingOptions {

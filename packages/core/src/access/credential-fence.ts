@@ -35,8 +35,8 @@ import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.
 import { withTimeout } from './timeout.js';
 
 /** Attempts at ending a committed change before giving up with a warning, and the pause between them. */
-export const END_ATTEMPTS = 3;
-export const END_RETRY_DELAY_MS = 25;
+const END_ATTEMPTS = 3;
+const END_RETRY_DELAY_MS = 25;
 
 export interface FenceOptions {
   readonly freshness: CredentialFreshness;

@@ -11,7 +11,7 @@ export type BootstrapResult =
   | { readonly created: true; readonly organisation: Organisation; readonly issued: IssuedKey }
   | { readonly created: false; readonly organisation: Organisation };
 
-export const BOOTSTRAP_DEFAULTS = Object.freeze({ name: 'Platform', slug: 'platform', label: 'bootstrap' });
+const BOOTSTRAP_DEFAULTS = Object.freeze({ name: 'Platform', slug: 'platform', label: 'bootstrap' });
 
 /**
  * `cos-admin bootstrap`: when no system organisation exists, create one (default name "Platform",

@@ -12,7 +12,7 @@ import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';
 
-export const MEMBER_NOT_FOUND_MESSAGE = 'Member not found';
+const MEMBER_NOT_FOUND_MESSAGE = 'Member not found';
 
 /** Member operations: list over HTTP (own organisation or platform); add/remove for the operator (C-21). */
 export class Members {

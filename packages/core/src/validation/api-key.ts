@@ -43,7 +43,7 @@ const labelSchema = z
   .refine(hasNoControlCharacters, { error: ISSUE_CONTROL_CHARACTERS });
 
 /** The schema depends on `now` (expires_at must lie after it) and on the process's known scopes. */
-export function issueKeySchema(now: Date, known: readonly string[] = ALL_BUILTIN_SCOPES) {
+function issueKeySchema(now: Date, known: readonly string[] = ALL_BUILTIN_SCOPES) {
   return z
     .strictObject({
       label: labelSchema,
@@ -80,7 +80,7 @@ export interface RollKeyInput {
   readonly scopes: readonly string[] | null;
 }
 
-export function rollKeySchema(known: readonly string[] = ALL_BUILTIN_SCOPES) {
+function rollKeySchema(known: readonly string[] = ALL_BUILTIN_SCOPES) {
   return z
   .strictObject({
     grace_period_seconds: z

@@ -16,7 +16,7 @@ export const ISSUE_EXPOSURE_RESPONSE = "must be 'revoke_key' or 'revoke_key_and_
 
 const ENVIRONMENTS: readonly KeyEnvironment[] = ['live', 'test'];
 
-export const keyPolicySchema = z
+const keyPolicySchema = z
   .strictObject({
     max_lifetime_seconds: z
       .number({ error: ISSUE_MAX_LIFETIME })

@@ -5,7 +5,7 @@ import { checkBody, hasNoControlCharacters, type Checked } from './issues.js';
 
 export const ISSUE_EMAIL = `must be an e-mail address of at most ${EMAIL_MAX} characters`;
 
-export const addMemberSchema = z.strictObject({
+const addMemberSchema = z.strictObject({
   email: z
     .string({ error: ISSUE_EMAIL })
     .trim()

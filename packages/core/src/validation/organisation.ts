@@ -16,11 +16,11 @@ const name = z
 const slug = z.string({ error: ISSUE_SLUG }).regex(SLUG_PATTERN, { error: ISSUE_SLUG });
 
 /** POST /organisations: {name, slug}; industry_section, is_system, id... are extra fields (C-12). */
-export const createOrganisationSchema = z.strictObject({ name, slug });
+const createOrganisationSchema = z.strictObject({ name, slug });
 /** PUT: {name} required; slug, industry_section, is_system, id are extra fields (C-12, C-14). */
-export const replaceOrganisationSchema = z.strictObject({ name });
+const replaceOrganisationSchema = z.strictObject({ name });
 /** PATCH: {name?}; `{}` is valid and changes nothing (C-14). */
-export const patchOrganisationSchema = z.strictObject({ name: name.optional() });
+const patchOrganisationSchema = z.strictObject({ name: name.optional() });
 
 // Spelled out (not z.output<typeof schema>) so that the public .d.ts names no internal schema.
 // The check functions below return checkBody(schema) as these types, so a schema that stops

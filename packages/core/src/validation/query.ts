@@ -15,9 +15,9 @@ export const MAX_LIMIT = 100;
 export const ISSUE_LIMIT = `must be an integer from 1 to ${MAX_LIMIT}`;
 export const ISSUE_CURSOR = 'must be a string';
 export const ISSUE_KIND = `must be one of ${AUDIT_KINDS.join(', ')}`;
-export const ISSUE_QUERY = 'must be an object';
-export const ISSUE_TIMESTAMP = 'must be an ISO 8601 timestamp with a time zone';
-export const ISSUE_UNTIL = 'must be later than since';
+const ISSUE_QUERY = 'must be an object';
+const ISSUE_TIMESTAMP = 'must be an ISO 8601 timestamp with a time zone';
+const ISSUE_UNTIL = 'must be later than since';
 
 const limit = z
   .union([z.number(), z.string().regex(/^[0-9]{1,4}$/).transform(Number)], { error: ISSUE_LIMIT })

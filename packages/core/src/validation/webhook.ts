@@ -72,8 +72,8 @@ export function checkNotificationStatus(value: unknown, field = 'status'): Check
 }
 
 
-export const ISSUE_WEBHOOK_EVENTS = `must be ["*"] or a non-empty list of distinct event types (${SUBSCRIBABLE_EVENT_TYPES.join(', ')})`;
-export const ISSUE_OVERLAP_SECONDS = 'must be an integer from 0 to 86400';
+const ISSUE_WEBHOOK_EVENTS = `must be ["*"] or a non-empty list of distinct event types (${SUBSCRIBABLE_EVENT_TYPES.join(', ')})`;
+const ISSUE_OVERLAP_SECONDS = 'must be an integer from 0 to 86400';
 export const MAX_OVERLAP_SECONDS = 86_400;
 
 /** `events`: `["*"]`, or distinct subscribable event types (at least one). */

@@ -53,7 +53,7 @@ function isReadTimeout(e: unknown): boolean {
 }
 
 /** `-c search_path=<schema>` for libpq's `options`: the identifier quoted, spaces and backslashes escaped. */
-export function searchPathOption(schema: string): string {
+function searchPathOption(schema: string): string {
   const identifier = `"${schema.replace(/"/g, '""')}"`;
   return `-c search_path=${identifier.replace(/[\\ ]/g, (c) => `\\${c}`)}`;
 }

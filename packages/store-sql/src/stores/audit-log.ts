@@ -104,7 +104,7 @@ const HEADS =
  * constants; a database keeps the predicate it was migrated with, so another set of kinds needs a
  * new migration that recreates the index.
  */
-export const FREQUENT_AUDIT_KINDS = Object.freeze(['api_key_issued', 'api_key_revoked'] as const satisfies readonly AuditKind[]);
+const FREQUENT_AUDIT_KINDS = Object.freeze(['api_key_issued', 'api_key_revoked'] as const satisfies readonly AuditKind[]);
 /** The partial kind index's predicate, written literally into the listing by any other kind. */
 export const RARE_KIND_PREDICATE = `kind NOT IN (${FREQUENT_AUDIT_KINDS.map((k) => `'${k}'`).join(', ')})`;
 /** (kind, occurred_at, id) WHERE RARE_KIND_PREDICATE. */

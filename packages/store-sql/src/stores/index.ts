@@ -20,5 +20,3 @@ export function createStores(ctx: StoreContext): Stores {
     idempotency: new SqlIdempotencyStore(ctx),
   });
 }
-
-export { SqlApiKeyStore, SqlAuditLog, SqlIdempotencyStore, SqlMemberStore, SqlOrganisationStore, SqlOutbox, SqlWebhookStore };

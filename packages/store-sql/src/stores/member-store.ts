@@ -16,7 +16,7 @@ function memberFromRow(row: Record<string, unknown>): Member {
  * The e-mail's case-folded form, computed here rather than with SQL lower(): SQLite's lower() folds
  * ASCII only, so a column filled by JavaScript gives the same uniqueness on both dialects.
  */
-export function normalizeEmail(email: string): string {
+function normalizeEmail(email: string): string {
   return email.toLowerCase();
 }
 

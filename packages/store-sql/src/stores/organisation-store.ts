@@ -1,7 +1,7 @@
 import type { KeyEnvironment, KeyPolicy, NaceSection, Organisation, OrganisationChanges, OrganisationStore, PageRequest } from '@cos/core';
 import { credentialWrite, execute, query, toBool, toDate, type StoreContext } from '../context.js';
 
-export const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, created_at, updated_at';
+const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, created_at, updated_at';
 
 export function organisationFromRow(row: Record<string, unknown>): Organisation {
   return {

@@ -9,7 +9,6 @@ import { ConflictError, type ErrorDetail } from '../../domain/errors.js';
 import type { Member } from '../../domain/member.js';
 import type { Organisation } from '../../domain/organisation.js';
 import type { Notification, WebhookEndpoint } from '../../domain/webhook.js';
-import type { KeysetPosition } from '../../ports/pagination.js';
 import { expect } from 'chai';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 
@@ -141,11 +140,6 @@ export async function expectConflict(promise: Promise<unknown>, field: string, i
   if (issue !== undefined) expect(conflict.details).to.deep.include({ field, issue });
   return conflict;
 }
-
-export const positionOf = (r: { readonly createdAt: Date; readonly id: string }): KeysetPosition => ({
-  createdAt: r.createdAt,
-  id: r.id,
-});
 
 /** Expects `actual` to be a Date at exactly the same millisecond as `expected`. */
 export function expectSameInstant(actual: unknown, expected: Date, what: string): void {

@@ -9,7 +9,7 @@ import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { ascendingIds, at } from './fixtures.js';
 
 /** One list under test, inside one scope (an organisation, or the whole store). */
-export interface PagingScope {
+interface PagingScope {
   /** Inserts one record at that keyset position. */
   insert(createdAt: Date, id: string): Promise<void>;
   /** One page, reduced to keyset positions. */

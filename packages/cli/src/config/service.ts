@@ -1,0 +1,69 @@
+/**
+ * The service's own behaviour: rate limits and the active-key cap, how far last use may lag, the
+ * bound on a Redis counter call, client addresses behind a proxy, Postgres statement preparation,
+ * the log level and the base of a 429's `type`.
+ */
+import { z } from 'zod';
+import { bool, int, INT_MAX, url, variable } from './variable.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const SERVICE_VARIABLES = {
+  KEY_USAGE_FLUSH_MS: variable(
+    'keyUsageFlushMs',
+    '60000',
+    "how far `last_used_at` may lag: each use is written within this (less a margin of a twelfth, at most 5 s), so the stored value is never further behind a key's last use, a crash included; at most one write per key per this interval per instance",
+    int('KEY_USAGE_FLUSH_MS', 1_000, 3_600_000).default(60_000),
+  ),
+  RATE_LIMIT_PER_MINUTE: variable('rateLimitPerMinute', '60', 'authenticated requests per organisation per UTC minute', int('RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60)),
+  UNAUTH_RATE_LIMIT_PER_MINUTE: variable(
+    'unauthRateLimitPerMinute',
+    '60',
+    '`/v1/health` + `/v1/version` per UTC minute, one counter for all callers',
+    int('UNAUTH_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60),
+  ),
+  LOG_LEVEL: variable(
+    'logLevel',
+    'info',
+    '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`; the server logs JSON lines on stdout',
+    // Also whether it was set: operator commands log only then.
+    z
+      .string()
+      .optional()
+      .transform((s) => ({ logLevel: (s ?? 'info').trim().toLowerCase(), logLevelExplicit: s !== undefined }))
+      .pipe(z.object({ logLevel: z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` }), logLevelExplicit: z.boolean() })),
+  ),
+  MAX_ACTIVE_KEYS_PER_ORG: variable(
+    'maxActiveKeysPerOrg',
+    '1000',
+    'active (unrevoked, unexpired) keys an organisation may hold; issuing one more is refused with 409 CONFLICT',
+    int('MAX_ACTIVE_KEYS_PER_ORG', 1, INT_MAX).default(1000),
+  ),
+  ERRORS_URL: variable(
+    'errorsUrl',
+    'https://errors.example.com',
+    'base of the `type` address of a 429 answer (`{ERRORS_URL}/rate-limit-exceeded`): set your own',
+    url('ERRORS_URL', ['http:', 'https:'], 'an http:// or https:// URL')
+      .default('https://errors.example.com')
+      .transform((s) => s.replace(/\/+$/, '')),
+  ),
+  REDIS_TIMEOUT_MS: variable(
+    'redisTimeoutMs',
+    '50',
+    'bound on one Redis counter call; a slower or failed call lets the request through (fails open) and logs a warning. A credential-cache call is slower only when its answer was not already waiting when the instance next read its sockets after the bound; a late call costs its own request a Postgres read, a failed one empties the credential cache (operations guide, section 3)',
+    int('REDIS_TIMEOUT_MS', 1, 60_000).default(50),
+  ),
+  TRUST_PROXY: variable(
+    'trustProxy',
+    'false',
+    '`true` behind a load balancer that overwrites `X-Forwarded-For`: failed authentications are throttled per client address instead of per balancer',
+    bool('TRUST_PROXY').default(false),
+  ),
+  DATABASE_PREPARED_STATEMENTS: variable(
+    'databasePreparedStatements',
+    'true',
+    'Postgres: every parameterised statement is a named prepared statement; `false` behind a pooler that cannot keep them per client (PgBouncer in transaction mode before 1.21)',
+    bool('DATABASE_PREPARED_STATEMENTS').default(true),
+  ),
+};
