@@ -13,5 +13,5 @@ export type { RateCounter } from './rate-counter.js';
 export type { OuterStores, Stores, UnitOfWork, WorkDeclaration } from './unit-of-work.js';
 export type { WebhookStore } from './webhook-store.js';
 export type { WebhookHostResolver, WebhookRequest, WebhookResult, WebhookSender } from './webhook-sender.js';
-export type { CredentialFreshness, FreshnessCheck, FreshnessCount, FreshnessReply } from './credential-freshness.js';
+export type { CredentialFreshness, FreshnessCheck, FreshnessCount, FreshnessKeys, FreshnessReply } from './credential-freshness.js';
 export type { IdempotencyClaim, IdempotencyClaimRequest, IdempotencyRecord, IdempotencyStore, IdempotentResponse } from './idempotency-store.js';
