@@ -6,7 +6,7 @@ import type { Logger } from './ports/logger.js';
 import type { Metrics } from './ports/metrics.js';
 import type { Random } from './ports/random.js';
 import type { RateCounter } from './ports/rate-counter.js';
-import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
+import type { OuterStores, UnitOfWork } from './ports/unit-of-work.js';
 import type { WebhookHostResolver, WebhookSender } from './ports/webhook-sender.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './operations/api-keys.js';
@@ -94,7 +94,8 @@ export interface Core {
 }
 
 export interface CreateCoreOptions {
-  readonly stores: Stores;
+  /** The stores outside a unit of work (credential-affecting writes only through `unitOfWork.changeCredentials`). */
+  readonly stores: OuterStores;
   readonly unitOfWork: UnitOfWork;
   readonly counter: RateCounter;
   readonly health: HealthProbe;

@@ -23,7 +23,7 @@ export * from './views.js';
 export * from './version.js';
 export * from './core.js';
 export { counterKey, freshnessKeys, keySlot } from './access/counter-keys.js';
-export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './access/credential-change.js';
+export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared } from './access/credential-change.js';
 export { InProcessRateCounter } from './access/in-process-counter.js';
 export { LogThrottle } from './log-throttle.js';
 export { AUTH_FAILURE_REASONS, RATE_LIMIT_OUTCOMES, RATE_LIMIT_SCOPE_KINDS, WEBHOOK_DELIVERY_RESULTS } from './metric-labels.js';
