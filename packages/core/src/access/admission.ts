@@ -217,7 +217,7 @@ export class Admission {
         if (statusOf(credential, digest, now) !== 'active') return 'refuse';
         return limiter.isBlocked(organisationScope(credential.key.organisationId), window.startMs) ? 'confirm' : 'count';
       });
-      return { ...read, window };
+      return { credential: read.credential, counted: read.counted, window };
     });
     if (!found.active) {
       const address = typeof sourceAddress === 'string' ? sourceAddress : sourceAddress();
