@@ -152,7 +152,7 @@ export class Authenticator {
   private readonly usage: KeyUseRecorder | null;
 
   constructor(
-    private readonly deps: LookupDeps,
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
     parts: AuthenticatorParts = {},
   ) {
     this.metrics = deps.metrics ?? noopMetrics;
@@ -190,7 +190,7 @@ export class Admission {
   private readonly cache: CredentialCache | null;
 
   constructor(
-    private readonly deps: LookupDeps,
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
     parts: AdmissionParts,
   ) {
     this.metrics = deps.metrics ?? noopMetrics;
