@@ -1,6 +1,7 @@
 /**
  * The dependency rule of docs/architecture.md ("The dependency rule"), checked on every `pnpm check` (and so in CI):
  *   core imports only zod and node: built-ins (core/src/testing may also use chai and mocha);
+ *   inside core, domain/ imports no other layer, and ports/ import only domain/;
  *   adapters (store-sql, limiter-redis, adapter-koa, webhook-sender) import core, never each other or the cli;
  *   only the cli composes everything;
  *   test-support (test helpers shared by several packages' tests) imports only node: built-ins, and
@@ -18,6 +19,21 @@ module.exports = {
         pathNot: ['^packages/core/src/', '(^|/)node_modules/zod/', '^node:'],
         dependencyTypesNot: ['core'],
       },
+    },
+    {
+      name: 'core-domain-is-the-ground',
+      comment:
+        "core's domain/ is the ground floor: it imports nothing of ports/, access/, operations/, workers/ or testing/ (what it needs of a port, such as Random, it defines itself).",
+      severity: 'error',
+      from: { path: '^packages/core/src/domain/' },
+      to: { path: '^packages/core/src/(ports|access|operations|workers|testing)/' },
+    },
+    {
+      name: 'core-ports-import-only-domain',
+      comment: "core's ports/ describe what the core needs from outside in the domain's words: they import only domain/ and each other (types).",
+      severity: 'error',
+      from: { path: '^packages/core/src/ports/' },
+      to: { path: '^packages/core/src/', pathNot: '^packages/core/src/(ports|domain)/' },
     },
     {
       name: 'core-testing-imports',

@@ -665,5 +665,11 @@ function revocationFailingStore(inner: StoreHarness, failing: () => boolean): St
       },
     }),
   });
-  return { ...inner, unitOfWork: { run: (work, declaration) => inner.unitOfWork.run((stores) => work(wrap(stores)), declaration) } };
+  return {
+    ...inner,
+    unitOfWork: {
+      run: (work) => inner.unitOfWork.run(work),
+      changeCredentials: (organisationIds, work) => inner.unitOfWork.changeCredentials(organisationIds, (stores) => work(wrap(stores))),
+    },
+  };
 }

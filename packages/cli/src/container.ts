@@ -30,7 +30,7 @@ import {
   type Metrics,
   type Random,
   type RateCounter,
-  type Stores,
+  type OuterStores,
   type UnitOfWork,
   type WebhookDelivery,
 } from '@cos/core';
@@ -83,7 +83,7 @@ export const CLI_TOKENS = Object.freeze({
   Metrics: token<Metrics>(TOKENS.Metrics.description!),
   /** The SQL store chosen by DATABASE_URL (connects lazily; does not migrate). Closed with the container. */
   SqlStore: token<SqlStore>('cos.cli.SqlStore'),
-  Stores: token<Stores>(TOKENS.Stores.description!),
+  Stores: token<OuterStores>(TOKENS.Stores.description!),
   UnitOfWork: token<UnitOfWork>(TOKENS.UnitOfWork.description!),
   HealthProbe: token<HealthProbe>(TOKENS.HealthProbe.description!),
   /** The rate counter with its kind: Redis when REDIS_URL is set (it connects when resolved), else in-process. */

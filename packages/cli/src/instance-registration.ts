@@ -235,13 +235,6 @@ export type FencePlan =
 const NOTHING_CHANGED = 'nothing was changed';
 
 /**
- * No live registration: fence in REDIS_URL's Redis when set (as always), else nothing to fence.
- * Live registrations: fence in their Redis. REDIS_URL, when set, must name it (one of the recorded
- * locations, when instances reach one Redis by different addresses); without REDIS_URL it is
- * reached from its recorded location when all instances recorded the same one and it needs no
- * credentials, else the command refuses, naming REDIS_URL and the host:port to set.
- */
-/**
  * Whether two locations name the same Redis: equal, or two clusters that share a seed node (seed
  * lists of one cluster may differ between instances and commands).
  */

@@ -47,7 +47,7 @@ describe('cos-admin: one way for every option (in-process, SQLite)', function ()
     return r.stderr;
   }
 
-  it('every malformed option value exits 2 with the option named (the values the issue listed, and each kind of option)', async () => {
+  it('every malformed option value exits 2 with the option named (dates, times without an offset, durations, enumerated values and ids: each kind of option)', async () => {
     await usage(['key', 'issue', org.id, '--label', 'x', '--expires-at', 'tomorrow'], "'--expires-at <time>'");
     await usage(['key', 'issue', org.id, '--label', 'x', '--expires-at', '2027-02-30'], '--expires-at');
     await usage(['key', 'issue', org.id, '--label', 'x', '--expires-at', '2027-01-01T10:00:00'], '--expires-at'); // no offset

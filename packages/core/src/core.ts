@@ -6,12 +6,12 @@ import type { Logger } from './ports/logger.js';
 import type { Metrics } from './ports/metrics.js';
 import type { Random } from './ports/random.js';
 import type { RateCounter } from './ports/rate-counter.js';
-import type { Stores, UnitOfWork } from './ports/unit-of-work.js';
+import type { OuterStores, UnitOfWork } from './ports/unit-of-work.js';
 import type { WebhookHostResolver, WebhookSender } from './ports/webhook-sender.js';
 import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults.js';
 import { ApiKeys } from './operations/api-keys.js';
 import { AuditTrail } from './operations/audit-trail.js';
-import { Admission } from './access/admission.js';
+import { Admission, Authenticator } from './access/admission.js';
 import { Bootstrap } from './operations/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './access/credential-cache.js';
 import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork } from './access/credential-fence.js';
@@ -44,10 +44,14 @@ export interface Core {
    * and counts the request once (its organisation, or its source address when refused).
    */
   readonly admission: Admission;
-  /** The same object as `admission`, under the name embedders use for `authenticate(header)`. */
-  readonly authenticator: Admission;
   /**
-   * The uses of keys the authenticator records, written in batches (last_used_at). A
+   * Authentication for embedders' own routes: `authenticate(header)` answers the key's principal
+   * (or rejects with UnauthorizedError), read from the store, nothing counted; they then call
+   * `rateLimiter.enforce`. It shares admission's lookup and records the key's use alike.
+   */
+  readonly authenticator: Authenticator;
+  /**
+   * The uses of keys admission and the authenticator record, written in batches (last_used_at). A
    * long-running host calls `keyUsage.start()` once serving and `await keyUsage.stop()` on graceful
    * shutdown, before closing the store (it writes what is left).
    */
@@ -90,7 +94,8 @@ export interface Core {
 }
 
 export interface CreateCoreOptions {
-  readonly stores: Stores;
+  /** The stores outside a unit of work (credential-affecting writes only through `unitOfWork.changeCredentials`). */
+  readonly stores: OuterStores;
   readonly unitOfWork: UnitOfWork;
   readonly counter: RateCounter;
   readonly health: HealthProbe;
@@ -189,6 +194,7 @@ export function createCore(options: CreateCoreOptions): Core {
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
   });
   const admission = new Admission(deps, { limiter: rateLimiter, usage: keyUsage, cache });
+  const authenticator = new Authenticator(deps, { usage: keyUsage });
   const webhookDelivery =
     options.webhookSender === undefined
       ? null
@@ -214,7 +220,7 @@ export function createCore(options: CreateCoreOptions): Core {
     apiKeys: new ApiKeys(deps),
     audit: new AuditTrail(deps),
     admission,
-    authenticator: admission,
+    authenticator,
     keyUsage,
     webhookDelivery,
     notificationRetention,

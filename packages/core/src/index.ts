@@ -22,8 +22,8 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
-export { counterKey, freshnessKeys, keySlot, type FreshnessKeys } from './access/counter-keys.js';
-export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared, changesCredentialsOf, declaredOrganisations } from './access/credential-change.js';
+export { counterKey, freshnessKeys, keySlot } from './access/counter-keys.js';
+export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared } from './access/credential-change.js';
 export { InProcessRateCounter } from './access/in-process-counter.js';
 export { LogThrottle } from './log-throttle.js';
 export { AUTH_FAILURE_REASONS, RATE_LIMIT_OUTCOMES, RATE_LIMIT_SCOPE_KINDS, WEBHOOK_DELIVERY_RESULTS } from './metric-labels.js';
@@ -48,11 +48,12 @@ export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './workers/key-usage.js';
 export {
   Admission,
-  // The name the authenticate() step had before admission was one module (embedders construct it with { stores, clock }).
-  Admission as Authenticator,
+  Authenticator,
   principalOf,
   statusOf,
   type AdmissionParts,
+  type AuthenticatorParts,
+  type KeyUseRecorder,
   type AdmissionResult,
   type Admitted,
   type Refused,

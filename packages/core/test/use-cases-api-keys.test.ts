@@ -14,10 +14,11 @@ import {
   digestKey,
   keyStatus,
   type AuditLog,
+  type OuterStores,
   type UnitOfWork,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore } from '@cos/core/testing';
-import { UNKNOWN_UUID, fieldsOf, fixture, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { UNKNOWN_UUID, fieldsOf, fixture, rejectsWith } from './use-cases-fixtures.js';
 
 const page = { limit: 100, after: null } as const;
 
@@ -241,18 +242,19 @@ describe('use case: api keys', () => {
     it('C-40: when the audit entry cannot be written the revocation rolls back (one unit of work)', async () => {
       const store = createInMemoryStore();
       let failAudit = false;
+      const withFailingAudit = <S extends OuterStores>(stores: S): S => {
+        const audit: AuditLog = {
+          append: (entry) => (failAudit ? Promise.reject(new Error('audit disk full')) : stores.audit.append(entry)),
+          list: (filter, p) => stores.audit.list(filter, p),
+          chain: (org, q) => stores.audit.chain(org, q),
+          outsideChain: (org) => stores.audit.outsideChain(org),
+          heads: () => stores.audit.heads(),
+        };
+        return { ...stores, audit };
+      };
       const failingUnitOfWork: UnitOfWork = {
-        run: (work, declaration) =>
-          store.unitOfWork.run((stores) => {
-            const audit: AuditLog = {
-              append: (entry) => (failAudit ? Promise.reject(new Error('audit disk full')) : stores.audit.append(entry)),
-              list: (filter, p) => stores.audit.list(filter, p),
-              chain: (org, q) => stores.audit.chain(org, q),
-              outsideChain: (org) => stores.audit.outsideChain(org),
-              heads: () => stores.audit.heads(),
-            };
-            return work(withStore(stores, 'audit', audit));
-          }, declaration),
+        run: (work) => store.unitOfWork.run((stores) => work(withFailingAudit(stores))),
+        changeCredentials: (organisationIds, work) => store.unitOfWork.changeCredentials(organisationIds, (stores) => work(withFailingAudit(stores))),
       };
       const clock = new FakeClock();
       const core = createCore({

@@ -21,13 +21,14 @@ import {
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter } from '@cos/core/testing';
 import { CountingApiKeyStore, TEST_SOURCE, fixture, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 describe('use case: admission and authenticate', () => {
   async function setup() {
     const f = fixture();
     const { org, issued } = await f.tenant('acme');
-    const counting = new CountingApiKeyStore(f.store.stores.apiKeys);
-    const auth = new Authenticator({ stores: withStore(f.store.stores, 'apiKeys', counting), clock: f.clock });
+    const counting = new CountingApiKeyStore(storePorts(f.store).apiKeys);
+    const auth = new Authenticator({ stores: withStore(storePorts(f.store), 'apiKeys', counting), clock: f.clock });
     return { f, org, issued, raw: issued.rawKey, counting, auth };
   }
 
@@ -57,7 +58,7 @@ describe('use case: admission and authenticate', () => {
       },
     };
     const limiter = new RateLimiter({ counter: recording, clock: base.f.clock, logger: silentLogger, config: { ...DEFAULT_CORE_CONFIG, ...config } });
-    const admission = new Admission({ stores: withStore(base.f.store.stores, 'apiKeys', base.counting), clock: base.f.clock }, { limiter });
+    const admission = new Admission({ stores: withStore(storePorts(base.f.store), 'apiKeys', base.counting), clock: base.f.clock }, { limiter });
     return { ...base, hits, admission };
   }
 
@@ -153,12 +154,12 @@ describe('use case: admission and authenticate', () => {
 
   it('C-31: a credential whose digest does not match is rejected (constant-time comparison, not trust in the store)', async () => {
     const { f, issued } = await setup();
-    const real = f.store.stores.apiKeys;
+    const real = storePorts(f.store).apiKeys;
     const lying: ApiKeyStore = {
       ...real,
       findCredential: async (): Promise<Credential | null> => real.findCredential(issued.key.digest),
     };
-    const auth = new Authenticator({ stores: withStore(f.store.stores, 'apiKeys', lying), clock: f.clock });
+    const auth = new Authenticator({ stores: withStore(storePorts(f.store), 'apiKeys', lying), clock: f.clock });
     await rejectsWith(auth.authenticate(`Bearer svc_live_${'Q'.repeat(48)}`), UnauthorizedError);
     expect((await auth.authenticate(`Bearer ${issued.rawKey}`)).keyId).to.equal(issued.key.id);
     expect(digestKey(issued.rawKey)).to.equal(issued.key.digest);
@@ -191,8 +192,8 @@ describe('use case: admission and authenticate', () => {
   it('C-17: a store failure propagates as UnavailableError, not as 401', async () => {
     const f = fixture();
     const down = new UnavailableError();
-    const failing: ApiKeyStore = { ...f.store.stores.apiKeys, findCredential: () => Promise.reject(down) };
-    const auth = new Authenticator({ stores: withStore(f.store.stores, 'apiKeys', failing), clock: new FakeClock() });
+    const failing: ApiKeyStore = { ...storePorts(f.store).apiKeys, findCredential: () => Promise.reject(down) };
+    const auth = new Authenticator({ stores: withStore(storePorts(f.store), 'apiKeys', failing), clock: new FakeClock() });
     expect(await rejectsWith(auth.authenticate(`Bearer svc_live_${'a'.repeat(48)}`), UnavailableError)).to.equal(down);
   });
 });

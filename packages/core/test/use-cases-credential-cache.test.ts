@@ -22,10 +22,12 @@ import {
   type Core,
   type Credential,
   type Organisation,
+  type Stores,
   type UnitOfWork,
 } from '@cos/core';
 import { CapturingLogger, createInMemoryStore, FakeClock, InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS, type StoreHarness } from '@cos/core/testing';
 import { CountingApiKeyStore, TEST_SOURCE, admitted, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 /** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
 class GatedApiKeyStore extends CountingApiKeyStore {
@@ -67,10 +69,10 @@ describe('use case: credential cache (C-36, C-57)', () => {
   let keyId: string;
 
   function instance(options: { cache?: boolean; maxEntries?: number; lease?: { epoch(): number | null } } = {}): Instance {
-    const keys = new GatedApiKeyStore(store.stores.apiKeys);
+    const keys = new GatedApiKeyStore(storePorts(store).apiKeys);
     const logger = new CapturingLogger();
     const core = createCore({
-      stores: withStore(store.stores, 'apiKeys', keys as ApiKeyStore),
+      stores: withStore(storePorts(store), 'apiKeys', keys as ApiKeyStore),
       unitOfWork: store.unitOfWork,
       health: store.health,
       counter: shared,
@@ -207,7 +209,7 @@ describe('use case: credential cache (C-36, C-57)', () => {
     await shared.beginChange(freshnessKeys(org.id), 'manual'); // a writer between its two calls
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal('ok');
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal('ok');
-    await store.stores.apiKeys.revoke(org.id, other.key.id, clock.now()); // its commit
+    await storePorts(store).apiKeys.revoke(org.id, other.key.id, clock.now()); // its commit
     // Before its end: nobody trusts an entry while the change is in progress.
     expect(await admit(two, `Bearer ${other.rawKey}`)).to.equal(401);
     // And if the end never comes, the marker expires: still no stale answer.
@@ -329,7 +331,7 @@ describe('use case: credential cache (C-36, C-57)', () => {
     lease.current = 2;
     await warm(leased);
     lease.current = null;
-    await store.stores.apiKeys.revoke(org.id, keyId, clock.now()); // no beginChange / endChange
+    await storePorts(store).apiKeys.revoke(org.id, keyId, clock.now()); // no beginChange / endChange
     lease.current = 3;
     expect(await admit(leased), 'the entry from before the lapse is gone').to.equal(401);
     // A fill whose store read started under one epoch is not kept once the epoch changed.
@@ -402,18 +404,20 @@ describe('use case: credential cache (C-36, C-57)', () => {
       const finish = shared.endChange.bind(shared);
       shared.beginChange = (o, c) => (events.push(`begin ${o.token}`), begin(o, c));
       shared.endChange = (o, c) => (events.push(`end ${o.token}`), finish(o, c));
-      const keys = new GatedApiKeyStore(store.stores.apiKeys);
+      const keys = new GatedApiKeyStore(storePorts(store).apiKeys);
       const logger = new CapturingLogger();
+      const opening = async <T>(open: () => Promise<T>): Promise<T> => {
+        await beforeOpen?.();
+        events.push('transaction opens');
+        try {
+          return await open();
+        } finally {
+          events.push('transaction ends');
+        }
+      };
       const unitOfWork: UnitOfWork = {
-        run: async (work, declaration) => {
-          await beforeOpen?.();
-          events.push('transaction opens');
-          try {
-            return await store.unitOfWork.run(work, declaration);
-          } finally {
-            events.push('transaction ends');
-          }
-        },
+        run: (work) => opening(() => store.unitOfWork.run(work)),
+        changeCredentials: (organisationIds, work) => opening(() => store.unitOfWork.changeCredentials(organisationIds, work)),
       };
       const core = createCore({ stores: store.stores, unitOfWork, health: store.health, counter: shared, freshness: shared, clock, logger, config: { rateLimitPerMinute: LIMIT } });
       fenced = { core, keys, logger };
@@ -552,7 +556,7 @@ describe('use case: credential cache (C-36, C-57)', () => {
     });
 
     it('a write the use case did not declare fails loudly (UndeclaredCredentialChangeError) and changes nothing', async () => {
-      const error = await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, keyId, clock.now())).catch((e: unknown) => e);
+      const error = await store.unitOfWork.run((tx) => (tx as Stores).apiKeys.revoke(org.id, keyId, clock.now())).catch((e: unknown) => e);
       expect(error).to.be.instanceOf(UndeclaredCredentialChangeError);
       expect((await store.stores.apiKeys.findById(org.id, keyId))?.revokedAt).to.equal(null);
     });

@@ -23,6 +23,7 @@ import {
   type WebhookSecretCipher,
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore, createTestCore, seededRandom, type TestCore } from '@cos/core/testing';
+import { storePorts } from '@cos/core/testing/contracts';
 
 export interface Fixture extends TestCore {
   /** Every uuid handed out by the core's Random, in order. */
@@ -156,7 +157,7 @@ export function coreWithOrganisations(wrap: (inner: OrganisationStore) => Organi
   const store = createInMemoryStore();
   const clock = new FakeClock();
   const core = createCore({
-    stores: withStore(store.stores, 'organisations', wrap(store.stores.organisations)),
+    stores: withStore(storePorts(store), 'organisations', wrap(storePorts(store).organisations)),
     unitOfWork: store.unitOfWork,
     health: store.health,
     counter: new InMemoryRateCounter(clock),

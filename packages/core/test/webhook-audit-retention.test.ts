@@ -75,7 +75,11 @@ describe('use case: webhook changes and notification retries are audited (C-40, 
     let failAudit = false;
     const core = createCore({
       stores: store.stores,
-      unitOfWork: { run: (work) => store.unitOfWork.run((stores) => work(failAudit ? withStore(stores, 'audit', failingAudit) : stores)) },
+      unitOfWork: {
+        run: (work) => store.unitOfWork.run((stores) => work(failAudit ? { ...stores, audit: failingAudit } : stores)),
+        changeCredentials: (organisationIds, work) =>
+          store.unitOfWork.changeCredentials(organisationIds, (stores) => work(failAudit ? withStore(stores, 'audit', failingAudit) : stores)),
+      },
       health: store.health,
       counter: new InMemoryRateCounter(clock),
       clock,

@@ -19,6 +19,7 @@ import {
 } from '@cos/core';
 import { FakeClock, InMemoryRateCounter, createInMemoryStore } from '@cos/core/testing';
 import { fixture, withStore } from './use-cases-fixtures.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 const KEY_A = new Uint8Array(randomBytes(32));
 const KEY_B = new Uint8Array(randomBytes(32));
@@ -221,7 +222,7 @@ describe('webhook secrets at rest: the use cases on the in-memory store', () => 
         return page;
       },
     };
-    const core = createCore({ ...base, stores: withStore(store.stores, 'webhooks', racing) });
+    const core = createCore({ ...base, stores: withStore(storePorts(store), 'webhooks', racing) });
     const report = await core.webhooks.reencryptSecrets(OPERATOR);
     expect(report).to.deep.include({ examined: 1, reencrypted: 0, unchanged: 0, skipped: 1 });
     expect(cipher.open(org.id, (await store.stores.webhooks.get(org.id))!.secret)).to.equal(rotatedSecret);

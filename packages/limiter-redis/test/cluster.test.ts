@@ -184,7 +184,7 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     }
     const admit = async (core: Core, raw: string): Promise<number> => {
       try {
-        return (await core.authenticator.admit(`Bearer ${raw}`, '127.0.0.1')).admitted ? 200 : 401;
+        return (await core.admission.admit(`Bearer ${raw}`, '127.0.0.1')).admitted ? 200 : 401;
       } catch {
         return 0;
       }

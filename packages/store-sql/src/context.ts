@@ -26,9 +26,9 @@ export interface StoreContext {
   /** True when `session` is a unit of work's transaction. */
   readonly inTransaction: boolean;
   /**
-   * In a unit of work, the organisations it declared it changes credentials of
-   * (`UnitOfWork.run(work, { changesCredentialsOf })`): a credential-affecting write of any other
-   * organisation throws UndeclaredCredentialChangeError before its statement is sent.
+   * In a unit of work, the organisations it changes credentials of
+   * (`UnitOfWork.changeCredentials(organisationIds, work)`; none in `run`): a credential-affecting
+   * write of any other organisation throws UndeclaredCredentialChangeError before its statement is sent.
    */
   readonly credentialChanges?: ReadonlySet<string>;
   readonly errors: ErrorTranslator;

@@ -1,4 +1,4 @@
-import { LogThrottle, type HealthProbe, type Logger, type Metrics, type Stores, type UnitOfWork } from '@cos/core';
+import { LogThrottle, type HealthProbe, type Logger, type Metrics, type OuterStores, type Stores, type UnitOfWork } from '@cos/core';
 import knexFactory, { type Knex } from 'knex';
 import { parseDatabaseUrl, type ParsedDatabaseUrl, type SqlDialect } from './database-url.js';
 import { StatementListeners, translated, type SqlResult, type SqlSession, type SqlStatement } from './context.js';
@@ -51,7 +51,8 @@ export interface SqlStore {
    * session timeouts, but not the per-call deadline) is created on first use.
    */
   readonly knex: Knex;
-  readonly stores: Stores;
+  /** Each call its own transaction; credential-affecting writes only through `unitOfWork.changeCredentials`. */
+  readonly stores: OuterStores;
   readonly unitOfWork: UnitOfWork;
   readonly health: HealthProbe;
   /**

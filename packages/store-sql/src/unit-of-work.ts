@@ -1,4 +1,4 @@
-import { declaredOrganisations, type Stores, type UnitOfWork, type WorkDeclaration } from '@cos/core';
+import type { OuterStores, Stores, UnitOfWork } from '@cos/core';
 import type { SqlSession } from './context.js';
 import type { SqlDialect } from './database-url.js';
 import type { ErrorTranslator } from './errors.js';
@@ -8,7 +8,7 @@ import { createStores } from './stores/index.js';
 export type Transact = <T>(work: (session: SqlSession) => Promise<T>) => Promise<T>;
 
 /**
- * One transaction per `run` (C-40): every write made through the given stores commits together,
+ * One transaction per `run` or `changeCredentials` (C-40): every write made through the given stores commits together,
  * or none does when `work` throws. Use only the stores handed to `work` inside it: on SQLite the store
  * has a single connection, so a query through the outer stores (or SqlStore.knex) would wait for this
  * transaction.
@@ -23,8 +23,16 @@ export class SqlUnitOfWork implements UnitOfWork {
     private readonly errors: ErrorTranslator,
   ) {}
 
-  async run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T> {
-    const credentialChanges = declaredOrganisations(declaration);
+  run<T>(work: (stores: OuterStores) => Promise<T>): Promise<T> {
+    return this.transaction(NO_ORGANISATIONS, work);
+  }
+
+  changeCredentials<T>(organisationIds: readonly string[], work: (stores: Stores) => Promise<T>): Promise<T> {
+    return this.transaction(new Set(organisationIds), work);
+  }
+
+  /** The stores refuse a credential-affecting write of any organisation outside `credentialChanges`. */
+  private async transaction<T>(credentialChanges: ReadonlySet<string>, work: (stores: Stores) => Promise<T>): Promise<T> {
     try {
       return await this.transact((session) =>
         work(createStores({ session, dialect: this.dialect, inTransaction: true, credentialChanges, errors: this.errors })),
@@ -34,3 +42,5 @@ export class SqlUnitOfWork implements UnitOfWork {
     }
   }
 }
+
+const NO_ORGANISATIONS: ReadonlySet<string> = new Set();

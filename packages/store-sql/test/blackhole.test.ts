@@ -63,11 +63,11 @@ withPostgres('C-17: the network to Postgres is blackholed', (url, target) => {
   /** The revocation unit of work of C-40: revoke the key and append its audit entry. */
   function revokeWithAudit(store: SqlStore, organisationId: string, keyId: string, keyPrefix: string): Promise<boolean> {
     const when = at(60_000);
-    return store.unitOfWork.run(async (tx) => {
+    return store.unitOfWork.changeCredentials([organisationId], async (tx) => {
       const revoked = await tx.apiKeys.revoke(organisationId, keyId, when);
       await tx.audit.append(auditEntry(organisationId, { kind: 'api_key_revoked', occurredAt: when, keyId, keyPrefix }));
       return revoked;
-    }, { changesCredentialsOf: [organisationId] });
+    });
   }
 
   async function revocationEvents(organisationId: string, keyId: string): Promise<number> {

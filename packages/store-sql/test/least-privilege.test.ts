@@ -251,15 +251,16 @@ function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>)
           store: {
             ...store,
             unitOfWork: {
-              run: (work, declaration) =>
-                store.unitOfWork.run((stores: Stores) => {
+              run: (work) => store.unitOfWork.run(work),
+              changeCredentials: (organisationIds, work) =>
+                store.unitOfWork.changeCredentials(organisationIds, (stores: Stores) => {
                   const apiKeys = Object.create(stores.apiKeys) as Stores['apiKeys'];
                   apiKeys.revoke = async (organisationId, keyId, at) => {
                     if (keyId === kb2.id) throw new Error('disk full');
                     return stores.apiKeys.revoke(organisationId, keyId, at);
                   };
                   return work({ ...stores, apiKeys });
-                }, declaration),
+                }),
             },
           },
           clock: f.tc.clock,
@@ -280,8 +281,9 @@ function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>)
         store: {
           ...store,
           unitOfWork: {
-            run: (work, declaration) =>
-              store.unitOfWork.run((stores: Stores) => {
+            run: (work) => store.unitOfWork.run(work),
+            changeCredentials: (organisationIds, work) =>
+              store.unitOfWork.changeCredentials(organisationIds, (stores: Stores) => {
                 let revokes = 0;
                 const apiKeys = Object.create(stores.apiKeys) as Stores['apiKeys'];
                 apiKeys.revoke = async (...args) => {
@@ -289,7 +291,7 @@ function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>)
                   return stores.apiKeys.revoke(...args);
                 };
                 return work({ ...stores, apiKeys });
-              }, declaration),
+              }),
           },
         },
         clock: f.tc.clock,

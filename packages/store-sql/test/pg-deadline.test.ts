@@ -20,6 +20,7 @@ import knexFactory, { type Knex } from 'knex';
 import { organisation } from './support/fixtures.js';
 import { withPostgres } from './support/targets.js';
 import { holdTheConnection, outcomeOf } from './support/timing.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 const BUDGET_MS = 500;
 const HOLD_MS = 400;
@@ -66,7 +67,7 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
   it('C-17: a statement that outlives the deadline (pool wait included) answers UnavailableError at the deadline, and its connection is never reused: the next call answers at once on a new session; the abandoned UPDATE never applies', async () => {
     const before = await pidOf(store);
     const { released } = await holdTheConnection(store, HOLD_MS / 1000);
-    const outcome = await outcomeOf(() => store.stores.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt }));
+    const outcome = await outcomeOf(() => storePorts(store).organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt }));
     await released;
     expect(outcome.error, 'the blocked update').to.be.instanceOf(UnavailableError);
     expect(outcome.elapsedMs, 'answered at the deadline, counted from the pool wait').to.be.within(BUDGET_MS - 50, BUDGET_MS + SLACK_MS);
@@ -91,9 +92,9 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
       const { released } = await holdTheConnection(store, HOLD_MS / 1000);
       statements.length = 0;
       const outcome = await outcomeOf(() =>
-        store.unitOfWork.run(async (tx) => {
+        store.unitOfWork.changeCredentials([org.id], async (tx) => {
           await tx.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt });
-        }, { changesCredentialsOf: [org.id] }),
+        }),
       );
       await released;
       expect(outcome.error, 'the blocked unit of work').to.be.instanceOf(UnavailableError);

@@ -44,7 +44,7 @@ withPostgres('Postgres prepared statements (DATABASE_PREPARED_STATEMENTS)', (_ur
       await store.stores.apiKeys.insert(key);
       expect((await store.stores.apiKeys.findCredential(key.digest))?.organisation.id).to.equal(org.id);
       expect(await store.stores.organisations.findById(org.id)).to.deep.equal(org);
-      await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, new Date(key.createdAt.getTime() + 1)), { changesCredentialsOf: [org.id] });
+      await store.unitOfWork.changeCredentials([org.id], (tx) => tx.apiKeys.revoke(org.id, key.id, new Date(key.createdAt.getTime() + 1)));
       expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt).to.not.equal(null);
       expect(await preparedOf(store)).to.deep.equal([]);
     } finally {

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { at, auditEntry, issuedKey, member, organisation } from './support/fixtures.js';
 import { forEachTarget } from './support/targets.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 interface Captured {
   sql: string;
@@ -19,7 +20,7 @@ async function capture(store: SqlStore, call: (stores: Stores) => Promise<unknow
   const seen: Captured[] = [];
   const stop = store.onStatement((q) => void seen.push({ sql: q.sql, bindings: q.bindings }));
   try {
-    await call(store.stores);
+    await call(storePorts(store));
   } finally {
     stop();
   }

@@ -41,7 +41,7 @@ forEachTarget('C-31: no raw key at rest', (target) => {
       if (i % 4 === 1) {
         // A leaked key: exposure recorded, key revoked, exposed entry, webhook notification.
         const url = `https://gist.example.com/leak/${i}`;
-        await store.unitOfWork.run(async (tx) => {
+        await store.unitOfWork.changeCredentials([org.id], async (tx) => {
           await tx.apiKeys.recordExposure(key.id, url, at(200 + i));
           await tx.apiKeys.revoke(org.id, key.id, at(200 + i));
           await tx.audit.append(
@@ -65,15 +65,15 @@ forEachTarget('C-31: no raw key at rest', (target) => {
               cause: { type: 'secret_scanning' },
             }),
           );
-        }, { changesCredentialsOf: [org.id] });
+        });
       }
       if (i % 4 === 0) {
-        await store.unitOfWork.run(async (tx) => {
+        await store.unitOfWork.changeCredentials([org.id], async (tx) => {
           await tx.apiKeys.revoke(org.id, key.id, at(100 + i));
           await tx.audit.append(
             auditEntry(org.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(100 + i), actor: { type: 'api_key', keyId: key.id } }),
           );
-        }, { changesCredentialsOf: [org.id] });
+        });
       }
     }
 

@@ -22,6 +22,7 @@ import { at, issuedKey, organisation } from './support/fixtures.js';
 import { SqliteChild } from './support/sqlite-child.js';
 import { useSqliteFiles } from './support/sqlite-files.js';
 import { applyWrite, keyToJson, type WriteCommand } from './support/store-writes.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 const WAL_INDEX_VERSION = 3007000;
 
@@ -128,10 +129,10 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
       const added = issuedKey(org.id).key;
       const writes: Array<[string, () => Promise<unknown>]> = [
         ['insert through the pool', () => store.stores.apiKeys.insert(added)],
-        ['revoke through the pool', () => store.stores.apiKeys.revoke(org.id, added.id, at(1))],
-        ['rename through the pool', () => store.stores.organisations.update(org.id, { name: 'Pool Ltd', updatedAt: at(2) })],
+        ['revoke through the pool', () => storePorts(store).apiKeys.revoke(org.id, added.id, at(1))],
+        ['rename through the pool', () => storePorts(store).organisations.update(org.id, { name: 'Pool Ltd', updatedAt: at(2) })],
         ['insert in a unit of work', () => store.unitOfWork.run((tx) => tx.apiKeys.insert(issuedKey(org.id).key))],
-        ['rename through a second store', () => other.stores.organisations.update(org.id, { name: 'Other Ltd', updatedAt: at(3) })],
+        ['rename through a second store', () => storePorts(other).organisations.update(org.id, { name: 'Other Ltd', updatedAt: at(3) })],
       ];
       for (const [what, write] of writes) {
         const before = headerNow(watch);
@@ -320,11 +321,11 @@ describe('SQLite file: the credential cache of the read connection (WAL-index he
       const before = await cachedCredential(store, key.digest);
       const boom = new Error('rolled back on purpose');
       const caught = await store.unitOfWork
-        .run(async (tx) => {
+        .changeCredentials([org.id], async (tx) => {
           await tx.apiKeys.revoke(org.id, key.id, at(5000));
           await tx.organisations.update(org.id, { name: 'Never Ltd', updatedAt: at(5000) });
           throw boom;
-        }, { changesCredentialsOf: [org.id] })
+        })
         .then(
           () => null,
           (e: unknown) => e,

@@ -8,6 +8,7 @@ import { UnavailableError } from '@cos/core';
 import { expect } from 'chai';
 import { at, issuedKey, organisation } from './support/fixtures.js';
 import { useSqliteFiles } from './support/sqlite-files.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 describe('SQLite file: the read-only connection of the hot reads', function () {
   this.timeout(20_000);
@@ -32,7 +33,7 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
 
   it('C-36: a key revoked through the store is found revoked by the very next findCredential', async () => {
     const { store, org, key } = await fixture();
-    expect(await store.stores.apiKeys.revoke(org.id, key.id, at(1000))).to.equal(true);
+    expect(await storePorts(store).apiKeys.revoke(org.id, key.id, at(1000))).to.equal(true);
     const found = await store.stores.apiKeys.findCredential(key.digest);
     expect(found?.key.revokedAt?.getTime()).to.equal(at(1000).getTime());
     expect(found?.organisation).to.deep.equal(org);
@@ -40,23 +41,23 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
 
   it('C-36: a key revoked through a unit of work is found revoked right after the commit', async () => {
     const { store, org, key } = await fixture();
-    await store.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(2000)), { changesCredentialsOf: [org.id] });
+    await store.unitOfWork.changeCredentials([org.id], (tx) => tx.apiKeys.revoke(org.id, key.id, at(2000)));
     expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt?.getTime()).to.equal(at(2000).getTime());
   });
 
   it('C-36: a key revoked through a second store on the same file is found revoked by the first store at once; an organisation renamed there too', async () => {
     const { url, store, org, key } = await fixture();
     const other = storeOn(url);
-    expect(await other.stores.apiKeys.revoke(org.id, key.id, at(3000))).to.equal(true);
+    expect(await storePorts(other).apiKeys.revoke(org.id, key.id, at(3000))).to.equal(true);
     expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt?.getTime()).to.equal(at(3000).getTime());
-    await other.stores.organisations.update(org.id, { name: 'Renamed Ltd', updatedAt: at(3000) });
+    await storePorts(other).organisations.update(org.id, { name: 'Renamed Ltd', updatedAt: at(3000) });
     expect((await store.stores.organisations.findById(org.id))?.name).to.equal('Renamed Ltd');
   });
 
   it("C-40: outside a unit of work the reads see only committed data (not the open unit of work's writes) and do not wait for it; inside it they see its own writes", async () => {
     const { store, org, key } = await fixture();
     const { key: added } = issuedKey(org.id);
-    await store.unitOfWork.run(async (tx) => {
+    await store.unitOfWork.changeCredentials([org.id], async (tx) => {
       await tx.apiKeys.revoke(org.id, key.id, at(4000));
       await tx.apiKeys.insert(added);
       await tx.organisations.update(org.id, { name: 'Uncommitted Ltd', updatedAt: at(4000) });
@@ -68,7 +69,7 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
       expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt).to.equal(null);
       expect(await store.stores.apiKeys.findCredential(added.digest)).to.equal(null);
       expect((await store.stores.organisations.findById(org.id))?.name).to.equal(org.name);
-    }, { changesCredentialsOf: [org.id] });
+    });
     expect((await store.stores.apiKeys.findCredential(key.digest))?.key.revokedAt?.getTime()).to.equal(at(4000).getTime());
     expect((await store.stores.apiKeys.findCredential(added.digest))?.key.id).to.equal(added.id);
     expect((await store.stores.organisations.findById(org.id))?.name).to.equal('Uncommitted Ltd');
@@ -79,10 +80,10 @@ describe('SQLite file: the read-only connection of the hot reads', function () {
     const boom = new Error('rolled back on purpose');
     let caught: unknown;
     try {
-      await store.unitOfWork.run(async (tx) => {
+      await store.unitOfWork.changeCredentials([org.id], async (tx) => {
         await tx.apiKeys.revoke(org.id, key.id, at(5000));
         throw boom;
-      }, { changesCredentialsOf: [org.id] });
+      });
     } catch (e) {
       caught = e;
     }

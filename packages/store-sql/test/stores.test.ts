@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { at, auditEntry, issuedKey, member, organisation } from './support/fixtures.js';
 import { forEachTarget } from './support/targets.js';
 import { rejection } from '@cos/test-support/rejection';
+import { storePorts } from '@cos/core/testing/contracts';
 
 /** Entries without their chain fields (seq, prevHash, hash; the chain has tests of its own). */
 function unchained(entries: readonly ChainedAuditEntry[]): AuditEntry[] {
@@ -20,7 +21,7 @@ forEachTarget('SQL stores', (target) => {
   let stores: Stores;
   beforeEach(async () => {
     store = await target.open();
-    stores = store.stores;
+    stores = storePorts(store);
   });
   afterEach(() => store.close());
 
@@ -283,11 +284,11 @@ forEachTarget('SQL stores', (target) => {
       const { key } = issuedKey(o.id);
       await stores.apiKeys.insert(key);
       const entry = auditEntry(o.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix });
-      const result = await store.unitOfWork.run(async (tx) => {
+      const result = await store.unitOfWork.changeCredentials([o.id], async (tx) => {
         const revoked = await tx.apiKeys.revoke(o.id, key.id, at(9));
         await tx.audit.append(entry);
         return revoked;
-      }, { changesCredentialsOf: [o.id] });
+      });
       expect(result).to.equal(true);
       expect((await stores.apiKeys.findById(o.id, key.id))!.revokedAt).to.deep.equal(at(9));
       expect(unchained(await stores.audit.list({}, { limit: 10, after: null }))).to.deep.equal([entry]);
@@ -300,10 +301,10 @@ forEachTarget('SQL stores', (target) => {
       await stores.apiKeys.insert(key);
       const boom = new Error('injected failure');
       const e = await rejection(
-        store.unitOfWork.run(async (tx) => {
+        store.unitOfWork.changeCredentials([o.id], async (tx) => {
           expect(await tx.apiKeys.revoke(o.id, key.id, at(9))).to.equal(true);
           throw boom;
-        }, { changesCredentialsOf: [o.id] }),
+        }),
       );
       expect(e).to.equal(boom);
       expect((await stores.apiKeys.findById(o.id, key.id))!.revokedAt).to.equal(null);
@@ -318,10 +319,10 @@ forEachTarget('SQL stores', (target) => {
       const existing = auditEntry(o.id);
       await stores.audit.append(existing);
       const e = await rejection(
-        store.unitOfWork.run(async (tx) => {
+        store.unitOfWork.changeCredentials([o.id], async (tx) => {
           await tx.apiKeys.revoke(o.id, key.id, at(9));
           await tx.audit.append({ ...existing, kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix });
-        }, { changesCredentialsOf: [o.id] }),
+        }),
       );
       expect(e).to.be.instanceOf(ConflictError);
       expect((await stores.apiKeys.findById(o.id, key.id))!.revokedAt).to.equal(null);

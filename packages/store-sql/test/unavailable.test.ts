@@ -13,6 +13,7 @@ import { expect } from 'chai';
 import knexFactory from 'knex';
 import { issuedKey, organisation } from './support/fixtures.js';
 import { withPostgres } from './support/targets.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 async function rejectsUnavailableWithin(label: string, call: () => Promise<unknown>, withinMs: number): Promise<void> {
   const started = performance.now();
@@ -120,10 +121,10 @@ describe('C-17: store unavailable', () => {
         await rejectsUnavailableWithin(
           'unitOfWork.run',
           () =>
-            store.unitOfWork.run(async (tx) => {
+            store.unitOfWork.changeCredentials([org.id], async (tx) => {
               await tx.apiKeys.insert(key);
               await tx.apiKeys.revoke(org.id, key.id, org.createdAt);
-            }, { changesCredentialsOf: [org.id] }),
+            }),
           2000,
         );
         await trx.rollback();
@@ -176,13 +177,13 @@ withPostgres('C-17: Postgres stops answering', (url, target) => {
       await rejectsUnavailableWithin(
         'unitOfWork.run',
         () =>
-          store.unitOfWork.run(async (tx) => {
+          store.unitOfWork.changeCredentials([org.id], async (tx) => {
             await tx.apiKeys.insert(key); // its foreign-key check (KEY SHARE) waits for the FOR UPDATE lock
             await tx.organisations.update(org.id, { name: 'blocked', updatedAt: org.updatedAt });
-          }, { changesCredentialsOf: [org.id] }),
+          }),
         2000,
       );
-      await rejectsUnavailableWithin('organisations.update', () => store.stores.organisations.update(org.id, { name: 'x', updatedAt: org.updatedAt }), 2000);
+      await rejectsUnavailableWithin('organisations.update', () => storePorts(store).organisations.update(org.id, { name: 'x', updatedAt: org.updatedAt }), 2000);
       // The store answers at its client-side deadline (counted from the pool wait) and closes those
       // sessions; Postgres gives the abandoned statements up by its own statement_timeout (the same
       // budget, counted from their arrival) a moment later. The lock is released only then: released
@@ -192,7 +193,7 @@ withPostgres('C-17: Postgres stops answering', (url, target) => {
       await trx.rollback();
       expect(await store.stores.apiKeys.findById(org.id, key.id), 'nothing half-written').to.equal(null);
       expect((await store.stores.organisations.findById(org.id))?.name).to.equal(org.name);
-      expect((await store.stores.organisations.update(org.id, { name: 'after', updatedAt: org.updatedAt }))?.name, 'resumed').to.equal('after');
+      expect((await storePorts(store).organisations.update(org.id, { name: 'after', updatedAt: org.updatedAt }))?.name, 'resumed').to.equal('after');
     } finally {
       await blocker.destroy();
       await store.close();

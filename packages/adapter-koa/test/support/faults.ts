@@ -3,7 +3,7 @@
  * fault is switched on, and rate counters that fail or never answer. They let the tests drive the
  * C-17 (store down), C-4 (probe fails) and C-54 (counter down) paths over real HTTP.
  */
-import type { RateCounter } from '@cos/core';
+import type { OuterStores, RateCounter } from '@cos/core';
 import type { StoreHarness } from '@cos/core/testing';
 
 export type Fault = () => unknown;
@@ -34,7 +34,8 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
   let fault: Fault | null = null;
   let only: readonly string[] | undefined;
   const current = (call: string): Fault | null => (only === undefined || only.includes(call) ? fault : null);
-  const wrapStores = (s: StoreHarness['stores']): StoreHarness['stores'] => ({
+  // Each store behind its guard, every method kept: the stores of changeCredentials stay whole.
+  const wrapStores = <S extends OuterStores>(s: S): S => ({
     organisations: guard('organisations', s.organisations, current),
     members: guard('members', s.members, current),
     apiKeys: guard('apiKeys', s.apiKeys, current),
@@ -42,13 +43,17 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
     webhooks: guard('webhooks', s.webhooks, current),
     outbox: guard('outbox', s.outbox, current),
     idempotency: guard('idempotency', s.idempotency, current),
-  });
+  }) as S;
   return {
     stores: wrapStores(inner.stores),
     unitOfWork: {
-      run: (work, declaration) => {
+      run: (work) => {
         const f = current('unitOfWork.run');
-        return f !== null ? Promise.reject(f()) : inner.unitOfWork.run((stores) => work(wrapStores(stores)), declaration);
+        return f !== null ? Promise.reject(f()) : inner.unitOfWork.run((stores) => work(wrapStores(stores)));
+      },
+      changeCredentials: (organisationIds, work) => {
+        const f = current('unitOfWork.run');
+        return f !== null ? Promise.reject(f()) : inner.unitOfWork.changeCredentials(organisationIds, (stores) => work(wrapStores(stores)));
       },
     },
     health: guard('health', inner.health, current),

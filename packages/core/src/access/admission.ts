@@ -20,8 +20,9 @@
  * reason (Metrics.authFailure), which never carries key material; each admitted key is recorded as
  * used (last_used_at, written in batches by KeyUsage).
  *
- * `authenticate()` is the embedders' step (authenticate, then `rateLimiter.enforce`): steps 1-4
- * against the store, nothing counted.
+ * The Authenticator is the embedders' step (`authenticate()`, then `rateLimiter.enforce`): steps 1-4
+ * against the store, nothing counted. Both run steps 1-3 through one private lookup (lookUp below),
+ * so the sequence and its refusals are written once.
  */
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, scopesOf, type KeyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
@@ -33,7 +34,6 @@ import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import type { CredentialCache, CredentialRead } from './credential-cache.js';
 import type { CoreDeps } from '../deps.js';
-import type { KeyUsage } from '../workers/key-usage.js';
 import type { RateLimiter, RateScope } from './rate-limit.js';
 
 /** A request let in: who it is, its organisation as read with the key, and its organisation's decision. */
@@ -99,93 +99,137 @@ export function principalOf(credential: Credential): KeyPrincipal {
   };
 }
 
+/** Told of every key that authenticates (KeyUsage: last_used_at, written in batches), never of a refused one. */
+export interface KeyUseRecorder {
+  record(keyId: string, at: Date): void;
+}
+
+type LookupDeps = Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>;
+
+/** The lookup's answer: what `read` answered for an active credential, and the instant it was checked at; or the 401 to answer. */
+type Lookup<R> =
+  | { readonly active: true; readonly credential: Credential; readonly now: Date; readonly read: R }
+  | { readonly active: false; readonly refusal: UnauthorizedError };
+
+/**
+ * The one lookup sequence of both the Authenticator and Admission: parse the header, read the
+ * credential of its digest once (`read`: the store, or the credential cache), check its status, and
+ * refuse (counted by reason in Metrics.authFailure, no key material) whatever is not active.
+ */
+async function lookUp<R extends { readonly credential: Credential | null }>(
+  deps: LookupDeps,
+  metrics: Metrics,
+  authorization: string | undefined,
+  read: (digest: string, now: Date) => Promise<R>,
+): Promise<Lookup<R>> {
+  const raw = parseAuthorization(authorization);
+  if (raw === null) return refused(metrics, authorization === undefined || authorization === '' ? 'missing' : 'malformed');
+  const digest = digestKey(raw);
+  const now = deps.clock.now();
+  const answer = await read(digest, now);
+  const credential = answer.credential;
+  const status = statusOf(credential, digest, now);
+  if (status !== 'active' || credential === null) return refused(metrics, status === 'active' ? 'unknown_key' : status);
+  return { active: true, credential, now, read: answer };
+}
+
+function refused(metrics: Metrics, reason: AuthFailureReason): { readonly active: false; readonly refusal: UnauthorizedError } {
+  metrics.authFailure(reason);
+  return { active: false, refusal: new UnauthorizedError() };
+}
+
+export interface AuthenticatorParts {
+  /** Told of every authenticated key (last_used_at); never of a refused one. */
+  readonly usage?: KeyUseRecorder | null;
+}
+
+/**
+ * The embedders' step (authenticate, then `rateLimiter.enforce`, C-33): the caller's principal, read
+ * from the store, nothing counted.
+ */
+export class Authenticator {
+  private readonly metrics: Metrics;
+  private readonly usage: KeyUseRecorder | null;
+
+  constructor(
+    private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
+    parts: AuthenticatorParts = {},
+  ) {
+    this.metrics = deps.metrics ?? noopMetrics;
+    this.usage = parts.usage ?? null;
+  }
+
+  /** The principal of the key `authorization` carries; UnauthorizedError for a key that does not authenticate. */
+  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
+    const found = await lookUp(this.deps, this.metrics, authorization, async (digest) => ({ credential: await this.deps.stores.apiKeys.findCredential(digest) }));
+    if (!found.active) throw found.refusal;
+    this.usage?.record(found.credential.key.id, found.now);
+    return principalOf(found.credential);
+  }
+}
+
 export interface AdmissionParts {
-  /** Counts admitted requests (organisation) and refused ones (source address). Required by admit(). */
-  readonly limiter?: RateLimiter;
+  /** Counts admitted requests (organisation) and refused ones (source address). */
+  readonly limiter: RateLimiter;
   /** Told of every admitted key (last_used_at); never of a refused one. */
-  readonly usage?: Pick<KeyUsage, 'record'> | null;
+  readonly usage?: KeyUseRecorder | null;
   /** The credential cache (production with Redis); null: every lookup reads the store. */
   readonly cache?: CredentialCache | null;
 }
 
+/** What admission's lookup read: the credential, what the cache counted with it, and the window it counted in (null: the store was read). */
+interface AdmissionRead extends CredentialRead {
+  readonly window: RateWindow | null;
+}
+
+/** The HTTP hot path: admission of a request, counted exactly once (see the module comment). */
 export class Admission {
   private readonly metrics: Metrics;
-  private readonly limiter: RateLimiter | null;
-  private readonly usage: Pick<KeyUsage, 'record'> | null;
+  private readonly limiter: RateLimiter;
+  private readonly usage: KeyUseRecorder | null;
   private readonly cache: CredentialCache | null;
 
   constructor(
     private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
-    parts: AdmissionParts = {},
+    parts: AdmissionParts,
   ) {
     this.metrics = deps.metrics ?? noopMetrics;
-    this.limiter = parts.limiter ?? null;
+    this.limiter = parts.limiter;
     this.usage = parts.usage ?? null;
     this.cache = parts.cache ?? null;
   }
 
   /**
-   * The HTTP hot path: admits or refuses the request carrying `authorization`, coming from
-   * `sourceAddress` (or a function answering it, called only for a refused key: an admitted
-   * request needs no address), and counts it exactly once (see the module comment). Never throws
-   * for a bad key; a failing store rejects (503), and a failing counter fails open (C-54).
+   * Admits or refuses the request carrying `authorization`, coming from `sourceAddress` (or a
+   * function answering it, called only for a refused key: an admitted request needs no address),
+   * and counts it exactly once (see the module comment). Never throws for a bad key; a failing
+   * store rejects (503), and a failing counter fails open (C-54).
    */
   async admit(authorization: string | undefined, sourceAddress: string | (() => string)): Promise<AdmissionResult> {
     const limiter = this.limiter;
-    if (limiter === null) throw new Error('admit() needs the rate limiter (AdmissionParts.limiter)');
-    const raw = parseAuthorization(authorization);
-    if (raw === null) return this.refuse(limiter, authorization === undefined || authorization === '' ? 'missing' : 'malformed', sourceAddress);
-    const digest = digestKey(raw);
-    const now = this.deps.clock.now();
-    // The one lookup: the store, or the cache (which reads the store on a miss and counts in its
-    // round trip as planned here: only a valid key, and nothing for an organisation known over its limit).
-    let credential: Credential | null;
-    let counted: CredentialRead['counted'] = null;
-    let window: RateWindow | null = null;
-    const cache = this.cache;
-    if (cache === null) {
-      credential = await this.deps.stores.apiKeys.findCredential(digest);
-    } else {
-      const at = (window = windowAt(now.getTime()));
-      ({ credential, counted } = await cache.find(digest, at, (found) => {
-        if (statusOf(found, digest, now) !== 'active') return 'refuse';
-        return limiter.isBlocked(organisationScope(found.key.organisationId), at.startMs) ? 'confirm' : 'count';
-      }));
+    const found = await lookUp(this.deps, this.metrics, authorization, async (digest, now): Promise<AdmissionRead> => {
+      const cache = this.cache;
+      if (cache === null) return { credential: await this.deps.stores.apiKeys.findCredential(digest), counted: null, window: null };
+      // The cache reads the store on a miss and counts in its round trip as planned here: only a
+      // valid key, and nothing for an organisation known over its limit.
+      const window = windowAt(now.getTime());
+      const read = await cache.find(digest, window, (credential) => {
+        if (statusOf(credential, digest, now) !== 'active') return 'refuse';
+        return limiter.isBlocked(organisationScope(credential.key.organisationId), window.startMs) ? 'confirm' : 'count';
+      });
+      return { credential: read.credential, counted: read.counted, window };
+    });
+    if (!found.active) {
+      const address = typeof sourceAddress === 'string' ? sourceAddress : sourceAddress();
+      return { admitted: false, decision: await limiter.check({ kind: 'source', address }), refusal: found.refusal };
     }
-    const status = statusOf(credential, digest, now);
-    if (status !== 'active' || credential === null) return this.refuse(limiter, status === 'active' ? 'unknown_key' : status, sourceAddress);
+    const { credential, now, read } = found;
     const scope = organisationScope(credential.key.organisationId);
-    let decision: RateDecision | Promise<RateDecision> = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : limiter.checkAt(scope, now.getTime());
+    let decision: RateDecision | Promise<RateDecision> =
+      read.counted !== null && read.window !== null ? limiter.conclude(scope, read.window, read.counted) : limiter.checkAt(scope, now.getTime());
     if (decision instanceof Promise) decision = await decision;
     this.usage?.record(credential.key.id, now);
     return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
-  }
-
-  /**
-   * The caller's principal (embedders: authenticate, then `rateLimiter.enforce`, C-33); read from
-   * the store, nothing counted. UnauthorizedError for a key that does not authenticate.
-   */
-  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
-    const raw = parseAuthorization(authorization);
-    if (raw === null) throw this.refused(authorization === undefined || authorization === '' ? 'missing' : 'malformed');
-    const digest = digestKey(raw);
-    const credential = await this.deps.stores.apiKeys.findCredential(digest);
-    const now = this.deps.clock.now();
-    const status = statusOf(credential, digest, now);
-    if (status !== 'active' || credential === null) throw this.refused(status === 'active' ? 'unknown_key' : status);
-    this.usage?.record(credential.key.id, now);
-    return principalOf(credential);
-  }
-
-  private async refuse(limiter: RateLimiter, reason: AuthFailureReason, sourceAddress: string | (() => string)): Promise<Refused> {
-    const refusal = this.refused(reason);
-    const address = typeof sourceAddress === 'string' ? sourceAddress : sourceAddress();
-    return { admitted: false, decision: await limiter.check({ kind: 'source', address }), refusal };
-  }
-
-  private refused(reason: AuthFailureReason): UnauthorizedError {
-    this.metrics.authFailure(reason);
-    return new UnauthorizedError();
   }
 }
 

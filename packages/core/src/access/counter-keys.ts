@@ -14,21 +14,11 @@
  *   lives in its slot, so a cluster serves them from one node and a resharding moves them together.
  */
 
+import type { FreshnessKeys } from '../ports/credential-freshness.js';
+
 /** The counter of `scope` (a scope key, e.g. `org:<id>`) in the window starting at `windowStartMs`. */
 export function counterKey(scope: string, windowStartMs: number): string {
   return `{${scope}}:${windowStartMs}`;
-}
-
-/** An organisation's credential freshness keys. */
-export interface FreshnessKeys {
-  /** The organisation's current token. */
-  readonly token: string;
-  /** The organisation's changes in progress. */
-  readonly changes: string;
-  /** Set while the store holds the data of the organisation's slot; absent: it was lost (or never there). */
-  readonly alive: string;
-  /** Set for the change bound after the slot's data was found lost: nothing in it counts as settled meanwhile. */
-  readonly unsettled: string;
 }
 
 /** Redis Cluster's hash slots. */

@@ -37,9 +37,9 @@
  */
 import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
-import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../ports/credential-freshness.js';
+import type { CredentialFreshness, FreshnessCount, FreshnessKeys, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from '../deps.js';
-import { counterKey, freshnessKeys, type FreshnessKeys } from './counter-keys.js';
+import { counterKey, freshnessKeys } from './counter-keys.js';
 import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
 import { BoundedCalls, type Bounded } from './timeout.js';
 

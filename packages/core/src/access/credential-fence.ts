@@ -1,7 +1,8 @@
 /**
  * The write side of the credential cache's freshness rule (C-36, C-57). A unit of work that changes
- * what an authentication answers, or an organisation record a cache holds, declares the
- * organisations it changes when it is run: `unitOfWork.run(work, { changesCredentialsOf: [orgId] })`.
+ * what an authentication answers, or an organisation record a cache holds, names the organisations
+ * it changes when it is run: `unitOfWork.changeCredentials([orgId], work)` (only its stores have the
+ * credential-affecting writes; `unitOfWork.run` passes through unfenced).
  * The fenced unit of work registers each declared change in the shared counter store
  * (CredentialFreshness.beginChange: a marker that expires after the change bound, and a new token)
  * BEFORE the transaction opens, so no Redis round trip happens while a database transaction is
@@ -10,12 +11,12 @@
  * and every entry filled before the change carries a token the change replaced
  * (credential-cache.ts explains the reader's side).
  *
- * The declaration is checked where the write happens: every store refuses a credential-affecting
- * write (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update) of an organisation its unit
- * of work did not declare (UndeclaredCredentialChangeError, nothing written), so a use case that
- * forgets to declare fails at once instead of leaving stale credentials in caches. Creating an
- * organisation or issuing a key changes no cached entry (caches never hold negative answers) and
- * needs no declaration.
+ * The declaration is checked where the write happens too: every store refuses a credential-affecting
+ * write (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update and putKeyPolicy) of an
+ * organisation its unit of work did not name (UndeclaredCredentialChangeError, nothing written), so
+ * a write that gets past the types (a cast, a wrong id) fails at once instead of leaving stale
+ * credentials in caches. Creating an organisation or issuing a key changes no cached entry (caches
+ * never hold negative answers) and runs through `run`.
  *
  * Strict (the cache is on): a change that cannot be registered fails with 503 before the transaction
  * opens, so nothing is written. Once the transaction has committed the change is answered as made
@@ -31,7 +32,7 @@ import type { LogThrottle } from '../log-throttle.js';
 import type { CredentialFreshness } from '../ports/credential-freshness.js';
 import type { Logger } from '../ports/logger.js';
 import type { Random } from '../ports/random.js';
-import type { Stores, UnitOfWork, WorkDeclaration } from '../ports/unit-of-work.js';
+import type { OuterStores, Stores, UnitOfWork } from '../ports/unit-of-work.js';
 import { withTimeout } from './timeout.js';
 
 /** Attempts at ending a committed change before giving up with a warning, and the pause between them. */
@@ -115,13 +116,17 @@ export class FencedUnitOfWork implements UnitOfWork {
     private readonly options: FenceOptions,
   ) {}
 
-  async run<T>(work: (stores: Stores) => Promise<T>, declaration?: WorkDeclaration): Promise<T> {
-    const organisations = declaration?.changesCredentialsOf;
-    if (organisations === undefined || organisations.length === 0) return this.inner.run(work, declaration);
+  /** Changes no credential: nothing to announce. */
+  run<T>(work: (stores: OuterStores) => Promise<T>): Promise<T> {
+    return this.inner.run(work);
+  }
+
+  async changeCredentials<T>(organisationIds: readonly string[], work: (stores: Stores) => Promise<T>): Promise<T> {
+    if (organisationIds.length === 0) return this.inner.changeCredentials(organisationIds, work);
     const change = new Change(this.options);
     try {
-      for (const organisationId of new Set(organisations)) await change.begin(organisationId);
-      return await this.inner.run(work, declaration);
+      for (const organisationId of new Set(organisationIds)) await change.begin(organisationId);
+      return await this.inner.changeCredentials(organisationIds, work);
     } finally {
       await change.end();
     }

@@ -1,6 +1,6 @@
 /** API key format, generation, digest and lifecycle (spec §2-§3, C-22, C-23, C-30, C-31, C-36). */
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { Random } from '../ports/random.js';
+import type { Random } from './random.js';
 import { ALL_BUILTIN_SCOPES } from './scopes.js';
 
 export type KeyEnvironment = 'live' | 'test';

@@ -12,7 +12,7 @@
  * `whsec_…` (written before a key was configured) is plaintext and opens as itself.
  */
 import { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
-import type { Random } from '../ports/random.js';
+import type { Random } from './random.js';
 import { WEBHOOK_SECRET_PREFIX } from './webhook.js';
 
 export const WEBHOOK_SECRET_KEY_BYTES = 32;

@@ -3,7 +3,7 @@
  * record of each delivery. Events are written to the outbox in the same unit of work as the change
  * they report; `serve` delivers them (Standard Webhooks signing) with retries.
  */
-import type { Random } from '../ports/random.js';
+import type { Random } from './random.js';
 
 export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled' | 'ping';
 export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled', 'ping'];

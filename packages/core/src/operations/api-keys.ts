@@ -1,4 +1,3 @@
-import { changesCredentialsOf } from '../access/credential-change.js';
 import {
   digestKey,
   generateRawKey,
@@ -16,7 +15,7 @@ import { DEFAULT_KEY_POLICY, lifetimeText, type KeyPolicy } from '../domain/key-
 import type { Organisation } from '../domain/organisation.js';
 import type { KeyPrincipal, Principal } from '../domain/principal.js';
 import { ALL_BUILTIN_SCOPES, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
-import type { Stores } from '../ports/unit-of-work.js';
+import type { OuterStores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
 import { checkIssueKey, checkRollKey } from '../validation/api-key.js';
 import { checkUuid } from '../validation/ids.js';
@@ -94,7 +93,7 @@ function refuseEscalation(principal: Principal, scopes: readonly string[]): void
  * (read in this unit of work, so a shortened one counts) and now + the policy's maximum lifetime,
  * whichever is earlier (the policy when both are the same); null when neither applies.
  */
-async function expiryCap(stores: Stores, principal: Principal, policy: KeyPolicy, now: Date): Promise<ExpiryCap | null> {
+async function expiryCap(stores: OuterStores, principal: Principal, policy: KeyPolicy, now: Date): Promise<ExpiryCap | null> {
   let cap: ExpiryCap | null =
     policy.maxLifetimeSeconds === null
       ? null
@@ -107,7 +106,7 @@ async function expiryCap(stores: Stores, principal: Principal, policy: KeyPolicy
 }
 
 /** The organisation's key policy as of this unit of work (the default when it never set one). */
-export async function keyPolicyIn(stores: { readonly organisations: Pick<Stores['organisations'], 'findKeyPolicy'> }, organisationId: string): Promise<KeyPolicy> {
+export async function keyPolicyIn(stores: { readonly organisations: Pick<OuterStores['organisations'], 'findKeyPolicy'> }, organisationId: string): Promise<KeyPolicy> {
   return (await stores.organisations.findKeyPolicy(organisationId)) ?? DEFAULT_KEY_POLICY;
 }
 
@@ -153,7 +152,7 @@ export type IssueKeyRequest = Omit<IssueKeyInput, 'scopes' | 'expiresAtGiven'> &
  * (C-31). Scopes omitted: the issuing key's own (the operator's: every built-in scope).
  */
 export async function issueKeyIn(
-  stores: Stores,
+  stores: OuterStores,
   deps: Pick<CoreDeps, 'random' | 'config'>,
   organisationId: string,
   input: IssueKeyRequest,
@@ -225,7 +224,7 @@ export class ApiKeys {
     const [org, kid, input] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'), checkRollKey(body, this.deps.scopes));
     if (input.scopes !== null) refuseEscalation(principal, input.scopes);
     const now = this.deps.clock.now();
-    return this.deps.unitOfWork.run(async (stores) => {
+    return this.deps.unitOfWork.changeCredentials([org], async (stores) => {
       const old = await stores.apiKeys.findById(org, kid);
       if (old === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
       const scopes = input.scopes ?? scopesOf(old);
@@ -260,7 +259,7 @@ export class ApiKeys {
       const events: KeyEvent[] = grace === 0 ? [rolledEvent, { type: 'api_key.revoked', cause: { type: 'roll', new_key_id: rolled.key.id } }] : [rolledEvent];
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
-    }, changesCredentialsOf(org));
+    });
   }
 
   /**
@@ -296,7 +295,7 @@ export class ApiKeys {
   async revoke(principal: Principal, orgId: string, keyId: string): Promise<void> {
     authoriseRevocation(principal, orgId, keyId);
     const [org, kid] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'));
-    await this.deps.unitOfWork.run(async (stores) => {
+    await this.deps.unitOfWork.changeCredentials([org], async (stores) => {
       const key = await stores.apiKeys.findById(org, kid);
       if (key === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
       const now = this.deps.clock.now();
@@ -304,6 +303,6 @@ export class ApiKeys {
         await stores.audit.append(auditEntry(this.deps.random, 'api_key_revoked', now, actorOf(principal), org, key));
         await notifyKeyEvents(stores, this.deps.random, [{ type: 'api_key.revoked', cause: causeOf(actorOf(principal)) }], now, key);
       }
-    }, changesCredentialsOf(org));
+    });
   }
 }

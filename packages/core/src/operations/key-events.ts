@@ -7,7 +7,7 @@ import type { ApiKey } from '../domain/api-key.js';
 import type { AuditActor, KeyExposure, KeyRoll } from '../domain/audit.js';
 import { endpointWants, newNotification, type EventCause, type KeyEventData, type WebhookEventType } from '../domain/webhook.js';
 import type { Random } from '../ports/random.js';
-import type { Stores } from '../ports/unit-of-work.js';
+import type { OuterStores } from '../ports/unit-of-work.js';
 
 /** What the `api_key.rolled` event adds: the replacement key and the old key's grace period. */
 export interface RollEventDetail extends KeyRoll {
@@ -53,7 +53,7 @@ function eventDetail(type: WebhookEventType, exposure: ExposureEventDetail | und
  * key and the grace period to the `api_key.rolled` event.
  */
 export async function notifyKeyEvents(
-  stores: Stores,
+  stores: OuterStores,
   random: Random,
   events: readonly KeyEvent[],
   at: Date,

@@ -7,7 +7,6 @@
 import { keyStatus, keyEnvironmentOf, type ApiKey } from '../domain/api-key.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
 import type { Principal } from '../domain/principal.js';
-import { changesCredentialsOf } from '../access/credential-change.js';
 import { checkUuid } from '../validation/ids.js';
 import { all, unwrap } from '../validation/issues.js';
 import { checkKeyPolicy } from '../validation/key-policy.js';
@@ -34,14 +33,14 @@ export class KeyPolicies {
   async replace(principal: Principal, orgId: string, body: unknown): Promise<KeyPolicy> {
     authorise(principal, 'organisations.key_policy.replace');
     const [id, policy] = all(checkUuid(orgId, 'org_id'), checkKeyPolicy(body));
-    return this.deps.unitOfWork.run(async (stores) => {
+    return this.deps.unitOfWork.changeCredentials([id], async (stores) => {
       await requireOrganisation(stores.organisations, id);
       const old = await keyPolicyIn(stores, id);
       const now = this.deps.clock.now();
       await stores.organisations.putKeyPolicy(id, policy, now);
       await stores.audit.append({ ...auditEntry(this.deps.random, 'organisation_policy_updated', now, actorOf(principal), id), keyPolicy: { old, new: policy } });
       return policy;
-    }, changesCredentialsOf(id));
+    });
   }
 }
 

@@ -1,9 +1,8 @@
-import { changesCredentialsOf } from '../access/credential-change.js';
 import type { AuditActor } from '../domain/audit.js';
 import { organisationNotFound } from '../domain/errors.js';
 import type { NaceSection, Organisation } from '../domain/organisation.js';
 import type { Principal } from '../domain/principal.js';
-import type { Stores } from '../ports/unit-of-work.js';
+import type { OuterStores } from '../ports/unit-of-work.js';
 import { checkUuid } from '../validation/ids.js';
 import { all, unwrap } from '../validation/issues.js';
 import {
@@ -31,7 +30,7 @@ export interface CreateOrganisationOptions {
  * unit of work, C-41). A duplicate slug surfaces as the store's ConflictError (C-13).
  */
 export async function createOrganisationIn(
-  stores: Stores,
+  stores: OuterStores,
   deps: Pick<CoreDeps, 'random'>,
   input: CreateOrganisationInput,
   isSystem: boolean,
@@ -132,7 +131,7 @@ export class Organisations {
    */
   private async apply(principal: Principal, id: string, requested: Changes): Promise<Organisation> {
     if (Object.keys(requested).length === 0) return this.find(id);
-    return this.deps.unitOfWork.run(async (stores) => {
+    return this.deps.unitOfWork.changeCredentials([id], async (stores) => {
       const current = await requireOrganisation(stores.organisations, id);
       const changes: { name?: string; industrySection?: NaceSection | null } = {};
       if (requested.name !== undefined && requested.name !== current.name) changes.name = requested.name;
@@ -145,7 +144,7 @@ export class Organisations {
       if (updated === null) throw organisationNotFound();
       await stores.audit.append(auditEntry(this.deps.random, 'organisation_updated', now, actorOf(principal), id));
       return updated;
-    }, changesCredentialsOf(id));
+    });
   }
 
   private find(id: string): Promise<Organisation> {

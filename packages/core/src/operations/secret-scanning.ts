@@ -26,7 +26,7 @@
 import { digestKey, isWellFormedKey, keyStatus, type ApiKey } from '../domain/api-key.js';
 import { UnavailableError } from '../domain/errors.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
-import type { Stores, WorkDeclaration } from '../ports/unit-of-work.js';
+import type { Stores } from '../ports/unit-of-work.js';
 import { keyPolicyIn } from './api-keys.js';
 import { activeDescendants } from './key-lineage.js';
 import type { AuditActor, KeyExposure } from '../domain/audit.js';
@@ -91,7 +91,7 @@ export class SecretScanning {
     const revokesAll = revokesDescendants(await keyPolicyIn(this.deps.stores, organisationId));
     let declared = changedOrganisations(found.key, before, revokesAll ? await activeDescendants(this.deps.stores, id, before) : []);
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.deps.unitOfWork.run((stores) => this.expose(stores, organisationId, id, match.url, exposure, declared), declaration(declared));
+      const outcome = await this.deps.unitOfWork.changeCredentials([...declared], (stores) => this.expose(stores, organisationId, id, match.url, exposure, declared));
       if (typeof outcome === 'string') return outcome;
       if (attempt === EXPOSURE_ATTEMPTS) throw new UnavailableError(EXPOSURE_LINEAGE_CHANGING_MESSAGE);
       declared = new Set([...declared, ...outcome.undeclared]);
@@ -159,8 +159,4 @@ function changedOrganisations(key: ApiKey, now: Date, descendants: readonly ApiK
   if (keyStatus(key, now) === 'active') organisations.add(key.organisationId);
   for (const d of descendants) organisations.add(d.organisationId);
   return organisations;
-}
-
-function declaration(organisations: ReadonlySet<string>): WorkDeclaration | undefined {
-  return organisations.size === 0 ? undefined : { changesCredentialsOf: [...organisations] };
 }

@@ -21,7 +21,21 @@
  * the caller stopped waiting counts nothing) rejects such a call with an error whose `late` property
  * is `true`: the call was late, the store is fine, and the caller treats it as its own timeout.
  */
-import type { FreshnessKeys } from '../access/counter-keys.js';
+/**
+ * An organisation's credential freshness keys, named by the core (access/counter-keys.ts's
+ * freshnessKeys): an implementation uses them as given, behind its own namespace at most.
+ */
+export interface FreshnessKeys {
+  /** The organisation's current token. */
+  readonly token: string;
+  /** The organisation's changes in progress. */
+  readonly changes: string;
+  /** Set while the store holds the data of the organisation's slot; absent: it was lost (or never there). */
+  readonly alive: string;
+  /** Set for the change bound after the slot's data was found lost: nothing in it counts as settled meanwhile. */
+  readonly unsettled: string;
+}
+
 export interface FreshnessReply {
   /** The organisation scope's count including this hit, or null when nothing was counted. */
   readonly count: number | null;

@@ -1,7 +1,2 @@
-/** Source of randomness. The default is node:crypto (a CSPRNG); tests may inject a seeded fake. */
-export interface Random {
-  /** `n` random bytes. */
-  bytes(n: number): Uint8Array;
-  /** A random (v4) UUID. */
-  uuid(): string;
-}
+/** Source of randomness, injected by the composition root. Defined with the domain, which mints keys, secrets and ids from it. */
+export type { Random } from '../domain/random.js';

@@ -1,9 +1,9 @@
 import { systemClock } from '../defaults.js';
 import type { Clock } from '../ports/clock.js';
-import type { CredentialFreshness, FreshnessCheck, FreshnessReply } from '../ports/credential-freshness.js';
+import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply } from '../ports/credential-freshness.js';
 import type { RateCounter } from '../ports/rate-counter.js';
 import { InProcessRateCounter } from '../access/in-process-counter.js';
-import { freshnessKeys, type FreshnessKeys } from '../access/counter-keys.js';
+import { freshnessKeys } from '../access/counter-keys.js';
 
 /** How long a change marker lives, and how long after losing its data the store answers "not settled". */
 export const IN_MEMORY_CHANGE_BOUND_MS = 10_000;

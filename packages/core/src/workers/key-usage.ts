@@ -1,5 +1,5 @@
 /**
- * `last_used_at` without a write on the request path. The authenticator calls `record(keyId, at)`
+ * `last_used_at` without a write on the request path. Admission and the Authenticator call `record(keyId, at)`
  * after each successful authentication: a Map update, nothing else. Uses are written in batches,
  * one `ApiKeyStore.recordUses` statement per flush, in the background; the store keeps the latest
  * time, so several instances flushing in any order agree.

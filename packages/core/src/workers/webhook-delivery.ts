@@ -21,7 +21,7 @@ import type { Logger } from '../ports/logger.js';
 import type { Metrics, WebhookDeliveryResult } from '../ports/metrics.js';
 import type { AttemptOutcome } from '../ports/outbox.js';
 import type { Random } from '../ports/random.js';
-import type { Stores } from '../ports/unit-of-work.js';
+import type { OuterStores } from '../ports/unit-of-work.js';
 import type { WebhookRequest, WebhookResult, WebhookSender } from '../ports/webhook-sender.js';
 import { PLAINTEXT_WEBHOOK_SECRETS, WebhookSecretUnreadableError, type WebhookSecretCipher } from '../domain/webhook-secret-cipher.js';
 import { LogThrottle } from '../log-throttle.js';
@@ -76,7 +76,7 @@ export function retryDelayMs(attempts: number, options: Pick<WebhookDeliveryOpti
 }
 
 export interface DeliveryDeps {
-  readonly stores: Stores;
+  readonly stores: OuterStores;
   readonly sender: WebhookSender;
   readonly clock: Clock;
   readonly random: Random;

@@ -73,7 +73,7 @@ export async function revokeAcrossFailover(topology: FailoverTopology): Promise<
     const authorization = `Bearer ${issued.rawKey}`;
     const admit = async (core: Core): Promise<200 | 401 | 'error'> => {
       try {
-        return (await core.authenticator.admit(authorization, '127.0.0.1')).admitted ? 200 : 401;
+        return (await core.admission.admit(authorization, '127.0.0.1')).admitted ? 200 : 401;
       } catch (e) {
         return e instanceof UnauthorizedError ? 401 : 'error';
       }

@@ -13,6 +13,7 @@ import { tracingChannel } from 'node:diagnostics_channel';
 import { expect } from 'chai';
 import { OPERATOR, createCore, type ApiKeyStore, type Core } from '@cos/core';
 import { createInMemoryStore } from '@cos/core/testing';
+import { storePorts } from '@cos/core/testing/contracts';
 import type { RedisRateCounter } from '@cos/limiter-redis';
 import { bytesWaitingFrom, holdLoop } from '@cos/test-support/held-loop';
 import { waitFor } from './redis-server.js';
@@ -66,7 +67,7 @@ export function heldLoopSuite(connect: () => Promise<HeldLoopTarget>): void {
   before(async () => {
     target = await connect();
     const store = createInMemoryStore();
-    const inner = store.stores.apiKeys;
+    const inner = storePorts(store).apiKeys;
     // The real in-memory store, its credential lookups counted.
     const apiKeys: ApiKeyStore = new Proxy(inner, {
       get(object, property) {

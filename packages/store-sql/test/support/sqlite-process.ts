@@ -17,6 +17,7 @@ import { createSqlStore } from '@cos/store-sql';
 import { churn } from './key-churn.js';
 import { issuedKey } from './fixtures.js';
 import { applyWrite, type WriteCommand } from './store-writes.js';
+import { storePorts } from '@cos/core/testing/contracts';
 
 function say(message: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
       });
       say({ committed: true, keyId: key.id });
     } else if (mode === 'revoke') {
-      say({ revoked: await store.stores.apiKeys.revoke(organisationId, String(number), new Date()) });
+      say({ revoked: await storePorts(store).apiKeys.revoke(organisationId, String(number), new Date()) });
     } else if (mode === 'serve') {
       // One write at a time, in the order the parent sent them.
       for await (const line of createInterface({ input: process.stdin })) {

@@ -4,7 +4,7 @@
  * `unitOfWork` runs it inside `store.unitOfWork.run`, otherwise as a single statement outside one.
  */
 import type { ApiKey } from '@cos/core';
-import { newAuditEntry } from '@cos/core/testing/contracts';
+import { newAuditEntry, storePorts } from '@cos/core/testing/contracts';
 import type { SqlStore } from '@cos/store-sql';
 
 /** An ApiKey with its dates as epoch milliseconds. */
@@ -65,15 +65,15 @@ export async function applyWrite(store: SqlStore, command: WriteCommand): Promis
       const { organisationId, keyId } = command;
       const at = new Date(command.at);
       return command.unitOfWork
-        ? store.unitOfWork.run((tx) => tx.apiKeys.revoke(organisationId, keyId, at), { changesCredentialsOf: [organisationId] })
-        : store.stores.apiKeys.revoke(organisationId, keyId, at);
+        ? store.unitOfWork.changeCredentials([organisationId], (tx) => tx.apiKeys.revoke(organisationId, keyId, at))
+        : storePorts(store).apiKeys.revoke(organisationId, keyId, at);
     }
     case 'rename': {
       const { organisationId } = command;
       const changes = { name: command.name, updatedAt: new Date(command.at) };
       const updated = command.unitOfWork
-        ? await store.unitOfWork.run((tx) => tx.organisations.update(organisationId, changes), { changesCredentialsOf: [organisationId] })
-        : await store.stores.organisations.update(organisationId, changes);
+        ? await store.unitOfWork.changeCredentials([organisationId], (tx) => tx.organisations.update(organisationId, changes))
+        : await storePorts(store).organisations.update(organisationId, changes);
       return updated !== null;
     }
     case 'system': {

@@ -5,7 +5,7 @@ import type { ApiKey } from '../../domain/api-key.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { KEY_ALREADY_ROLLED_MESSAGE } from '../../domain/api-key.js';
 import { ALL_BUILTIN_SCOPES } from '../../domain/scopes.js';
-import { at, expectConflictError, expectSameInstant, newApiKey, newDigest, newOrganisation } from './fixtures.js';
+import { at, expectConflictError, expectSameInstant, newApiKey, newDigest, newOrganisation, storePorts } from './fixtures.js';
 import { expectOrganisation } from './organisation-store.js';
 import { describeKeysetPaging } from './paging.js';
 import type { Organisation } from '../../domain/organisation.js';
@@ -71,7 +71,7 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       await harness.close();
     });
 
-    const keys = () => harness.stores.apiKeys;
+    const keys = () => storePorts(harness).apiKeys;
 
     describe('insert and findById', () => {
       it('C-22: round-trips every field: ms timestamps, null expiresAt and revokedAt', async () => {
@@ -165,7 +165,7 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       it('C-31: sees an organisation update made after the key was inserted', async () => {
         const k = newApiKey(orgA.id);
         await keys().insert(k);
-        await harness.stores.organisations.update(orgA.id, { name: 'Renamed', industrySection: null, updatedAt: at(99) });
+        await storePorts(harness).organisations.update(orgA.id, { name: 'Renamed', industrySection: null, updatedAt: at(99) });
         expectOrganisation((await keys().findCredential(k.digest))!.organisation, {
           ...orgA,
           name: 'Renamed',

@@ -9,6 +9,7 @@ import { ConflictError, type ErrorDetail } from '../../domain/errors.js';
 import type { Member } from '../../domain/member.js';
 import type { Organisation } from '../../domain/organisation.js';
 import type { Notification, WebhookEndpoint } from '../../domain/webhook.js';
+import type { Stores } from '../../ports/unit-of-work.js';
 import { expect } from 'chai';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 
@@ -22,6 +23,15 @@ let sequence = 0;
 function unique(): string {
   sequence += 1;
   return `${randomBytes(4).toString('hex')}${sequence.toString(36)}`;
+}
+
+/**
+ * A harness's stores with every port method, as its implementation has them: the contract suites
+ * test the credential-affecting writes (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update
+ * and putKeyPolicy) outside a unit of work too, which the OuterStores type hosts hold leaves out.
+ */
+export function storePorts(harness: Pick<StoreHarness, 'stores'>): Stores {
+  return harness.stores as Stores;
 }
 
 export function newOrganisation(overrides: Partial<Organisation> = {}): Organisation {

@@ -26,4 +26,5 @@ export {
   newOrganisation,
   newOutboxNotification,
   newWebhookEndpoint,
+  storePorts,
 } from './fixtures.js';

@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import type { Organisation } from '../../domain/organisation.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
-import { T0, ascendingIds, at, expectConflict, expectSameInstant, newOrganisation } from './fixtures.js';
+import { T0, ascendingIds, at, expectConflict, expectSameInstant, newOrganisation, storePorts } from './fixtures.js';
 import { describeKeysetPaging } from './paging.js';
 
 /** Every field, compared by value (Dates at the millisecond). */
@@ -34,7 +34,7 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
       await harness.close();
     });
 
-    const organisations = () => harness.stores.organisations;
+    const organisations = () => storePorts(harness).organisations;
 
     describe('create and findById', () => {
       it('C-20: round-trips every field: ms timestamps, boolean isSystem false, null industrySection', async () => {

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { ApiKey } from '../../domain/api-key.js';
+import { DEFAULT_KEY_POLICY } from '../../domain/key-policy.js';
 import { ConflictError } from '../../domain/errors.js';
 import { UndeclaredCredentialChangeError } from '../../access/credential-change.js';
 import type { Stores } from '../../ports/unit-of-work.js';
@@ -66,6 +67,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         organisations.map(async (o) => ({
           members: await stores().members.list(o.id, ALL),
           keys: await stores().apiKeys.list(o.id, ALL),
+          keyPolicy: await stores().organisations.findKeyPolicy(o.id),
         })),
       );
       return { organisations, perOrg, audit: await stores().audit.list({}, ALL) };
@@ -77,7 +79,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         const newKey = newApiKey(org.id, { createdAt: at(11) });
         const newMemberRecord = newMember(org.id, { createdAt: at(12) });
         const entry = newAuditEntry(org.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(13) });
-        const result = await harness.unitOfWork.run(async (tx) => {
+        const result = await harness.unitOfWork.changeCredentials([org.id], async (tx) => {
           await tx.organisations.create(other);
           await tx.organisations.update(org.id, { name: 'After', updatedAt: at(14) });
           await tx.members.add(newMemberRecord);
@@ -86,7 +88,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
           expect(await tx.apiKeys.revoke(org.id, key.id, at(15))).to.equal(true);
           await tx.audit.append(entry);
           return { answer: 42 };
-        }, { changesCredentialsOf: [org.id] });
+        });
         expect(result).to.deep.equal({ answer: 42 });
         expectOrganisation(await stores().organisations.findById(other.id), other);
         expectOrganisation(await stores().organisations.findById(org.id), { ...org, name: 'After', updatedAt: at(14) });
@@ -102,10 +104,10 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
 
       it('C-59: a notification enqueued with the change it reports commits with it and is then claimable', async () => {
         const notification = newOutboxNotification(org.id, { nextAttemptAt: at(20), createdAt: at(20) });
-        await harness.unitOfWork.run(async (tx) => {
+        await harness.unitOfWork.changeCredentials([org.id], async (tx) => {
           expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
           await tx.outbox.enqueue(notification);
-        }, { changesCredentialsOf: [org.id] });
+        });
         expectNotification(await stores().outbox.findById(notification.id), notification);
         expect((await stores().apiKeys.findById(org.id, key.id))!.revokedAt?.getTime()).to.equal(at(20).getTime());
         expectNotification((await stores().outbox.claimDue(at(20), at(60_000), 10, 'claim-1'))[0], { ...notification, attempts: 1 });
@@ -115,7 +117,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         // Read first, so that any credential cache of the store holds the active key.
         expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt).to.equal(null);
         expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt).to.equal(null);
-        await harness.unitOfWork.run(async (tx) => {
+        await harness.unitOfWork.changeCredentials([org.id], async (tx) => {
           await tx.apiKeys.recordExposure(key.id, null, at(40));
           await tx.apiKeys.revoke(org.id, key.id, at(40));
           await tx.audit.append(
@@ -129,13 +131,13 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             }),
           );
           await tx.outbox.enqueue(newOutboxNotification(org.id, { type: 'api_key.exposed' }));
-        }, { changesCredentialsOf: [org.id] });
+        });
         expect((await stores().apiKeys.findCredential(key.digest))!.key.revokedAt?.getTime()).to.equal(at(40).getTime());
       });
 
       it('reads inside run see the writes made earlier in the same run', async () => {
         const other = newOrganisation();
-        await harness.unitOfWork.run(async (tx) => {
+        await harness.unitOfWork.changeCredentials([org.id], async (tx) => {
           await tx.organisations.create(other);
           expectOrganisation(await tx.organisations.findById(other.id), other);
           expect(await tx.apiKeys.countActive(org.id, at(100))).to.equal(1);
@@ -146,7 +148,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
           await tx.apiKeys.revoke(org.id, key.id, at(50));
           expect(await tx.apiKeys.countActive(org.id, at(100))).to.equal(1);
           expect((await tx.apiKeys.list(org.id, ALL)).map((x) => x.id).sort()).to.deep.equal([key.id, k.id].sort());
-        }, { changesCredentialsOf: [org.id] });
+        });
       });
 
       it('a run that writes nothing resolves with its value and changes nothing', async () => {
@@ -163,7 +165,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         const other = newOrganisation();
         const newKey = newApiKey(org.id);
         const error = await rejectionOf(
-          harness.unitOfWork.run(async (tx) => {
+          harness.unitOfWork.changeCredentials([org.id], async (tx) => {
             await tx.organisations.create(other);
             await tx.organisations.update(org.id, { name: 'After', industrySection: 'F', updatedAt: at(14) });
             await tx.members.add(newMember(org.id));
@@ -172,7 +174,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             await tx.apiKeys.revoke(org.id, key.id, at(15));
             await tx.audit.append(newAuditEntry(org.id));
             throw failure;
-          }, { changesCredentialsOf: [org.id] }),
+          }),
         );
         expect(error).to.equal(failure);
         expect((error as InjectedFailure).marker).to.equal(failure.marker);
@@ -186,10 +188,10 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
       it('C-40: a failure after the revoke and before the audit append leaves the key active and no entry', async () => {
         const failure = new InjectedFailure('between revoke and audit');
         const error = await rejectionOf(
-          harness.unitOfWork.run(async (tx) => {
+          harness.unitOfWork.changeCredentials([org.id], async (tx) => {
             expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
             throw failure;
-          }, { changesCredentialsOf: [org.id] }),
+          }),
         );
         expect(error).to.equal(failure);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
@@ -200,19 +202,19 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
       it('C-40: a failure after the revoke and the audit append leaves neither', async () => {
         const failure = new InjectedFailure('after audit');
         const error = await rejectionOf(
-          harness.unitOfWork.run(async (tx) => {
+          harness.unitOfWork.changeCredentials([org.id], async (tx) => {
             await tx.apiKeys.revoke(org.id, key.id, at(20));
             await tx.audit.append(
               newAuditEntry(org.id, { kind: 'api_key_revoked', keyId: key.id, keyPrefix: key.keyPrefix, occurredAt: at(20) }),
             );
             throw failure;
-          }, { changesCredentialsOf: [org.id] }),
+          }),
         );
         expect(error).to.equal(failure);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
         expect(await stores().audit.list({}, ALL)).to.deep.equal([]);
         // The revocation can then happen for real, exactly once.
-        expect(await harness.unitOfWork.run((tx) => tx.apiKeys.revoke(org.id, key.id, at(30)), { changesCredentialsOf: [org.id] })).to.equal(true);
+        expect(await harness.unitOfWork.changeCredentials([org.id], (tx) => tx.apiKeys.revoke(org.id, key.id, at(30)))).to.equal(true);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), { ...key, revokedAt: at(30) });
       });
 
@@ -221,7 +223,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         const notification = newOutboxNotification(org.id, { type: 'api_key.exposed' });
         const failure = new InjectedFailure('after the outbox enqueue');
         const error = await rejectionOf(
-          harness.unitOfWork.run(async (tx) => {
+          harness.unitOfWork.changeCredentials([org.id], async (tx) => {
             expect(await tx.apiKeys.recordExposure(key.id, url, at(20))).to.equal(true);
             expect(await tx.apiKeys.revoke(org.id, key.id, at(20))).to.equal(true);
             await tx.audit.append(
@@ -238,7 +240,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             await tx.webhooks.put(newWebhookEndpoint(org.id));
             expectNotification(await tx.outbox.findById(notification.id), notification);
             throw failure;
-          }, { changesCredentialsOf: [org.id] }),
+          }),
         );
         expect(error).to.equal(failure);
         expectApiKey(await stores().apiKeys.findById(org.id, key.id), key);
@@ -302,23 +304,30 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
         ['apiKeys.revoke', (tx) => tx.apiKeys.revoke(org.id, key.id, at(20))],
         ['apiKeys.shortenExpiry', (tx) => tx.apiKeys.shortenExpiry(org.id, key.id, at(90), at(20))],
         ['organisations.update', (tx) => tx.organisations.update(org.id, { name: 'After', updatedAt: at(20) })],
+        ['organisations.putKeyPolicy', (tx) => tx.organisations.putKeyPolicy(org.id, { ...DEFAULT_KEY_POLICY, maxLifetimeSeconds: 86_400 }, at(20))],
+      ];
+      /** Units of work that do not name `org`: `run`, whose stores lack these writes (reached here by a cast), and changeCredentials of none or another organisation. */
+      const undeclared: ReadonlyArray<readonly [string, (work: (tx: Stores) => Promise<unknown>) => Promise<unknown>]> = [
+        ['run', (work) => harness.unitOfWork.run((tx) => work(tx as Stores))],
+        ['changeCredentials([])', (work) => harness.unitOfWork.changeCredentials([], work)],
+        ['changeCredentials([another organisation])', (work) => harness.unitOfWork.changeCredentials([randomUUID()], work)],
       ];
       for (const [write, call] of writes) {
         it(`C-36, C-57: ${write} of an organisation the unit of work did not declare throws UndeclaredCredentialChangeError and nothing of the run is written`, async () => {
           const before = await snapshot();
-          for (const declaration of [undefined, {}, { changesCredentialsOf: [] }, { changesCredentialsOf: [randomUUID()] }]) {
+          for (const [unit, runIn] of undeclared) {
             const error = await rejectionOf(
-              harness.unitOfWork.run(async (tx) => {
+              runIn(async (tx) => {
                 await tx.audit.append(newAuditEntry(org.id));
                 return call(tx);
-              }, declaration),
+              }),
             );
-            expect(error, JSON.stringify(declaration)).to.be.instanceOf(UndeclaredCredentialChangeError);
+            expect(error, unit).to.be.instanceOf(UndeclaredCredentialChangeError);
             expect((error as UndeclaredCredentialChangeError).write).to.equal(write);
             expect((error as UndeclaredCredentialChangeError).organisationId).to.equal(org.id);
           }
           expect(await snapshot()).to.deep.equal(before);
-          expect(await harness.unitOfWork.run(call, { changesCredentialsOf: [randomUUID(), org.id] })).to.not.equal(false);
+          expect(await harness.unitOfWork.changeCredentials([randomUUID(), org.id], call)).to.not.equal(false);
           expect(await snapshot()).to.not.deep.equal(before);
         });
       }
@@ -370,7 +379,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
       it('C-35: parallel revoke-and-audit runs of one key write exactly one revocation entry', async () => {
         const outcomes = await Promise.all(
           Array.from({ length: 8 }, (_, i) =>
-            harness.unitOfWork.run(async (tx) => {
+            harness.unitOfWork.changeCredentials([org.id], async (tx) => {
               const revoked = await tx.apiKeys.revoke(org.id, key.id, at(200 + i));
               if (revoked) {
                 await tx.audit.append(
@@ -378,7 +387,7 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
                 );
               }
               return revoked;
-            }, { changesCredentialsOf: [org.id] }),
+            }),
           ),
         );
         expect(outcomes.filter((r) => r)).to.have.length(1);
