@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { InProcessRateCounter, namedOperator, noopMetrics, silentLogger, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { MIGRATIONS, parseDatabaseUrl, type SqlMigration, type SqlStore } from '@cos/store-sql';
-import { createCommandFreshness, type CommandFreshness } from './compose.js';
+import { createCommandFreshness, type CommandFreshness } from './instance-registration.js';
 import { bindComponent, buildContainer, CLI_TOKENS, closeContainer, token, type ServiceContainer } from './container.js';
 import { coreConfigOf, loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
@@ -185,9 +185,9 @@ export async function commandContainer(config: AppConfig, logger: Logger): Promi
   const T = CLI_TOKENS;
   const container = await buildContainer(config, { logger, poolMax: 2, metrics: noopMetrics, counter: new InProcessRateCounter() });
   container.rebind(T.InstanceRegistrar).toConstantValue(null);
-  // Strict: the command's fence itself decides which failures may be ignored (CREDENTIAL_CACHE=off
-  // with no caching instance registered); a refusal must stop the change.
-  container.rebind(T.CredentialCache).toConstantValue(true);
+  // Strict, no cache: the command's fence itself decides which failures may be ignored
+  // (CREDENTIAL_CACHE=off with no caching instance registered); a refusal must stop the change.
+  container.rebind(T.FenceMode).toConstantValue('strict');
   // The fence's bound on one begin (a registry read and a Redis call) inside the unit of work.
   container.rebind(T.CoreConfig).toConstantValue({ ...coreConfigOf(config), rateCounterTimeoutMs: Math.max(config.redisTimeoutMs, COMMAND_FENCE_TIMEOUT_MS) });
   bindComponent(
