@@ -95,7 +95,8 @@ export class WorkerLifecycle {
 
   /** Everything up to listening; returns what runs and the ready info the primary and the start-up line report. */
   async #listen(container: ServiceContainer, redisStart: RedisStartCheck): Promise<{ server: RunningServer; serving: ServeComponents; info: WorkerInfo }> {
-    const { config, logger } = { config: this.#config, logger: this.#logger };
+    const config = this.#config;
+    const logger = this.#logger;
     // Before anything connects: a key file that does not parse stops the start with one line.
     container.get(T.ScannerKeys);
     const store = container.get(T.SqlStore);

@@ -29,7 +29,7 @@ function workersOption(text: string | undefined, config: AppConfig): { workers: 
 }
 
 /**
- * `serve`: a primary process that forks the workers (workers.ts), or, in a worker, the service
+ * `serve`: a primary process that forks the workers (supervisor.ts), or, in a worker, the service
  * itself. Validates the command line and the configuration before anything is forked.
  */
 async function serve(opts: ServeOptions, json: boolean): Promise<void> {
@@ -56,8 +56,8 @@ async function serve(opts: ServeOptions, json: boolean): Promise<void> {
   }
   // The server owns the process (signal handlers, exit): it cannot run inside another program.
   if (!currentIo().ownsProcess) throw new CliError('serve runs in a process of its own: start `cos-admin serve` as a command');
-  const { runPrimary } = await import('../workers.js');
-  await runPrimary({ config, workers });
+  const { Supervisor } = await import('../supervisor.js');
+  await new Supervisor({ config, workers }).run();
 }
 
 /**
