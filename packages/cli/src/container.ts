@@ -238,7 +238,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   bindComponent(c, T.CredentialFreshness, [T.Limiter], (l) => l.freshness);
   c.bind(T.FenceMode).toConstantValue(config.credentialCache ? 'cache' : 'best-effort');
   // A caching instance records itself in the database for as long as the container lives, so
-  // operator commands fence their credential changes for it (instance-registration.ts).
+  // operator commands fence their credential changes for it (core's instance-lease.ts).
   bindComponent(
     c,
     T.InstanceRegistrar,

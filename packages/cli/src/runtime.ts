@@ -178,7 +178,7 @@ const COMMAND_FENCE = token<CommandFreshness | null>('cos.cli.CommandFence');
  * serve's before anything is built. It logs to stderr, keeps a pool of 2 and reports no metrics;
  * it never counts requests (an in-process counter); on Postgres it fences its credential writes as
  * serve does, in the Redis of the caching instances registered in the database (or REDIS_URL's),
- * or refuses them (instance-registration.ts). Only what the command resolves is built: the fence
+ * or refuses them (core's CommandFence). Only what the command resolves is built: the fence
  * (and its Redis connection) only when the core is.
  */
 export async function commandContainer(config: AppConfig, logger: Logger): Promise<ServiceContainer> {
