@@ -8,7 +8,7 @@
  *
  * Why no change can slip past a cache:
  * - An instance refreshes its row every REGISTRATION_HEARTBEAT_MS. A command counts a row as live
- *   while the database's clock says its last heartbeat is less than REGISTRATION_LIVE_MS old.
+ *   while the registry's clock (the database's) says its last heartbeat is less than REGISTRATION_LIVE_MS old.
  * - The instance holds its cache lease (core's CredentialCacheLease) only until
  *   REGISTRATION_TRUST_MS after it *sent* its last successful heartbeat (its own monotonic clock):
  *   the row was written after that, so by the time a command may call it dead (LIVE_MS after the
@@ -37,7 +37,7 @@ import type { RedisLocation } from './redis-location.js';
 
 /** How often a caching instance refreshes its registration. */
 export const REGISTRATION_HEARTBEAT_MS = 5_000;
-/** A registration is live, for operator commands, while its last heartbeat is younger than this (database clock). */
+/** A registration is live, for operator commands, while its last heartbeat is younger than this (the registry's clock). */
 export const REGISTRATION_LIVE_MS = 30_000;
 /** An instance trusts its cache at most this long after sending its last successful heartbeat (< LIVE_MS). */
 export const REGISTRATION_TRUST_MS = 20_000;
@@ -55,7 +55,6 @@ export const DEFAULT_REGISTRATION_TIMINGS: RegistrationTimings = Object.freeze({
   trustMs: REGISTRATION_TRUST_MS,
   liveMs: REGISTRATION_LIVE_MS,
 });
-
 
 /** The Redis an instance registers with: where it is, and how to read its identity (absent: none recorded). */
 export interface RegisteredRedis extends RedisLocation {
