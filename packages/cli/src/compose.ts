@@ -1,7 +1,7 @@
 /**
  * The factories the container (container.ts) binds: each builds one component from the parts it is
- * given (the SQL store, the rate counter, the command's fence, the instance's registration, the
- * Core, the Koa app, the webhook sender) and none knows how the others are chosen or wired. The
+ * given (the SQL store, the rate counter, the Core, the Koa app, the webhook sender; the credential
+ * fence's are in instance-registration.ts) and none knows how the others are chosen or wired. The
  * container is the one place that wires them; operator commands go through it as `serve` does.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,20 +14,23 @@ import {
   type CoreConfig,
   type CredentialCacheLease,
   type CredentialFreshness,
+  type FenceMode,
+  type HealthProbe,
   type Logger,
   type Metrics,
   type Random,
   type RateCounter,
   type ScannerKeySet,
+  type OuterStores,
+  type UnitOfWork,
   type WebhookDeliveryOptions,
   type WebhookHostResolver,
   type WebhookSecretCipher,
   type WebhookSender,
 } from '@cos/core';
-import { createSqlStore, InstanceRegistry, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
+import { createSqlStore, parseDatabaseUrl, type SqlStore } from '@cos/store-sql';
 import type { AppConfig } from './config.js';
 import { counterTarget } from './redis-target.js';
-import { CommandFence, InstanceRegistrar, planCommandFence, redisLocationOf, REGISTRATION_LIVE_MS, type CommandRedis } from './instance-registration.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
 export type LimiterKind = 'in-process' | 'redis';
@@ -47,8 +50,6 @@ export interface LimiterHandle {
   close(): Promise<void>;
 }
 
-/** How long an operator command waits for its Redis connection before a fenced write would be 503. */
-const COMMAND_REDIS_CONNECT_MS = 2_000;
 /** How long an instance's heartbeat waits for its Redis connection before reading the identity (at start it is still connecting). */
 const INSTANCE_IDENTITY_CONNECT_MS = 2_000;
 
@@ -88,15 +89,25 @@ export function createStore(
  * counter logs nothing of its own: the core's RateLimiter logs its health (C-54).
  */
 export async function createLimiter(config: AppConfig, clock: Clock): Promise<LimiterHandle> {
-  if (config.redisUrl === null) {
-    return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
-  }
-  return redisLimiter(await import('@cos/limiter-redis'), config);
+  return buildLimiter(config, clock, config.redisUrl === null ? null : await import('@cos/limiter-redis'));
 }
 
-/** The Redis counter of REDIS_URL (or the cluster's seed nodes) from the loaded limiter-redis module; it connects in the background. */
-export function redisLimiter(module: typeof import('@cos/limiter-redis'), config: AppConfig): LimiterHandle {
-  const counter = module.createRedisCounter(redisCounterConfig(config, config.redisUrl!));
+/**
+ * The one limiter factory (createLimiter and the container's binding): `counter` (with its
+ * `freshness`) when a host gave one, else the Redis counter of REDIS_URL (or the cluster's seed
+ * nodes) from the loaded limiter-redis module (it connects in the background), else the in-process counter.
+ */
+export function buildLimiter(
+  config: AppConfig,
+  clock: Clock,
+  redis: typeof import('@cos/limiter-redis') | null,
+  given: { readonly counter?: RateCounter; readonly freshness?: CredentialFreshness } = {},
+): LimiterHandle {
+  if (given.counter !== undefined) {
+    return { kind: config.redisUrl === null ? 'in-process' : 'redis', counter: given.counter, freshness: given.freshness ?? null, close: () => Promise.resolve() };
+  }
+  if (redis === null || config.redisUrl === null) return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
+  const counter = redis.createRedisCounter(redisCounterConfig(config, config.redisUrl));
   const redisIdentity = async (): Promise<string | null> => {
     // The counter connects in the background: the first heartbeat, at start, waits for it.
     await counter.whenReady(INSTANCE_IDENTITY_CONNECT_MS);
@@ -106,7 +117,7 @@ export function redisLimiter(module: typeof import('@cos/limiter-redis'), config
 }
 
 /** The limiter-redis configuration of a Redis reference (REDIS_URL, a cluster's seed nodes, or a recorded location). */
-function redisCounterConfig(config: AppConfig, ref: string): import('@cos/limiter-redis').RedisCounterConfig {
+export function redisCounterConfig(config: AppConfig, ref: string): import('@cos/limiter-redis').RedisCounterConfig {
   return {
     ...counterTarget(ref),
     timeoutMs: config.redisTimeoutMs,
@@ -117,51 +128,6 @@ function redisCounterConfig(config: AppConfig, ref: string): import('@cos/limite
 /** Postgres with a Redis: credential writes are fenced in Redis (and credentials cached unless CREDENTIAL_CACHE=off). */
 function usesFreshness(config: AppConfig): boolean {
   return config.redisUrl !== null && parseDatabaseUrl(config.databaseUrl).dialect === 'postgres';
-}
-
-/** An operator command's credential fence, and how to close its Redis connection. */
-export interface CommandFreshness {
-  readonly freshness: CredentialFreshness;
-  close(): Promise<void>;
-}
-
-/**
- * The credential freshness of a one-shot operator command (`key revoke`, `key roll`, `org
- * classify`…) on Postgres: a CommandFence (instance-registration.ts) that fences every credential
- * change in the Redis of the caching instances registered in the database, or in REDIS_URL's Redis
- * when none is, or refuses the change. It connects now (or gives up after COMMAND_REDIS_CONNECT_MS:
- * its changes are then refused) to the Redis the registrations or REDIS_URL name. Null on SQLite,
- * which keeps its own freshness check.
- */
-export async function createCommandFreshness(config: AppConfig, store: SqlStore): Promise<CommandFreshness | null> {
-  if (parseDatabaseUrl(config.databaseUrl).dialect !== 'postgres') return null;
-  const registry = new InstanceRegistry(store);
-  // Which Redis to connect to. A failed read (the database down, the registry not migrated yet)
-  // connects to REDIS_URL's as before; the fence reads the registry again before any change.
-  const live = await registry.live(REGISTRATION_LIVE_MS).catch(() => []);
-  const plan = planCommandFence(live, config.redisUrl);
-  let redis: (CommandRedis & { close(): Promise<void> }) | null = null;
-  if (plan.kind === 'redis') {
-    const { createRedisCounter } = await import('@cos/limiter-redis');
-    const counter = createRedisCounter(redisCounterConfig(config, plan.url));
-    await counter.whenReady(COMMAND_REDIS_CONNECT_MS);
-    redis = { freshness: counter, location: plan.location, from: plan.from, identity: () => counter.identity({ create: false }), close: () => counter.close() };
-  }
-  return {
-    freshness: new CommandFence(registry, config.redisUrl, redis, !config.credentialCache),
-    close: () => redis?.close() ?? Promise.resolve(),
-  };
-}
-
-/**
- * The registration of an instance whose credential cache is on (Postgres, REDIS_URL, Redis's own
- * freshness, CREDENTIAL_CACHE on): its cache is trusted only while the registration is held
- * (instance-registration.ts). Null for any other instance. Not started: call start().
- */
-export function createInstanceRegistrar(config: AppConfig, store: SqlStore, limiter: LimiterHandle, logger: Logger): InstanceRegistrar | null {
-  if (!config.credentialCache || limiter.freshness === null || config.redisUrl === null || store.dialect !== 'postgres') return null;
-  const identity = limiter.redisIdentity;
-  return new InstanceRegistrar(new InstanceRegistry(store), { ...redisLocationOf(config.redisUrl), ...(identity === undefined ? {} : { identity }) }, logger);
 }
 
 /** What a host may bind in place of the defaults before anything is built (buildContainer's overrides). */
@@ -183,7 +149,9 @@ export interface PortOverrides {
 }
 
 export interface CorePorts {
-  readonly store: SqlStore;
+  readonly stores: OuterStores;
+  readonly unitOfWork: UnitOfWork;
+  readonly health: HealthProbe;
   readonly counter: RateCounter;
   readonly clock: Clock;
   readonly random: Random;
@@ -192,8 +160,8 @@ export interface CorePorts {
   readonly config: Partial<CoreConfig>;
   /** See LimiterHandle.freshness. */
   readonly freshness?: CredentialFreshness | null;
-  /** CREDENTIAL_CACHE (default true). */
-  readonly credentialCache?: boolean;
+  /** How credential changes are fenced in `freshness` (default 'cache': strict, credentials cached; CREDENTIAL_CACHE=off: 'best-effort'). */
+  readonly fenceMode?: FenceMode;
   /** How `org webhook set` resolves an endpoint's host name (default: the system resolver). */
   readonly webhookHosts?: WebhookHostResolver;
   /** The instance's registration, when its cache is on (createInstanceRegistrar). */
@@ -222,11 +190,11 @@ export const systemWebhookHosts: WebhookHostResolver = {
 /** The one function that builds the Core from ports: `serve`, embedders and operator commands all go through it. */
 export function composeCore(ports: CorePorts): Core {
   return createCore({
-    ...(ports.freshness ? { freshness: ports.freshness, credentialCache: ports.credentialCache !== false } : {}),
+    ...(ports.freshness ? { freshness: ports.freshness, ...(ports.fenceMode !== undefined ? { fenceMode: ports.fenceMode } : {}) } : {}),
     ...(ports.credentialCacheLease ? { credentialCacheLease: ports.credentialCacheLease } : {}),
-    stores: ports.store.stores,
-    unitOfWork: ports.store.unitOfWork,
-    health: ports.store.health,
+    stores: ports.stores,
+    unitOfWork: ports.unitOfWork,
+    health: ports.health,
     counter: ports.counter,
     clock: ports.clock,
     random: ports.random,

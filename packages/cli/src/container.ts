@@ -15,16 +15,17 @@
 import { Container, type GetOptions, type OptionalGetOptions, type ServiceIdentifier } from '#inversify';
 import {
   cryptoRandom,
-  InProcessRateCounter,
   noopMetrics,
+  type IdempotencySweep,
+  type InstanceRegistrar,
   type NotificationRetention,
   systemClock,
   TOKENS,
   type Clock,
   type Core,
   type CoreConfig,
-  type CredentialCacheLease,
   type CredentialFreshness,
+  type FenceMode,
   type HealthProbe,
   type Logger,
   type Metrics,
@@ -36,11 +37,10 @@ import {
 } from '@cos/core';
 import type { SqlStore } from '@cos/store-sql';
 import {
+  buildLimiter,
   composeCore,
   createHttpApp,
-  createInstanceRegistrar,
   createStore,
-  redisLimiter,
   type HttpApp,
   type LimiterHandle,
   type PortOverrides,
@@ -49,7 +49,7 @@ import {
 } from './compose.js';
 import { coreConfigOf, type AppConfig } from './config.js';
 import type { PrometheusMetrics } from './metrics.js';
-import type { InstanceRegistrar } from './instance-registration.js';
+import { createInstanceRegistrar } from './instance-registration.js';
 import { ScannerKeyFile, ScannerKeyUrl, scannerKeySource } from './scanner-keys.js';
 import { serviceVersion } from './version.js';
 
@@ -92,8 +92,8 @@ export const CLI_TOKENS = Object.freeze({
   RateCounter: token<RateCounter>(TOKENS.RateCounter.description!),
   /** Where credential writes are fenced (the Limiter's freshness), or null. */
   CredentialFreshness: token<CredentialFreshness | null>('cos.cli.CredentialFreshness'),
-  /** Does the core cache credentials when it has a freshness (CREDENTIAL_CACHE)? */
-  CredentialCache: token<boolean>('cos.cli.CredentialCache'),
+  /** How the core fences credential changes in its freshness, and whether it caches credentials: CREDENTIAL_CACHE on 'cache', off 'best-effort'. */
+  FenceMode: token<FenceMode>('cos.cli.FenceMode'),
   /** The instance's registration (InstanceRegistrar) when its credential cache is on, else null: started when built. */
   InstanceRegistrar: token<InstanceRegistrar | null>('cos.cli.InstanceRegistrar'),
   CoreConfig: token<Partial<CoreConfig>>(TOKENS.Config.description!),
@@ -109,7 +109,33 @@ export const CLI_TOKENS = Object.freeze({
   NotificationRetention: token<NotificationRetention>('cos.cli.NotificationRetention'),
   /** The core's webhook outbox sender (null without a sender); `serve` starts it, closing stops it. */
   WebhookDelivery: token<WebhookDelivery | null>('cos.cli.WebhookDelivery'),
+  /** Deletes expired Idempotency-Key answers; `serve` starts it, closing stops it. */
+  IdempotencySweep: token<IdempotencySweep>('cos.cli.IdempotencySweep'),
+  /** What a `serve` worker runs (ServeComponents): resolve with `getAsync`, once its store is ready. */
+  Serve: token<ServeComponents>('cos.cli.Serve'),
 });
+
+/**
+ * Everything a `serve` worker runs, resolved as one component: the core, the HTTP application, the
+ * background workers (started once it listens, stopped before the container closes), the
+ * secret-scanning key sources and what its start-up line reports.
+ */
+export interface ServeComponents {
+  readonly core: Core;
+  readonly app: HttpApp;
+  /**
+   * The background workers besides the core's KeyUsage: started once the worker listens, stopped
+   * while the requests in flight finish. (KeyUsage is started with them and stopped when the
+   * container closes, after the drain, so the uses of the last requests are written.)
+   */
+  readonly workers: readonly { start(): void; stop(): Promise<unknown> }[];
+  readonly scannerKeys: ScannerKeyFile | null;
+  readonly scannerKeyUrl: ScannerKeyUrl | null;
+  /** The Prometheus metrics the primary's /metrics gathers (null when OPS_PORT is unset). */
+  readonly prometheus: PrometheusMetrics | null;
+  readonly limiterKind: LimiterHandle['kind'];
+  readonly version: string;
+}
 
 /** The container buildContainer returns: inversify's, with `get`/`getAsync` typed by the token. */
 export class ServiceContainer extends Container {
@@ -207,24 +233,12 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   bindComponent(c, T.Stores, [T.SqlStore], (s) => s.stores);
   bindComponent(c, T.UnitOfWork, [T.SqlStore], (s) => s.unitOfWork);
   bindComponent(c, T.HealthProbe, [T.SqlStore], (s) => s.health);
-  bindComponent(
-    c,
-    T.Limiter,
-    [T.Clock],
-    (clock): LimiterHandle => {
-      if (overrides.counter !== undefined) {
-        return { kind: config.redisUrl === null ? 'in-process' : 'redis', counter: overrides.counter, freshness: overrides.freshness ?? null, close: () => Promise.resolve() };
-      }
-      if (redis !== null) return redisLimiter(redis, config);
-      return { kind: 'in-process', counter: new InProcessRateCounter(clock), freshness: null, close: () => Promise.resolve() };
-    },
-    (limiter) => limiter.close(),
-  );
+  bindComponent(c, T.Limiter, [T.Clock], (clock) => buildLimiter(config, clock, redis, overrides), (limiter) => limiter.close());
   bindComponent(c, T.RateCounter, [T.Limiter], (l) => l.counter);
   bindComponent(c, T.CredentialFreshness, [T.Limiter], (l) => l.freshness);
-  c.bind(T.CredentialCache).toConstantValue(config.credentialCache);
+  c.bind(T.FenceMode).toConstantValue(config.credentialCache ? 'cache' : 'best-effort');
   // A caching instance records itself in the database for as long as the container lives, so
-  // operator commands fence their credential changes for it (instance-registration.ts).
+  // operator commands fence their credential changes for it (core's instance-lease.ts).
   bindComponent(
     c,
     T.InstanceRegistrar,
@@ -237,7 +251,32 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
     (registrar) => registrar?.stop(),
   );
   bindComponent(c, T.CoreConfig, [], () => coreConfigOf(config));
-  bindCore(c);
+  bindComponent(
+    c,
+    T.Core,
+    [T.Stores, T.UnitOfWork, T.HealthProbe, T.RateCounter, T.Clock, T.Random, T.Logger, T.Metrics, T.CoreConfig, T.CredentialFreshness, T.FenceMode, T.InstanceRegistrar],
+    (stores, unitOfWork, health, counter, clock, random, logger, metrics, coreConfig, freshness, fenceMode, lease) =>
+      composeCore({
+        stores,
+        unitOfWork,
+        health,
+        counter,
+        clock,
+        random,
+        logger,
+        metrics,
+        config: coreConfig,
+        freshness,
+        fenceMode,
+        credentialCacheLease: lease,
+        webhookSecrets: config.webhookSecrets,
+        webhookSender: webhookSenderOf(config),
+        webhookDelivery: webhookDeliveryOptionsOf(config),
+        notificationRetentionMs: config.notificationRetentionMs,
+      }),
+    // Closing the core writes the keys' pending last uses.
+    (core) => core.keyUsage.stop(),
+  );
   bindComponent(c, T.ScannerKeys, [], () => (config.secretScanningPublicKeys === null ? null : ScannerKeyFile.load(config.secretScanningPublicKeys)));
   bindComponent(
     c,
@@ -264,39 +303,29 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
     (core) => core.webhookDelivery,
     (delivery) => delivery?.stop(),
   );
-  return c;
-}
-
-/**
- * Binds (or, with 'rebind', replaces) the core: built by composeCore from the bound ports, the
- * freshness and the instance's registration; closing it writes the keys' pending last uses.
- */
-function bindCore(c: ServiceContainer, how: 'bind' | 'rebind' = 'bind'): void {
-  const T = CLI_TOKENS;
   bindComponent(
     c,
-    T.Core,
-    [T.SqlStore, T.RateCounter, T.Clock, T.Random, T.Logger, T.Metrics, T.CoreConfig, T.CredentialFreshness, T.CredentialCache, T.InstanceRegistrar, T.AppConfig],
-    (store, counter, clock, random, logger, metrics, coreConfig, freshness, credentialCache, lease: CredentialCacheLease | null, config) =>
-      composeCore({
-        store,
-        counter,
-        clock,
-        random,
-        logger,
-        metrics,
-        config: coreConfig,
-        freshness,
-        credentialCache,
-        credentialCacheLease: lease,
-        webhookSecrets: config.webhookSecrets,
-        webhookSender: webhookSenderOf(config),
-        webhookDelivery: webhookDeliveryOptionsOf(config),
-        notificationRetentionMs: config.notificationRetentionMs,
-      }),
-    (core) => core.keyUsage.stop(),
-    how,
+    T.IdempotencySweep,
+    [T.Core],
+    (core) => core.idempotencySweep,
+    (sweep) => sweep.stop(),
   );
+  bindComponent(
+    c,
+    T.Serve,
+    [T.Core, T.HttpApp, T.WebhookDelivery, T.NotificationRetention, T.IdempotencySweep, T.ScannerKeys, T.ScannerKeyUrl, T.PrometheusMetrics, T.Limiter, T.ServiceVersion],
+    (core, app, delivery, retention, sweep, scannerKeys, scannerKeyUrl, prometheus, limiter, version): ServeComponents => ({
+      core,
+      app,
+      workers: [...(delivery === null ? [] : [delivery]), sweep, retention],
+      scannerKeys,
+      scannerKeyUrl,
+      prometheus,
+      limiterKind: limiter.kind,
+      version,
+    }),
+  );
+  return c;
 }
 
 /**

@@ -135,7 +135,7 @@ export function describeError(e: unknown, labels: Readonly<Record<string, string
       case 'SERVICE_UNAVAILABLE': {
         // The credential fence: Redis, not the database.
         if (isDomainErrorWithCode(e, 'SERVICE_UNAVAILABLE') && e.reason === 'credential_fence') {
-          // The command's own fence refused (instance-registration.ts): its message names what to set.
+          // The command's own fence refused (core's CommandFence): its message names what to set.
           const cause = (e as { cause?: unknown }).cause;
           if (cause instanceof Error && cause.name === 'CommandFenceRefusal') return oneLine(cause.message);
           // Redis answered but its replicas did not confirm the change in time (REDIS_MIN_REPLICAS_ACKED).

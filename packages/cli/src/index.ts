@@ -14,6 +14,7 @@ export { routeConsoleTo } from './console.js';
 export { listen, SHUTDOWN_GRACE_MS, type ListenOptions, type RunningServer, type StopResult } from './server.js';
 export { makeStoreReady } from './runtime.js';
 export { serviceVersion } from './version.js';
+// The credential fence's instance lease moved into core; the names stay available here too.
 export {
   InstanceRegistrar,
   REGISTRATION_HEARTBEAT_MS,
@@ -22,4 +23,4 @@ export {
   type RedisLocation,
   type RegisteredRedis,
   type RegistrationTimings,
-} from './instance-registration.js';
+} from '@cos/core';

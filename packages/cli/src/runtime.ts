@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import { InProcessRateCounter, namedOperator, noopMetrics, silentLogger, type Core, type Logger, type OperatorPrincipal } from '@cos/core';
 import { MIGRATIONS, parseDatabaseUrl, type SqlMigration, type SqlStore } from '@cos/store-sql';
-import { createCommandFreshness, type CommandFreshness } from './compose.js';
+import { createCommandFreshness, type CommandFreshness } from './instance-registration.js';
 import { bindComponent, buildContainer, CLI_TOKENS, closeContainer, token, type ServiceContainer } from './container.js';
 import { coreConfigOf, loadConfig, type AppConfig, type LogLevel } from './config.js';
 import { CliError } from './errors.js';
@@ -178,16 +178,16 @@ const COMMAND_FENCE = token<CommandFreshness | null>('cos.cli.CommandFence');
  * serve's before anything is built. It logs to stderr, keeps a pool of 2 and reports no metrics;
  * it never counts requests (an in-process counter); on Postgres it fences its credential writes as
  * serve does, in the Redis of the caching instances registered in the database (or REDIS_URL's),
- * or refuses them (instance-registration.ts). Only what the command resolves is built: the fence
+ * or refuses them (core's CommandFence). Only what the command resolves is built: the fence
  * (and its Redis connection) only when the core is.
  */
 export async function commandContainer(config: AppConfig, logger: Logger): Promise<ServiceContainer> {
   const T = CLI_TOKENS;
   const container = await buildContainer(config, { logger, poolMax: 2, metrics: noopMetrics, counter: new InProcessRateCounter() });
   container.rebind(T.InstanceRegistrar).toConstantValue(null);
-  // Strict: the command's fence itself decides which failures may be ignored (CREDENTIAL_CACHE=off
-  // with no caching instance registered); a refusal must stop the change.
-  container.rebind(T.CredentialCache).toConstantValue(true);
+  // Strict, no cache: the command's fence itself decides which failures may be ignored
+  // (CREDENTIAL_CACHE=off with no caching instance registered); a refusal must stop the change.
+  container.rebind(T.FenceMode).toConstantValue('strict');
   // The fence's bound on one begin (a registry read and a Redis call) inside the unit of work.
   container.rebind(T.CoreConfig).toConstantValue({ ...coreConfigOf(config), rateCounterTimeoutMs: Math.max(config.redisTimeoutMs, COMMAND_FENCE_TIMEOUT_MS) });
   bindComponent(

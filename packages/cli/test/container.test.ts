@@ -4,7 +4,7 @@
  * the Koa app on demand, and closeContainer releases pools.
  */
 import { expect } from 'chai';
-import { InProcessRateCounter, OPERATOR, TOKENS, counterKey, silentLogger, type Clock, type Core, type RateCounter } from '@cos/core';
+import { InProcessRateCounter, OPERATOR, TOKENS, counterKey, silentLogger, type Clock, type Core, type HealthProbe, type RateCounter, type OuterStores, type UnitOfWork } from '@cos/core';
 import {
   bindComponent,
   buildContainer,
@@ -110,6 +110,34 @@ describe('buildContainer (composition root)', function () {
       expect(container.get(TOKENS.RateCounter)).to.equal(counter);
     } finally {
       await server?.stop();
+      await closeContainer(container);
+    }
+  });
+
+  it('the core is built from the Stores, UnitOfWork and HealthProbe tokens: rebinding them before the first resolution reaches the core', async () => {
+    const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' }, { envFile: false });
+    const container = await buildContainer(config, { logger: silentLogger });
+    try {
+      const store = container.get(CLI_TOKENS.SqlStore);
+      await makeStoreReady(store);
+      const listed: string[] = [];
+      const units: string[] = [];
+      const stores: OuterStores = { ...store.stores, organisations: { ...store.stores.organisations, list: (page) => (listed.push('list'), store.stores.organisations.list(page)) } };
+      const unitOfWork: UnitOfWork = {
+        run: (work) => (units.push('run'), store.unitOfWork.run(work)),
+        changeCredentials: (organisationIds, work) => (units.push('changeCredentials'), store.unitOfWork.changeCredentials(organisationIds, work)),
+      };
+      const health: HealthProbe = { ping: () => Promise.reject(new Error('the rebound probe')) };
+      container.rebind(CLI_TOKENS.Stores).toConstantValue(stores);
+      container.rebind(CLI_TOKENS.UnitOfWork).toConstantValue(unitOfWork);
+      container.rebind(CLI_TOKENS.HealthProbe).toConstantValue(health);
+      const core = container.get(CLI_TOKENS.Core);
+      await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+      expect(units, 'the rebound unit of work ran the create').to.deep.equal(['run']);
+      expect((await core.organisations.list(OPERATOR, {})).items).to.have.length(1);
+      expect(listed, 'the rebound stores answered the list').to.deep.equal(['list']);
+      expect((await core.health.check()).status, 'the rebound probe answered the health check').to.equal('unavailable');
+    } finally {
       await closeContainer(container);
     }
   });

@@ -7,13 +7,11 @@
  */
 import { expect } from 'chai';
 import { CapturingLogger, InMemoryFreshCounter } from '@cos/core/testing';
-import { counterKey, freshnessKeys } from '@cos/core';
-import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, InstanceRegistry, type InstanceRecord, type SqlStore } from '@cos/store-sql';
-import { createConnection } from 'node:net';
-import { createRedisCounter, IDENTITY_KEY_NAME, type RedisRateCounter } from '@cos/limiter-redis';
 import {
   CommandFence,
   CommandFenceRefusal,
+  counterKey,
+  freshnessKeys,
   identityRefusal,
   InstanceRegistrar,
   planCommandFence,
@@ -21,7 +19,11 @@ import {
   REGISTRATION_HEARTBEAT_MS,
   REGISTRATION_LIVE_MS,
   REGISTRATION_TRUST_MS,
-} from '../src/instance-registration.js';
+  type InstanceRecord,
+} from '@cos/core';
+import { createSqlStore, DEFAULT_STATEMENT_TIMEOUT_MS, SqlInstanceRegistry, type SqlStore } from '@cos/store-sql';
+import { createConnection } from 'node:net';
+import { createRedisCounter, IDENTITY_KEY_NAME, type RedisRateCounter } from '@cos/limiter-redis';
 
 function record(redisLocation: string, redisAuth = false, instanceId = 'i-1', redisIdentity: string | null = null): InstanceRecord {
   return { instanceId, redisLocation, redisAuth, redisIdentity, startedAt: 0, heartbeatAt: 0, ageMs: 0 };
@@ -145,7 +147,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
   describe('the identity on a real Redis (C-110, C-111): the registrar records it, the fence compares it', function () {
     const redisUrl = process.env['TEST_REDIS_URL'];
     let store: SqlStore;
-    let registry: InstanceRegistry;
+    let registry: SqlInstanceRegistry;
     const open: RedisRateCounter[] = [];
     const keyPrefix = `idt${process.pid}x${Date.now()}`;
 
@@ -158,7 +160,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
     beforeEach(async () => {
       store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
       await store.migrate();
-      registry = new InstanceRegistry(store);
+      registry = new SqlInstanceRegistry(store);
     });
     afterEach(async () => {
       await Promise.all(open.splice(0).map((c) => c.close()));
@@ -202,7 +204,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
 
       const keys = freshnessKeys('identity-org');
       const probe = { keys, tag: null, count: 'never', counterKey: counterKey('org:identity-org', 0), ttlMs: 1 } as const;
-      const wrong = new CommandFence(registry, null, { freshness: elsewhere, location, from: 'registry', identity: () => elsewhere.identity({ create: false }) }, false);
+      const wrong = new CommandFence(registry, null, { freshness: elsewhere, location, from: 'registry', identity: () => elsewhere.identity({ create: false }) }, 'strict');
       const refused = await rejection(wrong.beginChange(keys, 'c1'));
       expect(refused).to.be.instanceOf(CommandFenceRefusal);
       expect(refused.message).to.include('127.0.0.1:6410').and.to.include('it holds no identity').and.to.include('nothing was changed');
@@ -210,7 +212,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
       expect(await elsewhere.identity({ create: false }), 'the command created no identity there').to.equal(null);
 
       const tokenBefore = (await instances.check(probe)).token;
-      const right = new CommandFence(registry, null, { freshness: instances, location, from: 'registry', identity: () => instances.identity({ create: false }) }, false);
+      const right = new CommandFence(registry, null, { freshness: instances, location, from: 'registry', identity: () => instances.identity({ create: false }) }, 'strict');
       await right.beginChange(keys, 'c2');
       const during = await instances.check(probe);
       expect(during.token, 'fenced in the instances\' Redis').to.not.equal(tokenBefore);
@@ -226,12 +228,12 @@ describe('instance registration: caching instances and operator commands (C-57)'
       // What an instance of the earlier version writes: no identity.
       await registry.heartbeat({ instanceId: 'old', redisLocation: location.location, redisAuth: false });
       const keys = freshnessKeys('upgrade-org');
-      const unproven = new CommandFence(registry, null, { freshness: redis, location, from: 'registry', identity: () => redis.identity({ create: false }) }, false);
+      const unproven = new CommandFence(registry, null, { freshness: redis, location, from: 'registry', identity: () => redis.identity({ create: false }) }, 'strict');
       const refused = await rejection(unproven.beginChange(keys, 'c1'));
       expect(refused).to.be.instanceOf(CommandFenceRefusal);
       expect(refused.message).to.include('recorded no identity').and.to.include('set REDIS_URL').and.to.include('nothing was changed');
       expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(0);
-      const named = new CommandFence(registry, 'redis://127.0.0.1:6410/0', { freshness: redis, location, from: 'REDIS_URL', identity: () => redis.identity({ create: false }) }, false);
+      const named = new CommandFence(registry, 'redis://127.0.0.1:6410/0', { freshness: redis, location, from: 'REDIS_URL', identity: () => redis.identity({ create: false }) }, 'strict');
       await named.beginChange(keys, 'c2');
       await named.endChange(keys, 'c2');
     });
@@ -266,7 +268,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
 
   describe('InstanceRegistrar (the lease) on a SQLite registry', () => {
     let store: SqlStore;
-    let registry: InstanceRegistry;
+    let registry: SqlInstanceRegistry;
     let now: number;
     let failing: boolean;
     let logger: CapturingLogger;
@@ -275,7 +277,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
     beforeEach(async () => {
       store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
       await store.migrate();
-      registry = new InstanceRegistry(store);
+      registry = new SqlInstanceRegistry(store);
       now = 1_000_000;
       failing = false;
       logger = new CapturingLogger();
@@ -284,7 +286,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
 
     function registrar(): InstanceRegistrar {
       const flaky = {
-        heartbeat: (r: Parameters<InstanceRegistry['heartbeat']>[0]) => (failing ? Promise.reject(new Error('database unreachable')) : registry.heartbeat(r)),
+        heartbeat: (r: Parameters<SqlInstanceRegistry['heartbeat']>[0]) => (failing ? Promise.reject(new Error('database unreachable')) : registry.heartbeat(r)),
         writesInFlight: (liveMs: number) => registry.writesInFlight(liveMs),
         remove: (id: string) => registry.remove(id),
         prune: () => registry.prune(),
@@ -374,16 +376,16 @@ describe('instance registration: caching instances and operator commands (C-57)'
 
   describe('CommandFence: the registry read again right before each change', () => {
     let store: SqlStore;
-    let registry: InstanceRegistry;
+    let registry: SqlInstanceRegistry;
     beforeEach(async () => {
       store = createSqlStore({ databaseUrl: 'sqlite::memory:' });
       await store.migrate();
-      registry = new InstanceRegistry(store);
+      registry = new SqlInstanceRegistry(store);
     });
     afterEach(() => store.close());
 
     it('nothing registered and no REDIS_URL: nothing to fence, but the change is in flight (a writer row) from before the registry is read until its end; an instance registered since the command started: refused', async () => {
-      const fence = new CommandFence(registry, null, null, false);
+      const fence = new CommandFence(registry, null, null, 'strict');
       await fence.beginChange(freshnessKeys('org'), 'c1');
       expect(await registry.writesInFlight(REGISTRATION_LIVE_MS)).to.equal(1);
       await fence.endChange(freshnessKeys('org'), 'c1');
@@ -402,7 +404,7 @@ describe('instance registration: caching instances and operator commands (C-57)'
         registry,
         null,
         { freshness: shared, location: redisLocationOf('redis://127.0.0.1:6390/0'), from: 'registry', identity: () => Promise.resolve('the-instances-redis') },
-        true,
+        'best-effort',
       );
       const before = await shared.check({ keys: freshnessKeys('org'), tag: null, count: 'never', counterKey: counterKey('org:org', 0), ttlMs: 1 });
       await fence.beginChange(freshnessKeys('org'), 'c1');

@@ -14,11 +14,12 @@ import { AuditTrail } from './operations/audit-trail.js';
 import { Admission, Authenticator } from './access/admission.js';
 import { Bootstrap } from './operations/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './access/credential-cache.js';
-import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork } from './access/credential-fence.js';
+import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork, type FenceMode } from './access/credential-fence.js';
 import { LogThrottle } from './log-throttle.js';
 import type { CoreDeps } from './deps.js';
 import { Health } from './operations/health.js';
 import { Idempotency } from './operations/idempotency.js';
+import { IdempotencySweep } from './workers/idempotency-sweep.js';
 import { KeyUsage } from './workers/key-usage.js';
 import { DEFAULT_NOTIFICATION_RETENTION_MS, NotificationRetention } from './workers/notification-retention.js';
 import { WebhookDelivery, type WebhookDeliveryOptions } from './workers/webhook-delivery.js';
@@ -69,6 +70,12 @@ export interface Core {
    * `await stop()` on graceful shutdown.
    */
   readonly notificationRetention: NotificationRetention;
+  /**
+   * Deletes expired Idempotency-Key answers at start and then every
+   * CreateCoreOptions.idempotencySweepIntervalMs. A long-running host calls `start()` once serving
+   * and `await stop()` on graceful shutdown.
+   */
+  readonly idempotencySweep: IdempotencySweep;
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
@@ -107,15 +114,13 @@ export interface CreateCoreOptions {
   /** Resolves a webhook endpoint's host name when it is set, to refuse names pointing inside (default: none). */
   readonly webhookHosts?: WebhookHostResolver;
   /**
-   * The shared counter store's freshness tokens (Redis). Given: every credential write is
-   * fenced (credential-fence.ts) and, unless `credentialCache` is false, the HTTP hot path keeps
-   * credentials in memory and confirms them in the call that counts the request
-   * (credential-cache.ts). With `credentialCache: false` the fence is best effort (a write never
-   * fails because of Redis) and every request reads the store.
+   * The shared counter store's freshness tokens (Redis). Given: every declared credential change
+   * is fenced (credential-fence.ts) as `fenceMode` says, and in mode 'cache' the HTTP hot path keeps
+   * credentials in memory and confirms them in the call that counts the request (credential-cache.ts).
    */
   readonly freshness?: CredentialFreshness;
-  /** Default true when `freshness` is given. */
-  readonly credentialCache?: boolean;
+  /** How credential changes are fenced in `freshness`, and whether credentials are cached (default 'cache'). */
+  readonly fenceMode?: FenceMode;
   /**
    * When the credential cache may be trusted at all (see CredentialCacheLease): the composition
    * root's record of this instance in the shared database. Absent: always.
@@ -143,6 +148,8 @@ export interface CreateCoreOptions {
   readonly webhookDelivery?: Partial<WebhookDeliveryOptions>;
   /** How long delivered and failed notifications are kept (default DEFAULT_NOTIFICATION_RETENTION_MS). */
   readonly notificationRetentionMs?: number;
+  /** Time between two sweeps of expired Idempotency-Key answers (default DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS). */
+  readonly idempotencySweepIntervalMs?: number;
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
@@ -159,11 +166,12 @@ export function createCore(options: CreateCoreOptions): Core {
   const clock = options.clock ?? systemClock;
   const scopes = knownScopes(options.scopes);
   const freshness = options.freshness;
-  const caching = freshness !== undefined && options.credentialCache !== false;
+  const mode = options.fenceMode ?? 'cache';
+  const caching = freshness !== undefined && mode === 'cache';
   const fence =
     freshness === undefined
       ? undefined
-      : { freshness, strict: caching, random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), warnings: new LogThrottle(FENCE_WARN_INTERVAL_MS, () => clock.now().getTime()) };
+      : { freshness, strict: mode !== 'best-effort', random, logger, timeoutMs: Math.max(FENCE_TIMEOUT_FLOOR_MS, config.rateCounterTimeoutMs), warnings: new LogThrottle(FENCE_WARN_INTERVAL_MS, () => clock.now().getTime()) };
   const deps: CoreDeps = {
     stores: options.stores,
     unitOfWork: fence === undefined ? options.unitOfWork : new FencedUnitOfWork(options.unitOfWork, fence),
@@ -214,6 +222,12 @@ export function createCore(options: CreateCoreOptions): Core {
     logger,
     retentionMs: options.notificationRetentionMs ?? DEFAULT_NOTIFICATION_RETENTION_MS,
   });
+  const idempotency = new Idempotency(deps);
+  const idempotencySweep = new IdempotencySweep({
+    idempotency,
+    logger,
+    ...(options.idempotencySweepIntervalMs !== undefined ? { intervalMs: options.idempotencySweepIntervalMs } : {}),
+  });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
@@ -224,13 +238,14 @@ export function createCore(options: CreateCoreOptions): Core {
     keyUsage,
     webhookDelivery,
     notificationRetention,
+    idempotencySweep,
     rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),
     secretScanning: new SecretScanning(deps),
     webhooks: new Webhooks(deps),
     notifications,
-    idempotency: new Idempotency(deps),
+    idempotency,
     clock: deps.clock,
     metrics: deps.metrics,
     config: deps.config,

@@ -67,7 +67,20 @@ export {
   type CredentialCacheOptions,
 } from './access/credential-cache.js';
 export type { Bounded } from './access/timeout.js';
-export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './access/credential-fence.js';
+export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING, type FenceMode } from './access/credential-fence.js';
+export { REGISTRY_PRUNE_AFTER_MS } from './ports/instance-registry.js';
+export { clusterNodesOf, clusterRef, redisLocationOf, redisVariable, sameRedis, type RedisLocation } from './access/redis-location.js';
+export { identityRefusal, planCommandFence, type FencePlan, type FenceSource } from './access/fence-plan.js';
+export {
+  DEFAULT_REGISTRATION_TIMINGS,
+  InstanceRegistrar,
+  REGISTRATION_HEARTBEAT_MS,
+  REGISTRATION_LIVE_MS,
+  REGISTRATION_TRUST_MS,
+  type RegisteredRedis,
+  type RegistrationTimings,
+} from './access/instance-lease.js';
+export { CommandFence, CommandFenceRefusal, type CommandRedis } from './access/command-fence.js';
 export { RateLimiter, type RateScope } from './access/rate-limit.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
@@ -81,6 +94,7 @@ export {
   DEFAULT_NOTIFICATION_RETENTION_MS,
   type NotificationRetentionDeps,
 } from './workers/notification-retention.js';
+export { IdempotencySweep, DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS, type IdempotencySweepDeps } from './workers/idempotency-sweep.js';
 export * from './domain/webhook-secret-cipher.js';
 export {
   Idempotency,

@@ -1,7 +1,7 @@
 /** The contract suites run against the in-memory implementations (the SQL and Redis packages run the same suites). */
 import { InProcessRateCounter } from '@cos/core';
-import { createInMemoryStore, InMemoryFreshCounter, InMemoryRateCounter, StaticHostResolver } from '@cos/core/testing';
-import { describeCredentialFreshness, describeRateCounter, describeStoreContract, describeWebhookHostResolver } from '@cos/core/testing/contracts';
+import { createInMemoryStore, InMemoryFreshCounter, InMemoryInstanceRegistry, InMemoryRateCounter, StaticHostResolver } from '@cos/core/testing';
+import { describeCredentialFreshness, describeInstanceRegistry, describeRateCounter, describeStoreContract, describeWebhookHostResolver } from '@cos/core/testing/contracts';
 
 describeStoreContract('in-memory', async () => createInMemoryStore());
 
@@ -26,3 +26,5 @@ describeCredentialFreshness('in-memory (InMemoryFreshCounter)', async () => {
 });
 
 describeWebhookHostResolver('StaticHostResolver (a hosts table)', () => new StaticHostResolver({ localhost: ['127.0.0.1', '::1'] }));
+
+describeInstanceRegistry('in-memory (InMemoryInstanceRegistry)', async () => ({ registry: new InMemoryInstanceRegistry(), close: async () => undefined }));

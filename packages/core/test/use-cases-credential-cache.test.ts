@@ -77,7 +77,7 @@ describe('use case: credential cache (C-36, C-57)', () => {
       health: store.health,
       counter: shared,
       freshness: shared,
-      ...(options.cache !== undefined ? { credentialCache: options.cache } : {}),
+      ...(options.cache !== undefined ? { fenceMode: options.cache ? ('cache' as const) : ('best-effort' as const) } : {}),
       ...(options.maxEntries !== undefined ? { credentialCacheMaxEntries: options.maxEntries } : {}),
       ...(options.lease !== undefined ? { credentialCacheLease: options.lease } : {}),
       clock,
@@ -359,7 +359,7 @@ describe('use case: credential cache (C-36, C-57)', () => {
     expect(small.keys.reads).to.equal(reads + 1);
   });
 
-  it('CREDENTIAL_CACHE=off (credentialCache: false): every request reads the store and is counted once by the rate limiter; writes fence best effort', async () => {
+  it("CREDENTIAL_CACHE=off (fenceMode: 'best-effort'): every request reads the store and is counted once by the rate limiter; writes fence best effort", async () => {
     const off = instance({ cache: false });
     const reads = off.keys.reads;
     const before = await orgCount(); // itself a hit: +1

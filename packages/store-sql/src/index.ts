@@ -26,10 +26,4 @@ export {
   type TableProgress,
 } from './copy.js';
 export { MIGRATIONS, MIGRATIONS_TABLE, migrationSource as sqlMigrationSource, type SqlMigration } from './migrations/index.js';
-export {
-  InstanceRegistry,
-  REGISTRY_PRUNE_AFTER_MS,
-  type InstanceRecord,
-  type InstanceRegistration,
-  type RegistryDatabase,
-} from './instance-registry.js';
+export { SqlInstanceRegistry, type RegistryDatabase } from './instance-registry.js';

@@ -17,31 +17,8 @@
  * one address can name different Redis servers on different hosts. NULL when the instance recorded
  * none (a version before the column, or its Redis did not answer yet).
  */
+import { REGISTRY_PRUNE_AFTER_MS, type InstanceRecord, type InstanceRegistration, type InstanceRegistry } from '@cos/core';
 import type { SqlDialect } from './database-url.js';
-
-/** One registered instance as read back. */
-export interface InstanceRecord {
-  readonly instanceId: string;
-  /** `redis[s]://host:port/db`, never credentials. */
-  readonly redisLocation: string;
-  /** The instance's REDIS_URL carries a user name or a password. */
-  readonly redisAuth: boolean;
-  /** The identity the instance read from its Redis; null when it recorded none. */
-  readonly redisIdentity: string | null;
-  /** Epoch ms, the database's clock. */
-  readonly startedAt: number;
-  readonly heartbeatAt: number;
-  /** How long ago the last heartbeat was, by the database's clock when it was read (ms). */
-  readonly ageMs: number;
-}
-
-export interface InstanceRegistration {
-  readonly instanceId: string;
-  readonly redisLocation: string;
-  readonly redisAuth: boolean;
-  /** The identity read from that Redis; null or absent when it could not be read (the row keeps the one recorded before). */
-  readonly redisIdentity?: string | null;
-}
 
 /** What the registry needs of a SqlStore: its dialect and one statement under its deadline. */
 export interface RegistryDatabase {
@@ -49,16 +26,14 @@ export interface RegistryDatabase {
   query<T = Record<string, unknown>>(sql: string, bindings?: readonly unknown[]): Promise<T[]>;
 }
 
-/** Rows whose heartbeat is older than this are deleted when an instance registers (they are long dead). */
-export const REGISTRY_PRUNE_AFTER_MS = 24 * 60 * 60 * 1000;
-
 /** The database's clock in epoch ms; one value throughout a statement (its start), as SQLite's 'now' is. */
 const NOW_MS: Readonly<Record<SqlDialect, string>> = {
   postgres: '(extract(epoch from statement_timestamp()) * 1000)::bigint',
   sqlite: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 };
 
-export class InstanceRegistry {
+/** The registry on a SQL store (core's InstanceRegistry port). */
+export class SqlInstanceRegistry implements InstanceRegistry {
   private readonly now: string;
 
   constructor(private readonly db: RegistryDatabase) {

@@ -39,6 +39,16 @@ import { withTimeout } from './timeout.js';
 const END_ATTEMPTS = 3;
 const END_RETRY_DELAY_MS = 25;
 
+/**
+ * What a core does with its CredentialFreshness (CreateCoreOptions.fenceMode):
+ * - 'cache': every declared credential change is fenced strictly (refused with 503 before anything
+ *   is written when it cannot be) and the HTTP hot path caches credentials (credential-cache.ts);
+ * - 'strict': fenced strictly, nothing cached (a process that never authenticates requests: an
+ *   operator command, whose own freshness decides which failures it may pass over);
+ * - 'best-effort': a change whose fence fails is logged and made, nothing cached (CREDENTIAL_CACHE=off).
+ */
+export type FenceMode = 'cache' | 'strict' | 'best-effort';
+
 export interface FenceOptions {
   readonly freshness: CredentialFreshness;
   /** Bound on one begin/end call. */

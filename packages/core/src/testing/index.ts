@@ -7,6 +7,7 @@ export type { CounterHarness, StoreHarness, StoreHarnessFactory } from './harnes
 export { createInMemoryStore } from './in-memory-store.js';
 export { InMemoryRateCounter } from './in-memory-rate-counter.js';
 export { InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS } from './in-memory-freshness.js';
+export { InMemoryInstanceRegistry } from './in-memory-instance-registry.js';
 export { FakeClock, FAKE_CLOCK_START } from './fake-clock.js';
 export { seededRandom } from './seeded-random.js';
 export { CapturingLogger, type LogEntry } from './capturing-logger.js';

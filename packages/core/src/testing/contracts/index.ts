@@ -6,6 +6,7 @@ export type { CounterHarness, StoreHarness, StoreHarnessFactory } from '../harne
 export { describeApiKeyStore, expectApiKey } from './api-key-store.js';
 export { describeAuditLog, expectAuditEntry } from './audit-log.js';
 export { describeHealthProbe } from './health-probe.js';
+export { describeInstanceRegistry, type InstanceRegistryHarness } from './instance-registry.js';
 export { describeIdempotencyStore } from './idempotency-store.js';
 export { describeMemberStore, expectMember } from './member-store.js';
 export { describeOrganisationStore, expectOrganisation } from './organisation-store.js';

@@ -1,0 +1,65 @@
+/**
+ * The sweep of expired Idempotency-Key answers (they expire after 24 h): a long-running host deletes
+ * them at start and then every `intervalMs`. Every instance sweeps: a sweep is one indexed DELETE,
+ * harmless when another instance just ran it.
+ */
+import type { Logger } from '../ports/logger.js';
+import type { Idempotency } from '../operations/idempotency.js';
+
+export const DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS = 15 * 60_000;
+
+export interface IdempotencySweepDeps {
+  readonly idempotency: Pick<Idempotency, 'sweep'>;
+  readonly logger: Logger;
+  /** Time between two sweeps (default DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS). */
+  readonly intervalMs?: number;
+}
+
+export class IdempotencySweep {
+  readonly intervalMs: number;
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private current: Promise<void> | null = null;
+
+  constructor(private readonly deps: IdempotencySweepDeps) {
+    this.intervalMs = deps.intervalMs ?? DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS;
+  }
+
+  /** One sweep; returns how many expired answers it deleted. */
+  async sweepOnce(): Promise<number> {
+    const swept = await this.deps.idempotency.sweep();
+    if (swept > 0) this.deps.logger.info({ swept }, 'expired idempotency keys deleted');
+    return swept;
+  }
+
+  /** Sweeps now, then every intervalMs until stop(). */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Stops the timer and waits for a sweep in progress. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    await this.current;
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.current = this.sweepOnce()
+        .then(
+          () => undefined,
+          (e: unknown) => {
+            this.deps.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'idempotency key sweep failed; the next one retries');
+          },
+        )
+        .then(() => this.schedule(this.intervalMs));
+    }, delayMs);
+    this.timer.unref();
+  }
+}
