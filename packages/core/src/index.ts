@@ -68,6 +68,7 @@ export {
 export type { Bounded } from './access/timeout.js';
 export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './access/credential-fence.js';
 export { RateLimiter, type RateScope } from './access/rate-limit.js';
+export { TurnBatch, type TurnBatchParts } from './access/turn-batch.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
 export { Health, type HealthReport } from './operations/health.js';

@@ -5,6 +5,7 @@
  */
 import { createClient, createCluster } from 'redis';
 import { RedisCounterError, errorMessage } from './errors.js';
+import { RespConnection } from './resp.js';
 import { SCRIPTS, type CheckReply } from './scripts.js';
 
 /** Reconnect attempts back off exponentially up to this delay and never give up. */
@@ -79,7 +80,7 @@ export interface Connection {
   readonly isCluster: boolean;
   readonly isReady: boolean;
   readonly isOpen: boolean;
-  hit(key: string, ttlMs: number, deadlineMs: number): Promise<number>;
+  hit(key: string, ttlMs: number, deadlineMs: number, n: number): Promise<number>;
   freshness(keys: readonly string[], args: readonly string[]): Promise<CheckReply>;
   beginChange(keys: readonly string[], args: readonly string[]): Promise<number>;
   endChange(keys: readonly string[], args: readonly string[]): Promise<number>;
@@ -101,7 +102,7 @@ export function plainConnection(url: string): Connection {
     get isOpen() {
       return client.isOpen;
     },
-    hit: (key, ttlMs, deadlineMs) => client.hit(key, ttlMs, deadlineMs),
+    hit: (key, ttlMs, deadlineMs, n) => client.hit(key, ttlMs, deadlineMs, n),
     freshness: (keys, args) => client.freshness(keys, args),
     beginChange: (keys, args) => client.beginChange(keys, args),
     endChange: (keys, args) => client.endChange(keys, args),
@@ -249,7 +250,7 @@ export function clusterConnection(urls: readonly string[]): Connection {
     get isOpen() {
       return cluster.isOpen;
     },
-    hit: (key, ttlMs, deadlineMs) => cluster.hit(key, ttlMs, deadlineMs),
+    hit: (key, ttlMs, deadlineMs, n) => cluster.hit(key, ttlMs, deadlineMs, n),
     freshness: (keys, args) => cluster.freshness(keys, args),
     beginChange: (keys, args) => cluster.beginChange(keys, args),
     endChange: (keys, args) => cluster.endChange(keys, args),
@@ -324,7 +325,7 @@ async function closeConnection(connection: Connection): Promise<void> {
 
 /**
  * The two connections of one adapter and what they share. The hot path's (`client`: hits and
- * freshness checks) and the credential changes' (`changes`: their WAIT blocks the connection it is
+ * freshness checks; on one Redis a RespConnection of this adapter's own, on a cluster node-redis's) and the credential changes' (`changes`: their WAIT blocks the connection it is
  * sent on until the replicas acknowledged, or its timeout, so it must not be the hot path's).
  * Both connect in the background and reconnect by themselves; a connection error is only
  * remembered (as part of the not-connected rejection) until the connection is ready again.
@@ -350,7 +351,8 @@ export class RedisLink {
       this.changes = clusterConnection(nodes);
     } else {
       this.target = describeTarget(target.url!);
-      this.client = plainConnection(target.url!);
+      // The hot path's own RESP connection writes a batch in the turn it is sent (resp.ts).
+      this.client = new RespConnection(target.url!, { connectTimeoutMs: CONNECT_TIMEOUT_MS, maxPending: MAX_PENDING_COMMANDS, reconnectDelayMs });
       this.changes = plainConnection(target.url!);
     }
     // Without an 'error' listener the client would throw. A connection error is only remembered:

@@ -152,8 +152,8 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       let calls = await commandCalls(admin);
       expect(calls.evalsha).to.equal(10);
       expect(calls.eval ?? 0).to.equal(0);
-      // commandstats also counts the calls made inside the script: INCR each time, PEXPIRE only on a first hit
-      expect(calls.incr).to.equal(10);
+      // commandstats also counts the calls made inside the script: INCRBY each time, PEXPIRE only on a first hit
+      expect(calls.incrby).to.equal(10);
       expect(calls.pexpire ?? 0).to.equal(0);
 
       await admin.scriptFlush();

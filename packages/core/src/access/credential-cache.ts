@@ -41,7 +41,8 @@ import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../por
 import type { CoreDeps } from '../deps.js';
 import { counterKey, freshnessKeys, type FreshnessKeys } from './counter-keys.js';
 import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
-import { BoundedCalls, type Bounded } from './timeout.js';
+import type { Bounded } from './timeout.js';
+import { TurnBatch } from './turn-batch.js';
 
 /** Entries kept at most (oldest filled goes first), as the SQLite reader's READ_CACHE_MAX_ENTRIES. */
 export const CREDENTIAL_CACHE_MAX_ENTRIES = 5_000;
@@ -50,6 +51,13 @@ interface Entry {
   readonly credential: Credential;
   /** The organisation's token the entry was filled under. */
   readonly tag: string;
+}
+
+/** An organisation's key names, built once: its freshness keys, and its counter of the window last used. */
+interface OrganisationKeys {
+  readonly keys: FreshnessKeys;
+  windowStartMs: number;
+  counterKey: string;
 }
 
 /** The last settled token seen for an organisation, and when (`seq`: replies processed before it). */
@@ -89,6 +97,11 @@ export interface CredentialCacheLease {
 
 export interface CredentialCacheOptions {
   readonly freshness: CredentialFreshness;
+  /**
+   * The per-turn batch the calls go through (C-200): the core's, shared with the rate limiter.
+   * Default: one of the cache's own over `freshness`.
+   */
+  readonly batch?: TurnBatch;
   readonly maxEntries?: number;
   /** Default: always held. */
   readonly lease?: CredentialCacheLease;
@@ -102,14 +115,13 @@ export interface CredentialCacheOptions {
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
   private readonly observed = new Map<string, Observation>();
-  private readonly keys = new Map<string, FreshnessKeys>();
+  private readonly keys = new Map<string, OrganisationKeys>();
   /** Replies processed so far: an observation with seq <= the value at a read's start came before it. */
   private seq = 0;
   /** Bumped by every failed (not late) call and lease change (clear()): nothing observed before it may fill. */
   private generation = 0;
-  private readonly freshness: CredentialFreshness;
   private readonly maxEntries: number;
-  private readonly bounded: BoundedCalls;
+  private readonly batch: TurnBatch;
   private readonly lease: CredentialCacheLease | undefined;
   /** The lease's epoch last seen (undefined: never asked). */
   private leaseEpoch: number | null | undefined;
@@ -118,9 +130,8 @@ export class CredentialCache {
     private readonly deps: Pick<CoreDeps, 'stores' | 'config'>,
     options: CredentialCacheOptions,
   ) {
-    this.freshness = options.freshness;
     this.maxEntries = options.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES;
-    this.bounded = new BoundedCalls(deps.config.rateCounterTimeoutMs);
+    this.batch = options.batch ?? new TurnBatch({ freshness: options.freshness, timeoutMs: deps.config.rateCounterTimeoutMs });
     this.lease = options.lease;
   }
 
@@ -205,18 +216,15 @@ export class CredentialCache {
     this.observed.clear();
   }
 
-  /** One bounded freshness call; records what it observed, or drops the cache when it failed (not when it was late). */
+  /**
+   * One freshness check, sent with the other checks of this turn (TurnBatch: one call per
+   * organisation, one bounded wait per call); records what it observed, or drops the cache when it
+   * failed (not when it was late).
+   */
   private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
-    const outcome = await this.bounded.run(() =>
-      this.freshness.check({
-        keys: this.keysOf(organisationId),
-        tag,
-        count,
-        counterKey: counterKey(scopeKey({ kind: 'organisation', organisationId }), window.startMs),
-        ttlMs: COUNTER_TTL_MS,
-      }),
-    );
+    const names = this.keysOf(organisationId, window.startMs);
+    const outcome = await this.batch.check({ keys: names.keys, tag, count, counterKey: names.counterKey, ttlMs: COUNTER_TTL_MS });
     if (outcome.kind !== 'value') {
       if (outcome.kind === 'error' && !lateCall(outcome.error)) this.clear();
       return outcome;
@@ -225,15 +233,21 @@ export class CredentialCache {
     return outcome;
   }
 
-  /** An organisation's freshness keys, kept with its entries: the hot path builds no key strings. */
-  private keysOf(organisationId: string): FreshnessKeys {
-    let keys = this.keys.get(organisationId);
-    if (keys === undefined) {
-      keys = freshnessKeys(organisationId);
+  /**
+   * An organisation's freshness keys and its counter of the window starting at `windowStartMs`,
+   * kept with its entries: the hot path builds key strings once per organisation and window.
+   */
+  private keysOf(organisationId: string, windowStartMs: number): OrganisationKeys {
+    let names = this.keys.get(organisationId);
+    if (names === undefined) {
+      names = { keys: freshnessKeys(organisationId), windowStartMs, counterKey: organisationCounter(organisationId, windowStartMs) };
       if (this.keys.size >= this.maxEntries) this.keys.clear();
-      this.keys.set(organisationId, keys);
+      this.keys.set(organisationId, names);
+    } else if (names.windowStartMs !== windowStartMs) {
+      names.windowStartMs = windowStartMs;
+      names.counterKey = organisationCounter(organisationId, windowStartMs);
     }
-    return keys;
+    return names;
   }
 
   private observe(organisationId: string, reply: FreshnessReply): void {
@@ -252,6 +266,10 @@ export class CredentialCache {
     this.entries.set(digest, entry);
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
   }
+}
+
+function organisationCounter(organisationId: string, windowStartMs: number): string {
+  return counterKey(scopeKey({ kind: 'organisation', organisationId }), windowStartMs);
 }
 
 /** A rejection saying the call reached the shared store after its deadline (CredentialFreshness.check). */

@@ -5,6 +5,7 @@ import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWind
 import { counterKey } from './counter-keys.js';
 import type { CoreDeps } from '../deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
+import type { TurnBatch } from './turn-batch.js';
 import { LogThrottle } from '../log-throttle.js';
 
 /**
@@ -64,7 +65,15 @@ export class RateLimiter {
   /** Every decision is counted by scope kind and outcome; a fail-open also on its own. */
   private readonly metrics: Metrics;
 
-  constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>) {
+  /**
+   * `batch`: counter hits go through it (one call per counter key per event-loop turn, C-200) instead
+   * of one call each; for a shared counter store (Redis). Without it a hit is one call, and a
+   * synchronous counter's answer is used at once.
+   */
+  constructor(
+    private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>,
+    private readonly batch: TurnBatch | null = null,
+  ) {
     this.metrics = deps.metrics ?? noopMetrics;
   }
 
@@ -168,10 +177,11 @@ export class RateLimiter {
   }
 
   /**
-   * One hit through the port. A synchronous answer (in-process counter) is used as it is; only a
+   * One hit through the port (or the turn's batch). A synchronous answer (in-process counter) is used as it is; only a
    * promise is raced against rateCounterTimeoutMs (no timer, no extra promises per request otherwise).
    */
   private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
+    if (this.batch !== null) return this.batch.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
     let answer: number | Promise<number>;
     try {
       answer = this.deps.counter.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
