@@ -18,7 +18,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { SCRIPTS, type CheckReply } from './scripts.js';
 
 /** An error reply of Redis (`-ERR …`). */
-export class RespReplyError extends Error {
+class RespReplyError extends Error {
   override readonly name = 'RespReplyError';
 }
 
@@ -27,11 +27,11 @@ type Reply = string | number | null | RespReplyError | Reply[];
 interface Pending {
   readonly resolve: (reply: unknown) => void;
   readonly reject: (error: unknown) => void;
-  /** The EVAL form of an EVALSHA, sent instead when Redis answers NOSCRIPT. */
-  readonly fallback: string | null;
+  /** The EVAL form of an EVALSHA (encoded only when needed), sent instead when Redis answers NOSCRIPT. */
+  readonly fallback: (() => string) | null;
 }
 
-export interface RespOptions {
+interface RespOptions {
   readonly connectTimeoutMs: number;
   readonly maxPending: number;
   readonly reconnectDelayMs: (retries: number) => number;
@@ -186,14 +186,13 @@ export class RespConnection {
 
   #script(script: { readonly SCRIPT: string | string[]; readonly SHA1: string }, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     const tail = [String(keys.length), ...keys, ...args];
-    const source = Array.isArray(script.SCRIPT) ? script.SCRIPT.join('\n') : script.SCRIPT;
-    return this.#send(encode(['EVALSHA', script.SHA1, ...tail]), () => encode(['EVAL', source, ...tail]));
+    return this.#send(encode(['EVALSHA', script.SHA1, ...tail]), () => encode(['EVAL', Array.isArray(script.SCRIPT) ? script.SCRIPT.join('\n') : script.SCRIPT, ...tail]));
   }
 
   #send(encoded: string, fallback: (() => string) | null): Promise<unknown> {
     if (!this.isReady) return Promise.reject(new Error(this.#closed ? 'the redis connection is closed' : 'the redis connection is not ready'));
     if (this.#pending.length - this.#head >= this.#options.maxPending) return Promise.reject(new Error('too many redis commands waiting for a reply'));
-    return new Promise((resolve, reject) => this.#queue(encoded, { resolve, reject, fallback: fallback === null ? null : fallback() }));
+    return new Promise((resolve, reject) => this.#queue(encoded, { resolve, reject, fallback }));
   }
 
   #queue(encoded: string, pending: Pending): void {
@@ -289,7 +288,7 @@ export class RespConnection {
       this.#head = 0;
     }
     if (reply instanceof RespReplyError) {
-      if (pending.fallback !== null && reply.message.startsWith('NOSCRIPT')) this.#queue(pending.fallback, { ...pending, fallback: null });
+      if (pending.fallback !== null && reply.message.startsWith('NOSCRIPT')) this.#queue(pending.fallback(), { ...pending, fallback: null });
       else pending.reject(reply);
     } else {
       pending.resolve(reply);
