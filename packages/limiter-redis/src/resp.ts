@@ -45,6 +45,7 @@ function encode(args: readonly string[]): string {
 }
 
 const CR = 13;
+const KEEP_ALIVE_MS = 30_000;
 
 /**
  * One reply starting at `at` in `buf`, with where it ends; undefined while it has not fully arrived.
@@ -219,6 +220,8 @@ export class RespConnection {
     const socket: Socket = url.protocol === 'rediss:' ? tlsConnect({ host, port, servername: host }) : netConnect({ host, port });
     this.#socket = socket;
     socket.setNoDelay(true);
+    // As node-redis's sockets: TCP keep-alive probes after 30 s idle, so a vanished peer is noticed.
+    socket.setKeepAlive(true, KEEP_ALIVE_MS);
     const timer = setTimeout(() => socket.destroy(new Error(`connection timeout after ${this.#options.connectTimeoutMs} ms`)), this.#options.connectTimeoutMs);
     socket.once(url.protocol === 'rediss:' ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
