@@ -174,12 +174,12 @@ export function createCore(options: CreateCoreOptions): Core {
     ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
     scopes,
   };
-  // With a shared counter store (Redis, the freshness port's owner) every hit and freshness check
-  // of one event-loop turn goes out as one call per organisation; the in-process counter answers at once.
-  const batch = freshness === undefined ? null : new TurnBatch({ freshness, counter: options.counter, timeoutMs: config.rateCounterTimeoutMs });
+  // With a shared counter store (Redis) every hit and freshness check of one event-loop turn goes
+  // out as one call per organisation; the in-process counter answers at once, without the batch.
+  const batch = new TurnBatch({ freshness: freshness ?? null, counter: options.counter, timeoutMs: config.rateCounterTimeoutMs });
   const rateLimiter = new RateLimiter(deps, batch);
   const cache =
-    caching && freshness !== undefined && batch !== null
+    caching && freshness !== undefined
       ? new CredentialCache(deps, {
           freshness,
           batch,

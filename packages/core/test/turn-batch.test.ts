@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { OPERATOR, TurnBatch, counterKey, createCore, freshnessKeys, type ApiKeyStore, type Core, type Credential } from '@cos/core';
-import { FakeClock, InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS, createInMemoryStore, type StoreHarness } from '@cos/core/testing';
+import { FakeClock, InMemoryFreshCounter, InMemoryRateCounter, IN_MEMORY_CHANGE_BOUND_MS, createInMemoryStore, type StoreHarness } from '@cos/core/testing';
 import { CountingApiKeyStore, TEST_SOURCE, withStore } from './use-cases-fixtures.js';
 
 class ReadCountingStore extends CountingApiKeyStore {
@@ -91,10 +91,27 @@ describe('TurnBatch: one shared-store call per organisation per event-loop turn 
   it('C-200: without the cache the hits of one turn cost one call per organisation too, each with its own count', async () => {
     const { core } = instance({ cache: false });
     const a = await organisationWithKey(core, 'a');
+    await burst(core, [a]);
     const calls = shared.calls;
     const remaining = await burst(core, Array.from({ length: 15 }, () => a));
     expect(shared.calls - calls).to.equal(1);
-    expect(remaining).to.deep.equal(Array.from({ length: 15 }, (_, i) => LIMIT - 1 - i));
+    expect(remaining).to.deep.equal(Array.from({ length: 15 }, (_, i) => LIMIT - 2 - i));
+  });
+
+  it('C-200: a shared counter without the freshness port (SQLite with Redis) is batched once it has answered with a promise; a synchronous one never is', async () => {
+    const keys = new ReadCountingStore(store.stores.apiKeys);
+    const over = (counter: InMemoryFreshCounter | InMemoryRateCounter) =>
+      createCore({ stores: withStore(store.stores, 'apiKeys', keys as ApiKeyStore), unitOfWork: store.unitOfWork, health: store.health, counter, clock, config: { rateLimitPerMinute: LIMIT } });
+    const sharedOnly = over(shared);
+    const a = await organisationWithKey(sharedOnly, 'a');
+    await burst(sharedOnly, [a]);
+    const calls = shared.calls;
+    expect(await burst(sharedOnly, Array.from({ length: 10 }, () => a))).to.deep.equal(Array.from({ length: 10 }, (_, i) => LIMIT - 2 - i));
+    expect(shared.calls - calls, 'calls for 10 requests').to.equal(1);
+    const local = over(new InMemoryRateCounter(clock));
+    const decision = local.rateLimiter.checkAt({ kind: 'organisation', organisationId: 'o' }, clock.now().getTime());
+    expect(decision, 'a synchronous decision, no batch').not.to.be.instanceOf(Promise);
+    expect(local.rateLimiter.checkAt({ kind: 'organisation', organisationId: 'o' }, clock.now().getTime())).not.to.be.instanceOf(Promise);
   });
 
   it('C-202: a revocation that returned before a request was sent is refused on that request, whatever was queued in its turn before it', async () => {

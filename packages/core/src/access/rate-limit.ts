@@ -65,10 +65,13 @@ export class RateLimiter {
   /** Every decision is counted by scope kind and outcome; a fail-open also on its own. */
   private readonly metrics: Metrics;
 
+  /** The counter answered with a promise once (a shared store): hits go through the turn's batch from then on. */
+  private countsLater = false;
+
   /**
-   * `batch`: counter hits go through it (one call per counter key per event-loop turn, C-200) instead
-   * of one call each; for a shared counter store (Redis). Without it a hit is one call, and a
-   * synchronous counter's answer is used at once.
+   * `batch`: once the counter has answered a hit with a promise (a shared counter store, Redis), hits
+   * go through it: one call per counter key per event-loop turn (C-200) instead of one call each. A
+   * counter that answers synchronously (in-process) is always called directly, its answer used at once.
    */
   constructor(
     private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>,
@@ -181,7 +184,7 @@ export class RateLimiter {
    * promise is raced against rateCounterTimeoutMs (no timer, no extra promises per request otherwise).
    */
   private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
-    if (this.batch !== null) return this.batch.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
+    if (this.countsLater && this.batch !== null) return this.batch.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
     let answer: number | Promise<number>;
     try {
       answer = this.deps.counter.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
@@ -189,6 +192,7 @@ export class RateLimiter {
       return { kind: 'error', error };
     }
     if (typeof answer !== 'object' || answer === null) return { kind: 'value', value: answer };
+    this.countsLater = true;
     const pending = answer;
     return withTimeout(() => pending, this.deps.config.rateCounterTimeoutMs);
   }
