@@ -8,11 +8,24 @@ import { OPERATOR, TurnBatch, counterKey, createCore, freshnessKeys, type ApiKey
 import { FakeClock, InMemoryFreshCounter, InMemoryRateCounter, IN_MEMORY_CHANGE_BOUND_MS, createInMemoryStore, type StoreHarness } from '@cos/core/testing';
 import { CountingApiKeyStore, TEST_SOURCE, withStore } from './use-cases-fixtures.js';
 
+/** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
 class ReadCountingStore extends CountingApiKeyStore {
   reads = 0;
+  private held: (() => void)[] | null = null;
   override async findCredential(digest: string): Promise<Credential | null> {
     this.reads++;
-    return super.findCredential(digest);
+    const answer = await super.findCredential(digest);
+    const held = this.held;
+    if (held !== null) await new Promise<void>((resolve) => held.push(resolve));
+    return answer;
+  }
+  hold(): void {
+    this.held = [];
+  }
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const r of held) r();
   }
 }
 
@@ -20,7 +33,7 @@ const LIMIT = 1_000;
 const MINUTE = 60_000;
 const TTL = 120_000;
 
-describe('TurnBatch: one shared-store call per organisation per event-loop turn (C-200, C-201, C-202)', () => {
+describe('TurnBatch: one shared-store call per organisation per event-loop turn (C-200, C-201, C-202, C-204)', () => {
   let clock: FakeClock;
   let store: StoreHarness;
   let shared: InMemoryFreshCounter;
@@ -132,6 +145,48 @@ describe('TurnBatch: one shared-store call per organisation per event-loop turn 
     await early;
     expect(next[0].admitted, 'the next request of the revoked key').to.equal(false);
     expect(next[1].admitted, 'another organisation').to.equal(true);
+  });
+
+  it('C-151, C-204: the requests of a late group share one store read per key, and fail open each', async () => {
+    const { core, keys } = instance();
+    const a = await organisationWithKey(core, 'a');
+    const b = await organisationWithKey(core, 'b');
+    await burst(core, [a, b]);
+    clock.advance(IN_MEMORY_CHANGE_BOUND_MS + 1);
+    await burst(core, [a, b]);
+    await burst(core, [a, b]);
+    const check = shared.check.bind(shared);
+    shared.check = () => new Promise(() => undefined); // a frozen Redis
+    try {
+      const reads = keys.reads;
+      const remaining = await burst(core, [...Array.from({ length: 12 }, () => a), ...Array.from({ length: 8 }, () => b)]);
+      expect(keys.reads - reads, 'store reads for 20 late requests of 2 keys').to.equal(2);
+      expect(remaining, 'every one failed open').to.deep.equal(Array(20).fill(LIMIT));
+    } finally {
+      shared.check = check;
+    }
+    const reads = keys.reads;
+    await burst(core, [a, b]);
+    expect(keys.reads - reads, 'the entries stayed').to.equal(0);
+  });
+
+  it('C-36, C-204: a read that started before a request began is never shared with it: a revocation that returned in between is refused', async () => {
+    const one = instance();
+    const two = instance();
+    const org = await one.core.organisations.create(OPERATOR, { name: 'r', slug: 'r' });
+    const issued = await one.core.apiKeys.issue(OPERATOR, org.id, { label: 'k' });
+    two.keys.hold();
+    // A miss on two: its read of the key is under way (held) when the revocation commits on one.
+    const early = two.core.admission.admit(`Bearer ${issued.rawKey}`, TEST_SOURCE);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(two.keys.reads, 'the early read under way').to.equal(1);
+    await one.core.apiKeys.revoke(OPERATOR, org.id, issued.key.id);
+    const next = two.core.admission.admit(`Bearer ${issued.rawKey}`, TEST_SOURCE);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(two.keys.reads, 'the next request reads for itself').to.equal(2);
+    two.keys.release();
+    await early;
+    expect((await next).admitted, 'the request sent after the revocation returned').to.equal(false);
   });
 
   it('C-201: checks of one organisation with different tags or count modes in one turn are answered each as alone', async () => {

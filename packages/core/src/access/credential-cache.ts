@@ -60,6 +60,14 @@ interface OrganisationKeys {
   counterKey: string;
 }
 
+/** A store read in flight: the lookups begun, the replies processed and the generation when it started. */
+interface StoreRead {
+  readonly credential: Promise<Credential | null>;
+  readonly begun: number;
+  readonly seq: number;
+  readonly generation: number;
+}
+
 /** The last settled token seen for an organisation, and when (`seq`: replies processed before it). */
 interface Observation {
   readonly token: string;
@@ -118,6 +126,10 @@ export class CredentialCache {
   private readonly keys = new Map<string, OrganisationKeys>();
   /** Replies processed so far: an observation with seq <= the value at a read's start came before it. */
   private seq = 0;
+  /** Lookups begun so far (find() calls): a read started when this was n came after lookups 1..n began. */
+  private lookups = 0;
+  /** Store reads in flight, by digest. */
+  private readonly reading = new Map<string, StoreRead>();
   /** Bumped by every failed (not late) call and lease change (clear()): nothing observed before it may fill. */
   private generation = 0;
   private readonly maxEntries: number;
@@ -158,6 +170,7 @@ export class CredentialCache {
    * answered without a call.
    */
   async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan): Promise<CredentialRead> {
+    const arrival = ++this.lookups;
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
     let failure: Bounded<number | null> | null = null;
 
@@ -182,15 +195,18 @@ export class CredentialCache {
       }
     }
 
-    const readStartSeq = this.seq;
-    const generationAtRead = this.generation;
-    const credential = await this.deps.stores.apiKeys.findCredential(digest);
+    const read = this.storeRead(digest, arrival);
+    const credential = await read.credential;
     if (credential === null) return { credential, counted: null };
     const plan = planFor(credential);
     const organisationId = credential.key.organisationId;
-    if (fillUnder === null && failure === null && leased) {
+    if (read.joined) {
+      // Another lookup's read, started after this one began: its answer is this request's, but
+      // what this lookup observed says nothing of when that read started, so nothing is filled.
+      fillUnder = null;
+    } else if (fillUnder === null && failure === null && leased) {
       const seen = this.observed.get(organisationId);
-      if (seen !== undefined && seen.seq <= readStartSeq) fillUnder = { organisationId, token: seen.token, generation: generationAtRead };
+      if (seen !== undefined && seen.seq <= read.seq) fillUnder = { organisationId, token: seen.token, generation: read.generation };
     }
 
     let counted: Bounded<number | null> | null = null;
@@ -207,6 +223,24 @@ export class CredentialCache {
       this.fill(digest, { credential, tag: fillUnder.token });
     }
     return { credential, counted };
+  }
+
+  /**
+   * The store's answer for `digest` to the lookup numbered `arrival`: a read already in flight for
+   * that digest when it started after this lookup began (C-204: so it reads whatever changed before
+   * the request was sent), else a new one. The requests of a late or failed call, whose lookups all
+   * began before their call was answered, thus share one read per key instead of one each.
+   */
+  private storeRead(digest: string, arrival: number): StoreRead & { readonly joined: boolean } {
+    const inFlight = this.reading.get(digest);
+    if (inFlight !== undefined && inFlight.begun >= arrival) return { ...inFlight, joined: true };
+    const read: StoreRead = { credential: this.deps.stores.apiKeys.findCredential(digest), begun: this.lookups, seq: this.seq, generation: this.generation };
+    this.reading.set(digest, read);
+    const done = (): void => {
+      if (this.reading.get(digest) === read) this.reading.delete(digest);
+    };
+    read.credential.then(done, done);
+    return { ...read, joined: false };
   }
 
   /** Drops every entry and everything observed (a failed call, a lease change; also for tests and operators). */

@@ -115,6 +115,8 @@ describe('system: the credential cache at 200 connections (C-200, C-203)', funct
       );
     });
     const total = CONNECTIONS * PER_CONNECTION;
+    console.log(serve.stdout().split('\n').filter((l) => /warn|error/.test(l)).slice(0, 5).join('\n'), answers.filter((a) => a.remaining >= LIMIT).length);
+    console.log(`      ${total} requests on ${CONNECTIONS} connections, ${reads.length} credential or organisation reads sent to Postgres`);
     expect(answers.filter((a) => a.status !== 200).length, 'answers other than 200').to.equal(0);
     expect(reads.length / total, `credential and organisation reads sent to Postgres for ${total} requests (${reads.length})`).to.be.below(0.01);
     expect(answers.filter((a) => a.remaining >= LIMIT).length, 'requests failed open (not counted)').to.equal(0);
