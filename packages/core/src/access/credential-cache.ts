@@ -23,6 +23,9 @@
  *   covers: that request reads the store and its count fails open (C-54), and nothing else is
  *   dropped. Its entry stays, to be trusted again only when a later call answers it fresh; every
  *   other entry and observation stays too, since each is trusted only by a fresh answer of its own.
+ * - The requests of a late or failed call that ask for the same key share one store read, but only a
+ *   read that started after the request began (storeRead): a burst's late call, which covers every
+ *   request of its organisation in that turn, costs one read per key instead of one per request.
  * - Any other failed call (the store unreachable, a command refused): the whole cache is dropped and
  *   not filled from anything observed before the failure (a generation number), so it is bypassed
  *   until a later reply; every request then reads the store and counting fails open as without the
