@@ -180,8 +180,9 @@ export class RateLimiter {
   }
 
   /**
-   * One hit through the port (or the turn's batch). A synchronous answer (in-process counter) is used as it is; only a
-   * promise is raced against rateCounterTimeoutMs (no timer, no extra promises per request otherwise).
+   * One hit through the port. A synchronous answer (in-process counter) is used as it is (no timer, no
+   * promise); the first promise is raced against rateCounterTimeoutMs, and from then on hits go
+   * through the turn's batch, bounded once per call.
    */
   private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
     if (this.countsLater && this.batch !== null) return this.batch.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
