@@ -13,7 +13,7 @@
  * on the commands waiting for replies, reconnecting forever with the same backoff, and 'ready' and
  * 'error' events. A dropped connection rejects every command waiting on it.
  */
-import { connect as netConnect, type Socket } from 'node:net';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { SCRIPTS, type CheckReply } from './scripts.js';
 
@@ -217,7 +217,8 @@ export class RespConnection {
     const url = this.#url;
     const host = url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
     const port = Number(url.port || 6379);
-    const socket: Socket = url.protocol === 'rediss:' ? tlsConnect({ host, port, servername: host }) : netConnect({ host, port });
+    // TLS sends the host name for SNI, never an address (Node refuses an IP as ServerName).
+    const socket: Socket = url.protocol === 'rediss:' ? tlsConnect({ host, port, ...(isIP(host) === 0 ? { servername: host } : {}) }) : netConnect({ host, port });
     this.#socket = socket;
     socket.setNoDelay(true);
     // As node-redis's sockets: TCP keep-alive probes after 30 s idle, so a vanished peer is noticed.
