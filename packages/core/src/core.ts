@@ -27,6 +27,7 @@ import { Members } from './operations/members.js';
 import { Organisations } from './operations/organisations.js';
 import { Notifications } from './operations/notifications.js';
 import { RateLimiter } from './access/rate-limit.js';
+import { TurnBatch } from './access/turn-batch.js';
 import { SecretScanning } from './operations/secret-scanning.js';
 import { Webhooks } from './operations/webhooks.js';
 import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
@@ -186,11 +187,15 @@ export function createCore(options: CreateCoreOptions): Core {
     ...(options.webhookSecrets !== undefined ? { webhookSecrets: options.webhookSecrets } : {}),
     scopes,
   };
-  const rateLimiter = new RateLimiter(deps);
+  // With a shared counter store (Redis) every hit and freshness check of one event-loop turn goes
+  // out as one call per organisation; the in-process counter answers at once, without the batch.
+  const batch = new TurnBatch({ freshness: freshness ?? null, counter: options.counter, timeoutMs: config.rateCounterTimeoutMs });
+  const rateLimiter = new RateLimiter(deps, batch);
   const cache =
     caching && freshness !== undefined
       ? new CredentialCache(deps, {
           freshness,
+          batch,
           ...(options.credentialCacheLease !== undefined ? { lease: options.credentialCacheLease } : {}),
           ...(options.credentialCacheMaxEntries !== undefined ? { maxEntries: options.credentialCacheMaxEntries } : {}),
         })

@@ -82,6 +82,7 @@ export {
 } from './access/instance-lease.js';
 export { CommandFence, CommandFenceRefusal, type CommandRedis } from './access/command-fence.js';
 export { RateLimiter, type RateScope } from './access/rate-limit.js';
+export { TurnBatch, type TurnBatchParts } from './access/turn-batch.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
 export { Health, type HealthReport } from './operations/health.js';

@@ -165,7 +165,7 @@ export function clusterConnection(urls: readonly string[]): Connection {
     get isOpen() {
       return cluster.isOpen;
     },
-    hit: (key, ttlMs, deadlineMs) => cluster.hit(key, ttlMs, deadlineMs),
+    hit: (key, ttlMs, deadlineMs, n) => cluster.hit(key, ttlMs, deadlineMs, n),
     freshness: (keys, args) => cluster.freshness(keys, args),
     beginChange: (keys, args) => cluster.beginChange(keys, args),
     endChange: (keys, args) => cluster.endChange(keys, args),

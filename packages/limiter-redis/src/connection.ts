@@ -8,9 +8,9 @@ import { SCRIPTS, type CheckReply } from './scripts.js';
 
 /** Reconnect attempts back off exponentially up to this delay and never give up. */
 export const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
-const CONNECT_TIMEOUT_MS = 1_000;
+export const CONNECT_TIMEOUT_MS = 1_000;
 /** Bounds the commands waiting on one socket (a frozen Redis answers none of them). */
-const MAX_PENDING_COMMANDS = 10_000;
+export const MAX_PENDING_COMMANDS = 10_000;
 
 /** Capped exponential backoff with a little jitter; a number means "retry", so it never gives up. */
 export function reconnectDelayMs(retries: number): number {
@@ -49,7 +49,7 @@ export interface Connection {
   readonly isCluster: boolean;
   readonly isReady: boolean;
   readonly isOpen: boolean;
-  hit(key: string, ttlMs: number, deadlineMs: number): Promise<number>;
+  hit(key: string, ttlMs: number, deadlineMs: number, n: number): Promise<number>;
   freshness(keys: readonly string[], args: readonly string[]): Promise<CheckReply>;
   beginChange(keys: readonly string[], args: readonly string[]): Promise<number>;
   endChange(keys: readonly string[], args: readonly string[]): Promise<number>;
@@ -71,7 +71,7 @@ export function plainConnection(url: string): Connection {
     get isOpen() {
       return client.isOpen;
     },
-    hit: (key, ttlMs, deadlineMs) => client.hit(key, ttlMs, deadlineMs),
+    hit: (key, ttlMs, deadlineMs, n) => client.hit(key, ttlMs, deadlineMs, n),
     freshness: (keys, args) => client.freshness(keys, args),
     beginChange: (keys, args) => client.beginChange(keys, args),
     endChange: (keys, args) => client.endChange(keys, args),

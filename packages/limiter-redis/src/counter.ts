@@ -50,7 +50,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     return this.#link.keyFor(name);
   }
 
-  hit(key: string, ttlMs: number): Promise<number> {
+  hit(key: string, ttlMs: number, n = 1): Promise<number> {
     const link = this.#link;
     if (link.closed) {
       return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
@@ -62,7 +62,7 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
     // One timer per call bounds it, written or not (the client's own per-command timeout is off:
     // see makeClient; unwritten commands are bounded by the queue limit).
     const deadlineMs = Date.now() + link.clockOffsetMs + this.#timeoutMs;
-    const reply = link.client.hit(link.keyFor(key), ttl, deadlineMs);
+    const reply = link.client.hit(link.keyFor(key), ttl, deadlineMs, Math.max(1, Math.floor(n)));
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${link.target} within ${this.#timeoutMs} ms`));

@@ -51,6 +51,8 @@ export class RedisFreshness implements CredentialFreshness {
       this.#newToken(),
       String(this.#changeBoundMs),
     ];
+    const hits = request.hits;
+    if (hits !== undefined && hits !== 1) args.push(String(Math.max(1, Math.floor(hits))));
     return this.#link.client.freshness(keys, args).then(
       (reply) => {
         if (typeof reply === 'number' || !Array.isArray(reply)) {

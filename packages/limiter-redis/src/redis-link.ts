@@ -4,8 +4,9 @@
  * offset measured on each connect.
  */
 import { clusterConnection } from './cluster-connection.js';
-import { plainConnection, type Connection } from './connection.js';
+import { CONNECT_TIMEOUT_MS, MAX_PENDING_COMMANDS, plainConnection, reconnectDelayMs, type Connection } from './connection.js';
 import { RedisCounterError, errorMessage } from './errors.js';
+import { RespConnection } from './resp.js';
 
 /** TIME round trips measured on each connect; the shortest one gives the clock offset. */
 const CLOCK_SAMPLES = 5;
@@ -48,7 +49,7 @@ async function closeConnection(connection: Connection): Promise<void> {
 
 /**
  * The two connections of one adapter and what they share. The hot path's (`client`: hits and
- * freshness checks) and the credential changes' (`changes`: their WAIT blocks the connection it is
+ * freshness checks; on one Redis a RespConnection of this adapter's own, on a cluster node-redis's) and the credential changes' (`changes`: their WAIT blocks the connection it is
  * sent on until the replicas acknowledged, or its timeout, so it must not be the hot path's).
  * Both connect in the background and reconnect by themselves; a connection error is only
  * remembered (as part of the not-connected rejection) until the connection is ready again.
@@ -74,7 +75,8 @@ export class RedisLink {
       this.changes = clusterConnection(nodes);
     } else {
       this.target = describeTarget(target.url!);
-      this.client = plainConnection(target.url!);
+      // The hot path's own RESP connection writes a batch in the turn it is sent (resp.ts).
+      this.client = new RespConnection(target.url!, { connectTimeoutMs: CONNECT_TIMEOUT_MS, maxPending: MAX_PENDING_COMMANDS, reconnectDelayMs });
       this.changes = plainConnection(target.url!);
     }
     // Without an 'error' listener the client would throw. A connection error is only remembered:

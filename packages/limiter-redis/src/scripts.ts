@@ -13,8 +13,8 @@ function script<S extends Parameters<typeof defineScript>[0]>(config: S): S & { 
 }
 
 /**
- * The only Redis command the counter sends: INCR the window's key and, on the first hit of the
- * window (count == 1), give it a TTL in milliseconds. One atomic script, so a key never lives
+ * The only Redis command the counter sends: INCRBY the window's key by the hits it carries (ARGV[3],
+ * default 1) and, on the first hits of the window (count == n), give it a TTL in milliseconds. One atomic script, so a key never lives
  * without its TTL. Defined with `defineScript`, the client sends EVALSHA and falls back to EVAL
  * when Redis answers NOSCRIPT (after a restart or SCRIPT FLUSH), which also re-caches it.
  *
@@ -30,15 +30,17 @@ const HIT_SCRIPT = script({
     // At the deadline's own millisecond the caller's timer may already have fired (a thaw right after
     // it was served in that millisecond and counted a failed-open hit): that is late too.
     'if tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) >= tonumber(ARGV[2]) then return -1 end',
-    "local count = redis.call('INCR', KEYS[1])",
-    "if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
+    "local n = tonumber(ARGV[3]) or 1",
+    "local count = redis.call('INCRBY', KEYS[1], n)",
+    "if count == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
     'return count',
   ].join('\n'),
   NUMBER_OF_KEYS: 1,
-  parseCommand(parser: CommandParser, key: RedisArgument, ttlMs: number, deadlineMs: number) {
+  parseCommand(parser: CommandParser, key: RedisArgument, ttlMs: number, deadlineMs: number, n: number) {
     parser.pushKey(key);
     parser.push(String(ttlMs));
     parser.push(String(deadlineMs));
+    parser.push(String(n));
   },
   // The script returns a Redis integer; the client maps it to a JavaScript number.
   transformReply: (reply: unknown): number => Number(reply),
@@ -66,7 +68,7 @@ const ALIVE_CHECK = [
 ];
 export type CheckReply = readonly [number, string, number, number] | number;
 const REDIS_NOW = ["local now = redis.call('TIME')", 'now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)'];
-/** A freshness script: five keys and six arguments, as the caller lists them. */
+/** A freshness script: five keys and six or seven arguments, as the caller lists them. */
 function freshnessScript<R>(lines: readonly string[], transformReply: (reply: unknown) => R) {
   return script({
     SCRIPT: lines.join('\n'),
@@ -79,7 +81,7 @@ function freshnessScript<R>(lines: readonly string[], transformReply: (reply: un
   });
 }
 const CHECK_SCRIPT = freshnessScript(
-  // KEYS: counter, token, changes, alive, unsettled. ARGV: ttlMs, deadlineMs, tag, mode (a|f|n), new token, bound.
+  // KEYS: counter, token, changes, alive, unsettled. ARGV: ttlMs, deadlineMs, tag, mode (a|f|n), new token, bound, hits.
   [
     ...REDIS_NOW,
     'if now >= tonumber(ARGV[2]) then return -1 end',
@@ -90,8 +92,9 @@ const CHECK_SCRIPT = freshnessScript(
     'local fresh = settled and token == ARGV[3]',
     `local count = ${NOT_COUNTED}`,
     "if ARGV[4] == 'a' or (ARGV[4] == 'f' and fresh) then",
-    "  count = redis.call('INCR', KEYS[1])",
-    "  if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
+    "  local n = tonumber(ARGV[7]) or 1",
+    "  count = redis.call('INCRBY', KEYS[1], n)",
+    "  if count == n then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end",
     'end',
     'return {count, token, settled and 1 or 0, fresh and 1 or 0}',
   ],

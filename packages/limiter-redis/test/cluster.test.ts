@@ -73,6 +73,45 @@ describeWithTopology('limiter-redis on a Redis Cluster (REDIS_CLUSTER_NODES)', f
     });
   });
 
+  it('C-200, C-201: the cached requests of one turn cost one call per organisation and slot, and each gets its own count', async () => {
+    const counter = await connected({ keyPrefix: uniquePrefix(), changeBoundMs: BOUND_MS });
+    const store = createInMemoryStore();
+    const limit = 1_000_000;
+    const core = createCore({ stores: store.stores, unitOfWork: store.unitOfWork, health: store.health, counter, freshness: counter, config: { rateCounterTimeoutMs: 5_000, rateLimitPerMinute: limit } });
+    const keys: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const org = await core.organisations.create(OPERATOR, { name: `Batch ${i}`, slug: `batch-${i}-${Date.now()}` });
+      keys.push((await core.apiKeys.issue(OPERATOR, org.id, { label: 'k' })).rawKey);
+    }
+    const admitAll = (list: readonly string[]) => Promise.all(list.map((raw) => core.admission.admit(`Bearer ${raw}`, '127.0.0.1')));
+    // A slot seen first is settled after the change bound; then the keys are observed, filled and served.
+    await waitFor(
+      async () => {
+        await admitAll(keys);
+        return (await admitAll(keys)).every((a) => a.admitted && a.decision.remaining < limit);
+      },
+      10_000,
+      'the keys to be counted',
+    );
+    for (let i = 0; i < 3; i++) await admitAll(keys);
+    const evalshaCalls = async (): Promise<number> => {
+      let calls = 0;
+      for (const p of await cluster.primaries()) {
+        const stats = await cluster.node(p.port).cli('INFO', 'commandstats');
+        calls += Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      }
+      return calls;
+    };
+    await cluster.onPrimaries('CONFIG', 'RESETSTAT');
+    const burst = keys.flatMap((raw) => Array.from({ length: 10 }, () => raw));
+    const answers = await admitAll(burst);
+    expect(await evalshaCalls(), 'EVALSHA calls for 30 requests of 3 organisations').to.equal(3);
+    for (let o = 0; o < 3; o++) {
+      const remaining = answers.slice(o * 10, o * 10 + 10).map((a) => (a.admitted ? a.decision.remaining : -1));
+      expect(remaining, `organisation ${o}: consecutive counts in call order`).to.deep.equal(Array.from({ length: 10 }, (_, i) => remaining[0]! - i));
+    }
+  });
+
   it('every key of one organisation shares its hash tag; the data-loss keys are per slot; no key is global', async () => {
     const keyPrefix = uniquePrefix();
     const counter = await connected({ keyPrefix, changeBoundMs: BOUND_MS });

@@ -21,6 +21,6 @@ describeWithRedisServer('limiter-redis: the credential cache with the event loop
     counter = createRedisCounter({ url: server.url, timeoutMs: HELD_TIMEOUT_MS, changeBoundMs: HELD_CHANGE_BOUND_MS, keyPrefix: uniquePrefix() });
     const connected = counter;
     await waitFor(() => connected.whenReady(100), 10_000, 'the counter to connect');
-    return { counter: connected, ports: [server.port] };
+    return { counter: connected, ports: [server.port], sameTurnWrite: { freeze: () => server.freeze(), thaw: () => server.thaw() } };
   });
 });

@@ -152,8 +152,8 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       let calls = await commandCalls(admin);
       expect(calls.evalsha).to.equal(10);
       expect(calls.eval ?? 0).to.equal(0);
-      // commandstats also counts the calls made inside the script: INCR each time, PEXPIRE only on a first hit
-      expect(calls.incr).to.equal(10);
+      // commandstats also counts the calls made inside the script: INCRBY each time, PEXPIRE only on a first hit
+      expect(calls.incrby).to.equal(10);
       expect(calls.pexpire ?? 0).to.equal(0);
 
       await admin.scriptFlush();
@@ -163,6 +163,41 @@ describeWithRedisServer('limiter-redis: RedisRateCounter', function () {
       calls = await commandCalls(admin);
       expect(calls.eval).to.equal(1); // the NOSCRIPT fallback, which also re-caches the script
       expect(calls.evalsha).to.equal(2); // the one that met NOSCRIPT, then a normal one
+    });
+  });
+
+  describe("the hot path's own connection (C-203)", () => {
+    it('uses the database, user and password of REDIS_URL, and a refused password leaves it not connected, naming why without the password', async () => {
+      const user = `hot-${Date.now()}`;
+      await admin.sendCommand(['ACL', 'SETUSER', user, 'on', '>hot-s3cret', '~*', '&*', '+@all']);
+      try {
+        const prefix = uniquePrefix();
+        const c = await ready(counter({ url: `redis://${user}:hot-s3cret@127.0.0.1:${server.port}/3`, keyPrefix: prefix }));
+        expect(await c.hit(counterKey('org:db', WINDOW_START), TTL, 4)).to.equal(4);
+        expect(await c.hit(counterKey('org:db', WINDOW_START), TTL)).to.equal(5);
+        const db3 = await adminClient(`${server.url}/3`);
+        try {
+          expect(await db3.get(`${prefix}:{org:db}:${WINDOW_START}`)).to.equal('5');
+        } finally {
+          db3.destroy();
+        }
+        expect(await admin.exists(`${prefix}:{org:db}:${WINDOW_START}`), 'nothing in database 0').to.equal(0);
+        const refused = counter({ url: `redis://${user}:wrong-s3cret@127.0.0.1:${server.port}` });
+        await sleep(300);
+        expect(refused.isReady).to.equal(false);
+        const err = (await rejection(refused.hit(counterKey('org:x', WINDOW_START), TTL))) as RedisCounterError;
+        expect(err.reason).to.equal('not-connected');
+        expect(err.message).to.match(/WRONGPASS|invalid username-password/);
+        expect(err.message).not.to.include('s3cret');
+      } finally {
+        await admin.sendCommand(['ACL', 'DELUSER', user]);
+      }
+    });
+
+    it('C-51: 5,000 hits sent at once, replies split across reads as they come, are each answered with their own count', async () => {
+      const c = await ready(counter({ keyPrefix: uniquePrefix() }));
+      const counts = await Promise.all(Array.from({ length: 5_000 }, () => c.hit(counterKey('org:many', WINDOW_START), TTL)));
+      expect([...counts].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 5_000 }, (_, i) => i + 1));
     });
   });
 

@@ -23,6 +23,9 @@
  *   covers: that request reads the store and its count fails open (C-54), and nothing else is
  *   dropped. Its entry stays, to be trusted again only when a later call answers it fresh; every
  *   other entry and observation stays too, since each is trusted only by a fresh answer of its own.
+ * - The requests of a late or failed call that ask for the same key share one store read, but only a
+ *   read that started after the request began (storeRead): a burst's late call, which covers every
+ *   request of its organisation in that turn, costs one read per key instead of one per request.
  * - Any other failed call (the store unreachable, a command refused): the whole cache is dropped and
  *   not filled from anything observed before the failure (a generation number), so it is bypassed
  *   until a later reply; every request then reads the store and counting fails open as without the
@@ -41,7 +44,8 @@ import type { CredentialFreshness, FreshnessCount, FreshnessKeys, FreshnessReply
 import type { CoreDeps } from '../deps.js';
 import { counterKey, freshnessKeys } from './counter-keys.js';
 import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
-import { BoundedCalls, type Bounded } from './timeout.js';
+import type { Bounded } from './timeout.js';
+import { TurnBatch } from './turn-batch.js';
 
 /** Entries kept at most (oldest filled goes first), as the SQLite reader's READ_CACHE_MAX_ENTRIES. */
 export const CREDENTIAL_CACHE_MAX_ENTRIES = 5_000;
@@ -50,6 +54,21 @@ interface Entry {
   readonly credential: Credential;
   /** The organisation's token the entry was filled under. */
   readonly tag: string;
+}
+
+/** An organisation's key names, built once: its freshness keys, and its counter of the window last used. */
+interface OrganisationKeys {
+  readonly keys: FreshnessKeys;
+  windowStartMs: number;
+  counterKey: string;
+}
+
+/** A store read in flight: the lookups begun, the replies processed and the generation when it started. */
+interface StoreRead {
+  readonly credential: Promise<Credential | null>;
+  readonly begun: number;
+  readonly seq: number;
+  readonly generation: number;
 }
 
 /** The last settled token seen for an organisation, and when (`seq`: replies processed before it). */
@@ -89,6 +108,11 @@ export interface CredentialCacheLease {
 
 export interface CredentialCacheOptions {
   readonly freshness: CredentialFreshness;
+  /**
+   * The per-turn batch the calls go through (C-200): the core's, shared with the rate limiter.
+   * Default: one of the cache's own over `freshness`.
+   */
+  readonly batch?: TurnBatch;
   readonly maxEntries?: number;
   /** Default: always held. */
   readonly lease?: CredentialCacheLease;
@@ -102,14 +126,17 @@ export interface CredentialCacheOptions {
 export class CredentialCache {
   private readonly entries = new Map<string, Entry>();
   private readonly observed = new Map<string, Observation>();
-  private readonly keys = new Map<string, FreshnessKeys>();
+  private readonly keys = new Map<string, OrganisationKeys>();
   /** Replies processed so far: an observation with seq <= the value at a read's start came before it. */
   private seq = 0;
+  /** Lookups begun so far (find() calls): a read started when this was n came after lookups 1..n began. */
+  private lookups = 0;
+  /** Store reads in flight, by digest. */
+  private readonly reading = new Map<string, StoreRead>();
   /** Bumped by every failed (not late) call and lease change (clear()): nothing observed before it may fill. */
   private generation = 0;
-  private readonly freshness: CredentialFreshness;
   private readonly maxEntries: number;
-  private readonly bounded: BoundedCalls;
+  private readonly batch: TurnBatch;
   private readonly lease: CredentialCacheLease | undefined;
   /** The lease's epoch last seen (undefined: never asked). */
   private leaseEpoch: number | null | undefined;
@@ -118,9 +145,8 @@ export class CredentialCache {
     private readonly deps: Pick<CoreDeps, 'stores' | 'config'>,
     options: CredentialCacheOptions,
   ) {
-    this.freshness = options.freshness;
     this.maxEntries = options.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES;
-    this.bounded = new BoundedCalls(deps.config.rateCounterTimeoutMs);
+    this.batch = options.batch ?? new TurnBatch({ freshness: options.freshness, timeoutMs: deps.config.rateCounterTimeoutMs });
     this.lease = options.lease;
   }
 
@@ -147,6 +173,7 @@ export class CredentialCache {
    * answered without a call.
    */
   async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan): Promise<CredentialRead> {
+    const arrival = ++this.lookups;
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
     let failure: Bounded<number | null> | null = null;
 
@@ -171,15 +198,18 @@ export class CredentialCache {
       }
     }
 
-    const readStartSeq = this.seq;
-    const generationAtRead = this.generation;
-    const credential = await this.deps.stores.apiKeys.findCredential(digest);
+    const read = this.storeRead(digest, arrival);
+    const credential = await read.credential;
     if (credential === null) return { credential, counted: null };
     const plan = planFor(credential);
     const organisationId = credential.key.organisationId;
-    if (fillUnder === null && failure === null && leased) {
+    if (read.joined) {
+      // Another lookup's read, started after this one began: its answer is this request's, but
+      // what this lookup observed says nothing of when that read started, so nothing is filled.
+      fillUnder = null;
+    } else if (fillUnder === null && failure === null && leased) {
       const seen = this.observed.get(organisationId);
-      if (seen !== undefined && seen.seq <= readStartSeq) fillUnder = { organisationId, token: seen.token, generation: generationAtRead };
+      if (seen !== undefined && seen.seq <= read.seq) fillUnder = { organisationId, token: seen.token, generation: read.generation };
     }
 
     let counted: Bounded<number | null> | null = null;
@@ -198,6 +228,24 @@ export class CredentialCache {
     return { credential, counted };
   }
 
+  /**
+   * The store's answer for `digest` to the lookup numbered `arrival`: a read already in flight for
+   * that digest when it started after this lookup began (C-204: so it reads whatever changed before
+   * the request was sent), else a new one. The requests of a late or failed call, whose lookups all
+   * began before their call was answered, thus share one read per key instead of one each.
+   */
+  private storeRead(digest: string, arrival: number): StoreRead & { readonly joined: boolean } {
+    const inFlight = this.reading.get(digest);
+    if (inFlight !== undefined && inFlight.begun >= arrival) return { ...inFlight, joined: true };
+    const read: StoreRead = { credential: this.deps.stores.apiKeys.findCredential(digest), begun: this.lookups, seq: this.seq, generation: this.generation };
+    this.reading.set(digest, read);
+    const done = (): void => {
+      if (this.reading.get(digest) === read) this.reading.delete(digest);
+    };
+    read.credential.then(done, done);
+    return { ...read, joined: false };
+  }
+
   /** Drops every entry and everything observed (a failed call, a lease change; also for tests and operators). */
   clear(): void {
     this.generation++;
@@ -205,18 +253,15 @@ export class CredentialCache {
     this.observed.clear();
   }
 
-  /** One bounded freshness call; records what it observed, or drops the cache when it failed (not when it was late). */
+  /**
+   * One freshness check, sent with the other checks of this turn (TurnBatch: one call per
+   * organisation, one bounded wait per call); records what it observed, or drops the cache when it
+   * failed (not when it was late).
+   */
   private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
-    const outcome = await this.bounded.run(() =>
-      this.freshness.check({
-        keys: this.keysOf(organisationId),
-        tag,
-        count,
-        counterKey: counterKey(scopeKey({ kind: 'organisation', organisationId }), window.startMs),
-        ttlMs: COUNTER_TTL_MS,
-      }),
-    );
+    const names = this.keysOf(organisationId, window.startMs);
+    const outcome = await this.batch.check({ keys: names.keys, tag, count, counterKey: names.counterKey, ttlMs: COUNTER_TTL_MS });
     if (outcome.kind !== 'value') {
       if (outcome.kind === 'error' && !lateCall(outcome.error)) this.clear();
       return outcome;
@@ -225,15 +270,21 @@ export class CredentialCache {
     return outcome;
   }
 
-  /** An organisation's freshness keys, kept with its entries: the hot path builds no key strings. */
-  private keysOf(organisationId: string): FreshnessKeys {
-    let keys = this.keys.get(organisationId);
-    if (keys === undefined) {
-      keys = freshnessKeys(organisationId);
+  /**
+   * An organisation's freshness keys and its counter of the window starting at `windowStartMs`,
+   * kept with its entries: the hot path builds key strings once per organisation and window.
+   */
+  private keysOf(organisationId: string, windowStartMs: number): OrganisationKeys {
+    let names = this.keys.get(organisationId);
+    if (names === undefined) {
+      names = { keys: freshnessKeys(organisationId), windowStartMs, counterKey: organisationCounter(organisationId, windowStartMs) };
       if (this.keys.size >= this.maxEntries) this.keys.clear();
-      this.keys.set(organisationId, keys);
+      this.keys.set(organisationId, names);
+    } else if (names.windowStartMs !== windowStartMs) {
+      names.windowStartMs = windowStartMs;
+      names.counterKey = organisationCounter(organisationId, windowStartMs);
     }
-    return keys;
+    return names;
   }
 
   private observe(organisationId: string, reply: FreshnessReply): void {
@@ -252,6 +303,10 @@ export class CredentialCache {
     this.entries.set(digest, entry);
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
   }
+}
+
+function organisationCounter(organisationId: string, windowStartMs: number): string {
+  return counterKey(scopeKey({ kind: 'organisation', organisationId }), windowStartMs);
 }
 
 /** A rejection saying the call reached the shared store after its deadline (CredentialFreshness.check). */

@@ -22,7 +22,7 @@ export class InProcessRateCounter implements RateCounter {
   constructor(private readonly clock: Clock = systemClock) {}
 
   /** Answers synchronously: the core then needs no timer and no promise for it. */
-  hit(key: string, ttlMs: number): number {
+  hit(key: string, ttlMs: number, n = 1): number {
     const nowMs = this.clock.now().getTime();
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs);
     let slot = this.slots.get(key);
@@ -30,7 +30,7 @@ export class InProcessRateCounter implements RateCounter {
       slot = { count: 0, expiresAtMs: nowMs + ttlMs };
       this.slots.set(key, slot);
     }
-    slot.count += 1;
+    slot.count += n;
     return slot.count;
   }
 

@@ -5,6 +5,7 @@ import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWind
 import { counterKey } from './counter-keys.js';
 import type { CoreDeps } from '../deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
+import type { TurnBatch } from './turn-batch.js';
 import { LogThrottle } from '../log-throttle.js';
 
 /**
@@ -64,7 +65,18 @@ export class RateLimiter {
   /** Every decision is counted by scope kind and outcome; a fail-open also on its own. */
   private readonly metrics: Metrics;
 
-  constructor(private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>) {
+  /** The counter answered with a promise once (a shared store): hits go through the turn's batch from then on. */
+  private countsLater = false;
+
+  /**
+   * `batch`: once the counter has answered a hit with a promise (a shared counter store, Redis), hits
+   * go through it: one call per counter key per event-loop turn (C-200) instead of one call each. A
+   * counter that answers synchronously (in-process) is always called directly, its answer used at once.
+   */
+  constructor(
+    private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>,
+    private readonly batch: TurnBatch | null = null,
+  ) {
     this.metrics = deps.metrics ?? noopMetrics;
   }
 
@@ -168,10 +180,12 @@ export class RateLimiter {
   }
 
   /**
-   * One hit through the port. A synchronous answer (in-process counter) is used as it is; only a
-   * promise is raced against rateCounterTimeoutMs (no timer, no extra promises per request otherwise).
+   * One hit through the port. A synchronous answer (in-process counter) is used as it is (no timer, no
+   * promise); the first promise is raced against rateCounterTimeoutMs, and from then on hits go
+   * through the turn's batch, bounded once per call.
    */
   private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
+    if (this.countsLater && this.batch !== null) return this.batch.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
     let answer: number | Promise<number>;
     try {
       answer = this.deps.counter.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
@@ -179,6 +193,7 @@ export class RateLimiter {
       return { kind: 'error', error };
     }
     if (typeof answer !== 'object' || answer === null) return { kind: 'value', value: answer };
+    this.countsLater = true;
     const pending = answer;
     return withTimeout(() => pending, this.deps.config.rateCounterTimeoutMs);
   }

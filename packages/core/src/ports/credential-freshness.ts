@@ -37,7 +37,7 @@ export interface FreshnessKeys {
 }
 
 export interface FreshnessReply {
-  /** The organisation scope's count including this hit, or null when nothing was counted. */
+  /** The organisation scope's count including this check's hits (all `hits` of them), or null when nothing was counted. */
   readonly count: number | null;
   /** The organisation's current token. */
   readonly token: string;
@@ -58,6 +58,11 @@ export interface FreshnessCheck {
   /** The organisation's rate-limit counter of the current window (counterKey), and its TTL (as RateCounter.hit). */
   readonly counterKey: string;
   readonly ttlMs: number;
+  /**
+   * How many requests this check stands for (a whole number ≥ 1, default 1): when it counts, it
+   * counts that many hits in one atomic increment, and `count` includes them all.
+   */
+  readonly hits?: number;
 }
 
 /**

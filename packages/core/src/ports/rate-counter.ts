@@ -11,6 +11,9 @@ export interface RateCounter {
    * A counter that can answer at once (in-process) returns the number itself; one that waits on a
    * backing store returns a promise, which rejects when that store fails (it may also throw). Only
    * a promise is raced against config.rateCounterTimeoutMs; callers `await` either.
+   *
+   * `n` (a whole number ≥ 1, default 1) counts that many hits at once, as one atomic increment: the
+   * answer is the count including all of them (the core hands the hits the counts answer−n+1…answer).
    */
-  hit(key: string, ttlMs: number): number | Promise<number>;
+  hit(key: string, ttlMs: number, n?: number): number | Promise<number>;
 }

@@ -38,8 +38,8 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     this.counters = new InProcessRateCounter(clock);
   }
 
-  hit(key: string, ttlMs: number): Promise<number> {
-    return this.run(() => this.counters.hit(key, ttlMs));
+  hit(key: string, ttlMs: number, n = 1): Promise<number> {
+    return this.run(() => this.counters.hit(key, ttlMs, n));
   }
 
   check(request: FreshnessCheck): Promise<FreshnessReply> {
@@ -49,7 +49,7 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
       const settled = this.settled(request.keys, nowMs);
       const fresh = settled && request.tag === token;
       const counts = request.count === 'always' || (request.count === 'if-fresh' && fresh);
-      const count = counts ? this.counters.hit(request.counterKey, request.ttlMs) : null;
+      const count = counts ? this.counters.hit(request.counterKey, request.ttlMs, request.hits ?? 1) : null;
       return { count, token, settled, fresh };
     });
   }

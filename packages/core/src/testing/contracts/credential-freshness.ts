@@ -71,6 +71,19 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       expect((await check(h.first, org, token, 'if-fresh')).count).to.equal(4);
     });
 
+    it("C-51: a check standing for several requests counts them all at once ('always'; 'if-fresh' only when fresh)", async () => {
+      const org = randomUUID();
+      const token = await settledToken(h.first, org);
+      const many = (c: CredentialFreshness, tag: string | null, count: FreshnessCount, hits: number) =>
+        c.check({ keys: freshnessKeys(org), tag, count, counterKey: counterKey(`org:${org}`, window), ttlMs: TTL, hits });
+      expect(await many(h.first, token, 'if-fresh', 4)).to.deep.equal({ count: 4, token, settled: true, fresh: true });
+      expect((await many(h.second, null, 'always', 3)).count).to.equal(7);
+      expect((await many(h.second, 'stale', 'if-fresh', 5)).count).to.equal(null);
+      expect((await many(h.first, token, 'never', 5)).count).to.equal(null);
+      expect(await h.second.hit(counterKey(`org:${org}`, window), TTL, 2)).to.equal(9);
+      expect((await check(h.first, org, token, 'if-fresh')).count).to.equal(10);
+    });
+
     it('a change replaces the token at its begin and again at its end, and the organisation is not settled in between', async () => {
       const org = randomUUID();
       const before = await settledToken(h.first, org);

@@ -80,6 +80,33 @@ export function describeRateCounter(name: string, factory: () => Promise<Counter
       }
     });
 
+    it('C-51: a hit of n counts n at once and answers the count including all of them', async () => {
+      const s = scope('batched');
+      const hitBy = (n: number) => harness.counter.hit(counterKey(s, window), TTL, n);
+      expect(await hitBy(5)).to.equal(5);
+      expect(await hit(s)).to.equal(6);
+      expect(await hitBy(1)).to.equal(7);
+      expect(await hitBy(3)).to.equal(10);
+    });
+
+    it('C-51, C-55: concurrent hits of n and of one add up exactly, each answer a distinct total', async () => {
+      const s = scope('batched');
+      const sizes = Array.from({ length: 30 }, (_, i) => (i % 4) + 1);
+      const answers = await Promise.all(sizes.map((n) => harness.counter.hit(counterKey(s, window), TTL, n)));
+      const total = sizes.reduce((a, b) => a + b, 0);
+      // Each answer a and its n cover the counts a-n+1..a: together every count 1..total exactly once.
+      const covered = answers.flatMap((a, i) => Array.from({ length: sizes[i]! }, (_, k) => a - k));
+      expect(covered.sort((a, b) => a - b)).to.deep.equal(Array.from({ length: total }, (_, i) => i + 1));
+    });
+
+    it('C-50: a first hit of n gives the window its ttl', async function () {
+      this.timeout(5000);
+      const s = scope('ttl');
+      expect(await harness.counter.hit(counterKey(s, window), 1000, 4)).to.equal(4);
+      await sleep(1300);
+      expect(await hit(s, window, 1000), 'forgotten after the ttl').to.equal(1);
+    });
+
     it('C-50: a window is kept for its ttl and forgotten after it', async function () {
       this.timeout(5000);
       const s = scope('ttl');
