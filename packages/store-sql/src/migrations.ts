@@ -488,6 +488,18 @@ const redisIdentity: SqlMigration = {
   },
 };
 
+/**
+ * An organisation's own rate limit (its plan): requests per UTC minute, or NULL for the service's
+ * default (RATE_LIMIT_PER_MINUTE). Read with every credential, so a change reaches the hot path
+ * through the credential cache's freshness rule like any other change of the organisation record.
+ */
+const organisationRateLimit: SqlMigration = {
+  name: '0015_organisation_rate_limit',
+  statements() {
+    return ['ALTER TABLE organisations ADD COLUMN rate_limit_per_minute integer NULL'];
+  },
+};
+
 /** Rows of a list answer (knex's raw result is an array on SQLite, `{ rows }` on Postgres). */
 function rowsOf(result: unknown): Array<Record<string, unknown>> {
   return (Array.isArray(result) ? result : (result as { rows: Array<Record<string, unknown>> }).rows) as Array<Record<string, unknown>>;
@@ -582,6 +594,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   rareKindIndex,
   redisIdentity,
   auditSeqChecks,
+  organisationRateLimit,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {
