@@ -9,7 +9,8 @@
  *    its round trip as admission plans it), else the store;
  * 3. one status check (statusOf: unknown, revoked, expired or active);
  * 4. the principal (principalOf);
- * 5. the rate decision: an admitted request against its organisation (counted in the cache's
+ * 5. the rate decision: an admitted request against its organisation, under the limit of the
+ *    organisation record read with the key (counted in the cache's
  *    round trip when the cache confirmed or filled it, else by the rate limiter), a refused one
  *    against its source address (C-50: key guessing is throttled; over that limit the answer is
  *    429 instead of 401).
@@ -149,12 +150,12 @@ export class Admission {
       const at = (window = windowAt(now.getTime()));
       ({ credential, counted } = await cache.find(digest, at, (found) => {
         if (statusOf(found, digest, now) !== 'active') return 'refuse';
-        return limiter.isBlocked(organisationScope(found.key.organisationId), at.startMs) ? 'confirm' : 'count';
+        return limiter.isBlocked(organisationScope(found.organisation), at.startMs) ? 'confirm' : 'count';
       }));
     }
     const status = statusOf(credential, digest, now);
     if (status !== 'active' || credential === null) return this.refuse(limiter, status === 'active' ? 'unknown_key' : status, sourceAddress);
-    const scope = organisationScope(credential.key.organisationId);
+    const scope = organisationScope(credential.organisation);
     let decision: RateDecision | Promise<RateDecision> = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : limiter.checkAt(scope, now.getTime());
     if (decision instanceof Promise) decision = await decision;
     this.usage?.record(credential.key.id, now);
@@ -189,6 +190,7 @@ export class Admission {
   }
 }
 
-function organisationScope(organisationId: string): RateScope {
-  return { kind: 'organisation', organisationId };
+/** The organisation's scope with the limit read with its record (C-240). */
+function organisationScope(organisation: Organisation): RateScope {
+  return { kind: 'organisation', organisationId: organisation.id, limitPerMinute: organisation.rateLimitPerMinute };
 }
