@@ -68,6 +68,7 @@ describe('adapter-koa: organisation rate limit, the plan (C-240..C-243)', () => 
       expect((await put({ requests_per_minute: 600 })).body).to.deep.equal({ requests_per_minute: 600, source: 'organisation' });
       expect(await limitEntries(w, w.own.orgId), 'the same value writes no entry').to.have.length(1);
 
+      w.tc.clock.advance(1); // entries are listed by time, then id: the second one comes later
       const reset = await put({ requests_per_minute: null });
       expect(reset.body).to.deep.equal({ requests_per_minute: 60, source: 'default' });
       expect((await limitEntries(w, w.own.orgId)).map((e) => e.rateLimit)).to.deep.equal([
