@@ -94,20 +94,14 @@ export class RateLimiter {
   /**
    * Counts the hit and returns the decision. An organisation scope without its limit (an embedder's
    * `enforce({ kind: 'organisation', organisationId })`) is counted against the limit of the
-   * organisation record read from the store first (C-243), so it rejects only when that read fails;
-   * otherwise it never throws.
+   * organisation record read from the store first (C-243; a limiter built without stores uses the
+   * default), so it rejects only when that read fails; otherwise it never throws.
    */
   async check(scope: RateScope): Promise<RateDecision> {
-    const known = scope.kind === 'organisation' && scope.limitPerMinute === undefined ? await this.withOwnLimit(scope) : scope;
-    return this.checkAt(known, this.deps.clock.now().getTime());
-  }
-
-  /** The organisation scope with the limit of its stored record (no store: the default). */
-  private async withOwnLimit(scope: Extract<RateScope, { kind: 'organisation' }>): Promise<RateScope> {
+    // Without a read to make, the count starts (and arms its timeout) before check() returns.
     const stores = this.deps.stores;
-    if (stores === undefined) return scope;
-    const organisation = await stores.organisations.findById(scope.organisationId);
-    return { ...scope, limitPerMinute: organisation?.rateLimitPerMinute ?? null };
+    const known = scope.kind === 'organisation' && scope.limitPerMinute === undefined && stores !== undefined ? await withOwnLimit(stores, scope) : scope;
+    return this.checkAt(known, this.deps.clock.now().getTime());
   }
 
   /**
@@ -246,6 +240,12 @@ export class RateLimiter {
     this.failedOpen = 0;
     this.deps.logger.info({ failedOpen }, 'Rate counter available again; rate limits enforced');
   }
+}
+
+/** The organisation scope with the limit of its stored record (an organisation not found: the default). */
+async function withOwnLimit(stores: Pick<CoreDeps['stores'], 'organisations'>, scope: Extract<RateScope, { kind: 'organisation' }>): Promise<RateScope> {
+  const organisation = await stores.organisations.findById(scope.organisationId);
+  return { ...scope, limitPerMinute: organisation?.rateLimitPerMinute ?? null };
 }
 
 interface Blocked {
