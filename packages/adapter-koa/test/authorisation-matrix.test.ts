@@ -139,6 +139,15 @@ const OPERATIONS: readonly Operation[] = [
     json: { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key' },
   },
   { name: 'GET /organisations/{org_id}/audit-events', method: 'GET', scope: 'organisation', ok: 200, path: (o) => `/v1/organisations/${o}/audit-events` },
+  { name: 'GET /organisations/{org_id}/rate-limit', method: 'GET', scope: 'organisation', ok: 200, path: (o) => `/v1/organisations/${o}/rate-limit` },
+  {
+    name: 'PUT /organisations/{org_id}/rate-limit',
+    method: 'PUT',
+    scope: 'platform-only',
+    ok: 200,
+    path: (o) => `/v1/organisations/${o}/rate-limit`,
+    json: { requests_per_minute: 600 },
+  },
 ];
 
 /** Authenticated by the scanner's signature, not a key: its own matrix is in secret-scanning.test.ts. */

@@ -110,6 +110,8 @@ describe('adapter-koa: docs/openapi.yaml', () => {
         'POST /organisations/{org_id}/api-keys/{key_id}/roll',
         'GET /organisations/{org_id}/key-policy',
         'PUT /organisations/{org_id}/key-policy',
+        'GET /organisations/{org_id}/rate-limit',
+        'PUT /organisations/{org_id}/rate-limit',
         'GET /organisations/{org_id}/audit-events',
       ].sort(),
     );

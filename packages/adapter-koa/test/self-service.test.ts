@@ -278,6 +278,7 @@ describe('adapter-koa: self-service, GET /v1/me (C-56)', () => {
           callers: platform,
           ok: 200,
         },
+        { method: 'PUT', template: '/organisations/{org_id}/rate-limit', path: `/v1/organisations/${world.own.orgId}/rate-limit`, json: { requests_per_minute: 600 }, callers: platform, ok: 200 },
         { method: 'POST', template: '/organisations/{org_id}/api-keys', path: keys, json: { label: 'ci' }, callers: own, ok: 201 },
         { method: 'POST', template: '/organisations/{org_id}/api-keys/{key_id}/roll', path: `${keys}/${rollable.id}/roll`, json: {}, callers: own, ok: 201 },
         { method: 'DELETE', template: '/organisations/{org_id}/api-keys/{key_id}', path: `${keys}/${victim.id}`, callers: own, ok: 204 },

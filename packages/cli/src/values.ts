@@ -8,7 +8,7 @@
  * wrong command line. Nothing is opened (no database, no Redis) before they have all passed.
  */
 import { InvalidArgumentError } from 'commander';
-import { NACE_SECTIONS } from '@cos/core';
+import { NACE_SECTIONS, RATE_LIMIT_MAX } from '@cos/core';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -119,6 +119,20 @@ export function naceSection(text: string): string {
     throw new InvalidArgumentError('Use a NACE Rev. 2 section letter A to U, or none.');
   }
   return value === 'NONE' ? 'none' : value;
+}
+
+/**
+ * `--per-minute`: an organisation's own rate limit, a whole number from 1 to RATE_LIMIT_MAX, or
+ * `default` (its own limit removed, RATE_LIMIT_PER_MINUTE applies). Wrapped, as commander takes a
+ * parser's null for "no value".
+ */
+export function perMinute(text: string): { readonly perMinute: number | null } {
+  const value = text.trim();
+  if (value === 'default') return { perMinute: null };
+  if (!/^\d{1,7}$/.test(value) || Number(value) < 1 || Number(value) > RATE_LIMIT_MAX) {
+    throw new InvalidArgumentError(`Use a whole number from 1 to ${RATE_LIMIT_MAX}, or default.`);
+  }
+  return { perMinute: Number(value) };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

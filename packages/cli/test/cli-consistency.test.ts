@@ -57,6 +57,7 @@ describe('cos-admin: one way for every option (in-process, SQLite)', function ()
     await usage(['key', 'list', org.id, '--created-by', 'nope'], '--created-by');
     await usage(['org', 'policy', 'set', org.id, '--max-lifetime', '30m'], '--max-lifetime'); // below 1h
     await usage(['org', 'policy', 'set', org.id, '--environments', 'prod'], '--environments');
+    for (const bad of ['0', '1000001', '1.5', '-5', 'fast', '1e3', 'none', '']) await usage(['org', 'limit', 'set', org.id, '--per-minute', bad], "'--per-minute <n>'");
     await usage(['org', 'webhook', 'rotate-secret', org.id, '--overlap', '25h'], '--overlap');
     await usage(['notifications', 'purge', '--older-than', '30'], '--older-than');
     await usage(['notifications', 'list', '--status', 'lost'], '--status');
@@ -80,6 +81,7 @@ describe('cos-admin: one way for every option (in-process, SQLite)', function ()
       '--name': 'Globex',
       '--slug': 'globex',
       '--to': 'sqlite:./copy-target.sqlite',
+      '--per-minute': '600',
     };
     const tried: string[] = [];
     for (const cmd of commandsOf(buildProgram())) {

@@ -1,7 +1,7 @@
 /**
  * `cos-admin db copy --to URL` (C-31, C-36, C-59, C-63, C-190): a deployment's database moved to
  * another, SQLite to Postgres, Postgres to SQLite and SQLite to SQLite, with data made through the
- * API and the CLI (scoped keys, lineage, a revocation, a roll in its grace period, a key policy,
+ * API and the CLI (scoped keys, lineage, a revocation, a roll in its grace period, a key policy, a plan,
  * sealed webhook secrets, pending notifications, an idempotency record, an audit checkpoint); then
  * `serve` on the target answers every key as the source did, replays the kept answer, and the
  * checkpoint signed on the source verifies on the target. A copy killed halfway leaves the target
@@ -60,6 +60,7 @@ async function populate(db: TestDatabase, env: Env): Promise<Made> {
   const [platformKey] = printedKeys(boot.stdout);
   const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Moving Ltd', '--slug', 'moving'], env, db.cwd);
   await cliJson(['org', 'policy', 'set', org.id, '--max-lifetime', '30d', '--exposure-response', 'revoke_key_and_descendants'], env, db.cwd);
+  await cliJson(['org', 'limit', 'set', org.id, '--per-minute', '250'], env, db.cwd);
   await cliJson(['member', 'add', org.id, '--email', 'owner@moving.example'], env, db.cwd);
   await cliJson(['org', 'webhook', 'set', org.id, '--url', 'http://127.0.0.1:9/hooks'], env, db.cwd);
   const issuer = await cliJson<{ id: string; key: string }>(['key', 'issue', org.id, '--label', 'issuer'], env, db.cwd);
@@ -178,6 +179,7 @@ describe('cos-admin db copy (C-190)', function () {
       }
       const shown = await cliJson<{ url: string }>(['org', 'webhook', 'show', made.orgId], targetEnv, target.cwd);
       expect(shown.url).to.equal('http://127.0.0.1:9/hooks');
+      expect(await cliJson(['org', 'limit', 'show', made.orgId], targetEnv, target.cwd), 'the plan came along').to.deep.equal({ requests_per_minute: 250, source: 'organisation' });
       // A notification enqueued on the target takes the next write-order number.
       const keys = await cliJson<{ data: Array<{ id: string; label: string }> }>(['key', 'list', made.orgId, '--all'], targetEnv, target.cwd);
       await cliJson(['key', 'revoke', made.orgId, keys.data.find((k) => k.label === 'reader')!.id], targetEnv, target.cwd);

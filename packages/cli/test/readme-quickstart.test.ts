@@ -35,6 +35,7 @@ const startCommand = blocks.find((b) => b.includes('pnpm@10 start'))?.trim();
 const testCommand = blocks.find((b) => b.includes('pnpm@10 test'))?.trim();
 const curlBlock = blocks.find((b) => b.includes('export BASE='));
 const selfServiceBlock = blocks.find((b) => b.includes('webhook-endpoint/ping'));
+const planBlock = blocks.find((b) => b.includes('/rate-limit'));
 const cosAdminBlock = blocks.find((b) => b.includes('cos-admin org list'));
 
 /** Markdown without HTML comments and without the bench's generated figures. */
@@ -131,7 +132,7 @@ describe('README quickstart from a fresh clone', function () {
       expect(out).to.match(/Store this key now/);
     });
 
-    it("the README's curl blocks run as written: list, create, issue, use, patch; the self-service block (before the revocation, as it says); revoke (204), then 401", () => {
+    it("the README's curl blocks run as written: list, create, issue, use, patch; the self-service block (before the revocation, as it says); the plan set by the platform key; revoke (204), then 401", () => {
       const filled = (curlBlock as string)
         .replace(/^export BASE=.*$/m, `export BASE=${base}`)
         .replace(/^export PLATFORM_KEY=.*$/m, `export PLATFORM_KEY=${platformKey}`);
@@ -140,11 +141,22 @@ describe('README quickstart from a fresh clone', function () {
       const revoke = filled.indexOf('# Revoke it');
       expect(revoke, 'the first block revokes its key under "# Revoke it"').to.be.greaterThan(0);
       expect(selfServiceBlock, 'the self-service block').to.be.a('string');
+      expect(planBlock, 'the plan block').to.be.a('string');
       const SELF = '=== self-service ===';
+      const PLAN = '=== plan ===';
       const REST = '=== revocation ===';
-      const script = [filled.slice(0, revoke), `echo '${SELF}'`, selfServiceBlock as string, `echo '${REST}'`, filled.slice(revoke)].join('\n');
+      const script = [
+        filled.slice(0, revoke),
+        `echo '${SELF}'`,
+        selfServiceBlock as string,
+        `echo '${PLAN}'`,
+        planBlock as string,
+        `echo '${REST}'`,
+        filled.slice(revoke),
+      ].join('\n');
       const whole = execFileSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: clone, encoding: 'utf8' });
-      const [first, selfService, rest] = whole.split(new RegExp(`^(?:${SELF}|${REST})\n`, 'm')) as [string, string, string];
+      const [first, selfService, plan, rest] = whole.split(new RegExp(`^(?:${SELF}|${PLAN}|${REST})\n`, 'm')) as [string, string, string, string];
+      expect(JSON.parse(plan.trim()), 'the plan set by the platform key').to.deep.equal({ requests_per_minute: 600, source: 'organisation' });
       const self = selfService.trim().split('\n');
       expect(JSON.parse(self[0] as string)).to.have.nested.property('organisation.id'); // /me
       expect(self.some((l) => /^HTTP\/1\.1 201 /.test(l)), 'the issuance with an Idempotency-Key: 201').to.equal(true);

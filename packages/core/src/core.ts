@@ -32,6 +32,7 @@ import { SecretScanning } from './operations/secret-scanning.js';
 import { Webhooks } from './operations/webhooks.js';
 import type { WebhookSecretCipher } from './domain/webhook-secret-cipher.js';
 import { KeyPolicies } from './operations/key-policies.js';
+import { RateLimits } from './operations/rate-limits.js';
 import { knownScopes } from './domain/scopes.js';
 
 /** The whole core, ready to serve: what adapters (HTTP, CLI) and embedding services call. */
@@ -99,6 +100,8 @@ export interface Core {
   readonly scopes: readonly string[];
   /** Organisations' key policies (C-62). */
   readonly keyPolicies: KeyPolicies;
+  /** Organisations' own rate limits, their plans (C-240). */
+  readonly rateLimits: RateLimits;
 }
 
 export interface CreateCoreOptions {
@@ -256,5 +259,6 @@ export function createCore(options: CreateCoreOptions): Core {
     config: deps.config,
     scopes,
     keyPolicies: new KeyPolicies(deps),
+    rateLimits: new RateLimits(deps),
   };
 }

@@ -44,6 +44,8 @@ export {
   type ExpiryCap,
 } from './operations/api-keys.js';
 export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
+export { RateLimits, rateLimitOf, type OrganisationRateLimit } from './operations/rate-limits.js';
+export { ISSUE_REQUESTS_PER_MINUTE } from './validation/rate-limit.js';
 export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './workers/key-usage.js';
 export {

@@ -12,6 +12,7 @@ import { fullEndpoint, type Notification, type WebhookEndpoint } from './domain/
 import type { NaceSection, Organisation } from './domain/organisation.js';
 import type { IssuedKey } from './operations/api-keys.js';
 import type { Page } from './operations/page.js';
+import type { OrganisationRateLimit } from './operations/rate-limits.js';
 
 export interface OrganisationView {
   id: string;
@@ -100,6 +101,8 @@ export interface AuditEntryView {
   descendant_key_ids?: string[];
   /** Present on `organisation_policy_updated` entries only (C-62). */
   key_policy?: { old: KeyPolicyView; new: KeyPolicyView };
+  /** Present on `organisation_rate_limit_changed` entries only: requests per minute before and after (null: the default). */
+  rate_limit?: { old: number | null; new: number | null };
   /** The entry's place in its organisation's hash chain (C-63). */
   seq: number;
   prev_hash: string;
@@ -200,6 +203,16 @@ export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
   };
 }
 
+/** GET/PUT /v1/organisations/{org_id}/rate-limit. */
+export interface RateLimitView {
+  requests_per_minute: number;
+  source: 'organisation' | 'default';
+}
+
+export function rateLimitView(r: OrganisationRateLimit): RateLimitView {
+  return { requests_per_minute: r.requestsPerMinute, source: r.source };
+}
+
 export function keyPolicyView(p: KeyPolicy): KeyPolicyView {
   return {
     max_lifetime_seconds: p.maxLifetimeSeconds,
@@ -228,6 +241,7 @@ export function auditEntryView(e: ChainedAuditEntry): AuditEntryView {
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
     ...(e.descendantKeyIds !== undefined ? { descendant_key_ids: [...e.descendantKeyIds] } : {}),
     ...(e.keyPolicy !== undefined ? { key_policy: { old: keyPolicyView(e.keyPolicy.old), new: keyPolicyView(e.keyPolicy.new) } } : {}),
+    ...(e.rateLimit !== undefined ? { rate_limit: { old: e.rateLimit.old, new: e.rateLimit.new } } : {}),
     seq: e.seq,
     prev_hash: e.prevHash,
     hash: e.hash,

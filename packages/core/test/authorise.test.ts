@@ -36,11 +36,12 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'api_keys.get',
   'api_keys.revoke',
   'organisations.key_policy.get',
+  'organisations.rate_limit.get',
   'audit_events.list',
   'webhooks.read',
   'webhooks.write',
 ];
-const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace'];
+const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace', 'organisations.rate_limit.replace'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
   'organisations.create_system',
   'organisations.classify',
@@ -185,6 +186,8 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'audit.list': (c, p) => c.audit.list(p, {}),
       'organisations.key_policy.get': (c, p, id) => c.keyPolicies.get(p, id),
       'organisations.key_policy.replace': (c, p, id) => c.keyPolicies.replace(p, id, {}),
+      'organisations.rate_limit.get': (c, p, id) => c.rateLimits.get(p, id),
+      'organisations.rate_limit.replace': (c, p, id) => c.rateLimits.replace(p, id, {}),
       'audit_events.list': (c, p, id) => c.audit.events(p, id, {}),
       'webhooks.manage': (c, p) => c.webhooks.reencryptSecrets(p),
       'webhooks.read': (c, p, id) => c.webhooks.show(p, id),

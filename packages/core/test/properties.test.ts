@@ -356,6 +356,7 @@ describe('properties: in-memory store paging (C-6, C-7)', () => {
               slug: `o-${r.id}`,
               industrySection: null,
               isSystem: false,
+              rateLimitPerMinute: null,
               createdAt,
               updatedAt: createdAt,
             });
@@ -408,6 +409,7 @@ describe('properties: the organisation body (C-20)', () => {
       slug: text,
       industrySection: fc.option(fc.constantFrom(...(Object.keys(NACE_SECTIONS) as NaceSection[])), { nil: null }),
       isSystem: fc.boolean(),
+      rateLimitPerMinute: fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null }),
       createdAt: fc.date({ noInvalidDate: true }),
       updatedAt: fc.date({ noInvalidDate: true }),
     });

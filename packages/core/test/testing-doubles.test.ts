@@ -139,6 +139,7 @@ describe('createInMemoryStore (beyond the contract)', () => {
     slug,
     industrySection: null,
     isSystem: false,
+    rateLimitPerMinute: null,
     createdAt,
     updatedAt: createdAt,
   });

@@ -583,6 +583,40 @@ describe('use case: credential cache (C-36, C-57)', () => {
     expect((await one.core.keyPolicies.get(OPERATOR, org.id)).maxLifetimeSeconds).to.equal(3_600);
   });
 
+  it('C-242: a plan change at one instance applies on the next request at the other, whose cache is warm: a raised limit lets an organisation over its old limit in, a lowered one refuses; the change is fenced and refused (503, nothing written) when the shared store is unreachable', async () => {
+    await warm(two);
+    const limitAt = async (i: Instance) => (await admitted(i.core, auth())).decision;
+    expect((await limitAt(two)).limit).to.equal(LIMIT);
+    const begun: string[] = [];
+    const begin = shared.beginChange.bind(shared);
+    shared.beginChange = (keys, c) => {
+      begun.push(keys.token);
+      return begin(keys, c);
+    };
+    await one.core.rateLimits.replace(OPERATOR, org.id, { requests_per_minute: 4 });
+    expect(begun).to.deep.equal([freshnessKeys(org.id).token]);
+    let answers: string[] = [];
+    for (let n = 0; n < 3; n++) answers.push(String(await admit(two)));
+    expect(answers, 'already past 4 in this minute').to.deep.equal(['429', '429', '429']);
+    const refused = await two.core.admission.admit(auth(), TEST_SOURCE);
+    expect(refused.admitted && refused.decision).to.deep.include({ allowed: false, limit: 4 });
+    await one.core.rateLimits.replace(OPERATOR, org.id, { requests_per_minute: 1_000 });
+    const raised = await limitAt(two);
+    expect(raised).to.deep.include({ allowed: true, limit: 1_000 });
+    const reads = two.keys.reads;
+    answers = [];
+    for (let n = 0; n < 3; n++) answers.push(String(await admit(two)));
+    expect(answers).to.deep.equal(['ok', 'ok', 'ok']);
+    expect(two.keys.reads - reads, 'served from the cache again').to.be.at.most(1);
+    shared.beginChange = () => Promise.reject(new Error('redis down'));
+    const failed = await one.core.rateLimits.replace(OPERATOR, org.id, { requests_per_minute: 5 }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(failed?.message).to.equal(FENCE_UNAVAILABLE_MESSAGE);
+    expect(await one.core.rateLimits.get(OPERATOR, org.id)).to.deep.equal({ requestsPerMinute: 1_000, source: 'organisation' });
+  });
+
   it('C-54: a refused credential change says its reason, and its warning is logged at most once per 10 s of the Clock port', async () => {
     const interval = 10_000;
     shared.beginChange = () => Promise.reject(new Error('redis down'));

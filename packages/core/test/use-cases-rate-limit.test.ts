@@ -10,7 +10,8 @@ import {
   type RateCounter,
   type RateScope,
 } from '@cos/core';
-import { CapturingLogger, FakeClock, InMemoryRateCounter } from '@cos/core/testing';
+import { CapturingLogger, createInMemoryStore, FakeClock, InMemoryRateCounter } from '@cos/core/testing';
+import { newOrganisation } from '@cos/core/testing/contracts';
 import { rejectsWith } from './use-cases-fixtures.js';
 
 const ORG: RateScope = { kind: 'organisation', organisationId: '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b' };
@@ -149,6 +150,43 @@ describe('use case: rate limiter', () => {
     clock.advance(30_000); // 12:01:00, a new window
     expect((await rl.check(ORG)).allowed).to.equal(true);
     expect(counter.hits).to.have.length(6);
+  });
+
+  it('C-240: an organisation scope carrying its own limit is counted against it, exactly: N allowed, then refused; null is the default', async () => {
+    const { rl, counter } = limiter({ rateLimitPerMinute: 60 });
+    const planned: RateScope = { ...ORG, limitPerMinute: 7 };
+    expect(rl.limitFor(planned)).to.equal(7);
+    expect(rl.limitFor({ ...ORG, limitPerMinute: null })).to.equal(60);
+    for (let i = 1; i <= 7; i++) expect(await rl.check(planned), `request ${i}`).to.deep.include({ allowed: true, limit: 7, remaining: 7 - i });
+    expect(await rl.check(planned)).to.deep.include({ allowed: false, limit: 7, remaining: 0 });
+    expect(counter.hits).to.have.length(8);
+    expect(await rl.check({ ...OTHER_ORG, limitPerMinute: null })).to.deep.include({ allowed: true, limit: 60, remaining: 59 });
+  });
+
+  it('C-242: a scope remembered over its limit is counted again once its limit is raised; a lower limit stays refused without a count', async () => {
+    const { rl, counter } = limiter();
+    for (let i = 0; i < 4; i++) await rl.check({ ...ORG, limitPerMinute: 3 });
+    const window = Math.floor(Date.parse('2026-06-10T12:00:30.000Z') / 60_000) * 60_000;
+    expect(rl.isBlocked({ ...ORG, limitPerMinute: 3 }, window)).to.equal(true);
+    expect(rl.isBlocked({ ...ORG, limitPerMinute: 2 }, window)).to.equal(true);
+    expect(rl.isBlocked({ ...ORG, limitPerMinute: 4 }, window)).to.equal(false);
+    expect(await rl.check({ ...ORG, limitPerMinute: 2 })).to.deep.include({ allowed: false, limit: 2 });
+    expect(counter.hits, 'answered from memory').to.have.length(4);
+    expect(await rl.check({ ...ORG, limitPerMinute: 6 })).to.deep.include({ allowed: true, limit: 6, remaining: 1 });
+    expect(counter.hits).to.have.length(5);
+  });
+
+  it('C-243: check and enforce of an organisation scope without its limit read the organisation\'s own limit from the store; without stores, the default', async () => {
+    const clock = new FakeClock('2026-06-10T12:00:30.000Z');
+    const store = createInMemoryStore();
+    await store.stores.organisations.create(newOrganisation({ id: '6f1c2b9e-3d4a-4e5f-8a7b-9c0d1e2f3a4b', rateLimitPerMinute: 2 }));
+    const rl = new RateLimiter({ counter: new InMemoryRateCounter(clock), clock, logger: new CapturingLogger(), config: DEFAULT_CORE_CONFIG, stores: store.stores });
+    expect(await rl.check(ORG)).to.deep.include({ allowed: true, limit: 2, remaining: 1 });
+    await rl.enforce(ORG);
+    await rejectsWith(rl.enforce(ORG), RateLimitedError);
+    expect(await rl.check(OTHER_ORG), 'an organisation the store does not have: the default').to.deep.include({ allowed: true, limit: 60 });
+    const bare = limiter().rl;
+    expect(await bare.check(ORG)).to.deep.include({ limit: 60 });
   });
 
   it('peek shows the current window with Remaining = limit and counts nothing', () => {

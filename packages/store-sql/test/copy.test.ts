@@ -19,7 +19,7 @@ forEachTarget('copyDatabase', (target) => {
     const store = await target.open();
     open.push(store);
     const system = organisation({ isSystem: true, slug: 'platform' });
-    const plain = organisation({ slug: 'plain' });
+    const plain = organisation({ slug: 'plain', rateLimitPerMinute: 250 });
     await store.stores.organisations.create(system);
     await store.stores.organisations.create(plain);
     for (let i = 0; i < 5; i += 1) await store.stores.apiKeys.insert(issuedKey(plain.id).key);

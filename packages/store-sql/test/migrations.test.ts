@@ -52,12 +52,32 @@ forEachTarget('migrations', (target) => {
     return pending;
   }
 
+  /**
+   * Audit columns that migrations after 0014 add, which the current audit store reads and writes. A
+   * test that writes entries "before" an older migration through the current store gets them added
+   * first (withLaterAuditColumns); migrateRest takes them out again just before migrating, so that
+   * the migrations add them as they would, and puts them back when the migrations are refused.
+   */
+  const LATER_AUDIT_COLUMNS = ['rate_limit'];
+  async function withLaterAuditColumns(): Promise<void> {
+    for (const column of LATER_AUDIT_COLUMNS) await store.knex.raw(`ALTER TABLE audit_entries ADD COLUMN ${column} text NULL`);
+  }
+  async function migrateRest(): Promise<string[]> {
+    for (const column of LATER_AUDIT_COLUMNS) await store.knex.raw(`ALTER TABLE audit_entries DROP COLUMN ${column}`);
+    try {
+      return await store.migrate();
+    } catch (error) {
+      await withLaterAuditColumns();
+      throw error;
+    }
+  }
+
   it('C-112: 0013_redis_identity adds the registry\'s redis_identity column; rows registered before it keep theirs and read back with no identity', async () => {
     await openBefore('0013_redis_identity');
     await store.query("INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at) VALUES ('old-instance', 'cache', 'redis://127.0.0.1:6410/0', ?, 1, 1)", [
       store.dialect === 'postgres' ? false : 0,
     ]);
-    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks']);
+    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
     expect(await store.query('SELECT instance_id, redis_location, redis_identity FROM instance_registry')).to.deep.equal([
       { instance_id: 'old-instance', redis_location: 'redis://127.0.0.1:6410/0', redis_identity: null },
     ]);
@@ -72,7 +92,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -192,7 +212,7 @@ forEachTarget('migrations', (target) => {
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -327,6 +347,7 @@ forEachTarget('migrations', (target) => {
 
   it('C-6, C-41: 0012_audit_rare_kind_index keeps every audit listing\'s answers (by kind, organisation, both, neither; page by page) on entries written before it', async () => {
     await openBefore('0012_audit_rare_kind_index');
+    await withLaterAuditColumns();
     const orgs = ['b4000000-0000-4000-8000-00000000000a', 'b4000000-0000-4000-8000-00000000000b'];
     // Every kind, the two frequent ones dense; instants repeat, so ties are ordered by id.
     const kinds = AUDIT_KINDS.flatMap((kind) => Array.from({ length: kind === 'api_key_issued' || kind === 'api_key_revoked' ? 9 : 2 }, () => kind));
@@ -359,7 +380,7 @@ forEachTarget('migrations', (target) => {
     };
     const before = await answers();
     expect(before.flat(), 'every entry is listed four times: unfiltered, by organisation, by kind, and by both').to.have.length(kinds.length * 4);
-    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks']);
+    expect(await migrateRest()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
     expect(await answers()).to.deep.equal(before);
     expect(await indexNames(store, 'audit_entries')).to.not.include('audit_entries_kind_occurred_at_id');
   });
@@ -451,30 +472,32 @@ forEachTarget('migrations', (target) => {
 
   it('C-120: 0014_audit_seq_checks refuses a database holding audit rows outside the chain (seq NULL, 0, negative), names them, and changes nothing', async () => {
     await openBefore('0014_audit_seq_checks');
+    await withLaterAuditColumns();
     for (let n = 1; n <= 2; n++) await store.stores.audit.append(entry13(n));
     const forged = [forged13(1, null), forged13(2, 0), forged13(3, -1)];
     await store.knex('audit_entries').insert(forged);
     const definition = await auditTableDefinition();
     const indexes = await auditIndexes();
 
-    const error = await rejection(store.migrate());
+    const error = await rejection(migrateRest());
     expect(error).to.be.instanceOf(Error);
     const message = (error as Error).message;
     expect(message).to.include('0014_audit_seq_checks refused: audit_entries holds 3 row(s) outside the hash chain');
     for (const row of forged) expect(message).to.include(row.id);
     expect(message).to.include('Nothing was changed');
-    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit']);
     expect(await auditTableDefinition()).to.equal(definition);
     expect(await auditIndexes()).to.deep.equal(indexes);
     expect(await store.knex('audit_entries').count({ n: '*' }).first().then((r) => Number(r?.n))).to.equal(5);
 
     // Once the operator has removed them (keeping a copy), the migration runs.
     await store.knex('audit_entries').whereIn('id', forged.map((r) => r.id)).delete();
-    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks']);
+    expect(await migrateRest()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit']);
   });
 
   it('C-120: 0014_audit_seq_checks keeps every entry and every index (the partial kind index of 0012 included); the schema then refuses a seq that is NULL, 0, negative (or, on SQLite, not an integer)', async () => {
     await openBefore('0014_audit_seq_checks');
+    await withLaterAuditColumns();
     const orgs = [org13, 'b6000000-0000-4000-8000-00000000000b'];
     for (const [n, kind] of AUDIT_KINDS.entries()) await store.stores.audit.append(entry13(n, kind, orgs[n % 2]));
     const listed = async () => ({
@@ -486,7 +509,7 @@ forEachTarget('migrations', (target) => {
     const indexes = await auditIndexes();
     expect(indexes.map(([name]) => name)).to.include('audit_entries_rare_kind_occurred_at_id');
 
-    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks']);
+    expect(await migrateRest()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit']);
     expect(await listed()).to.deep.equal(before);
     expect(await auditIndexes(), 'the same indexes, with the same definitions').to.deep.equal(indexes);
     const next = await store.stores.audit.append(entry13(99, 'member_added', orgs[0]));
@@ -499,6 +522,16 @@ forEachTarget('migrations', (target) => {
     expect(await rejection(store.knex('audit_entries').insert({ ...forged13(20, 500), hash: null })), 'hash NULL').to.be.instanceOf(Error);
     expect(await rejection(store.knex('audit_entries').insert({ ...forged13(21, 501), prev_hash: null })), 'prev_hash NULL').to.be.instanceOf(Error);
     expect(await store.stores.audit.outsideChain()).to.deep.equal([]);
+  });
+
+  it('C-240: 0015_organisation_rate_limit adds organisations.rate_limit_per_minute; organisations created before it read back with no limit of their own (the default applies)', async () => {
+    await openBefore('0015_organisation_rate_limit');
+    const id = 'c2400000-0000-4000-8000-000000000001';
+    await store.knex('organisations').insert({ id, name: 'Before plans', slug: 'before-plans', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
+    expect(await store.migrate()).to.deep.equal(['0015_organisation_rate_limit']);
+    expect((await store.stores.organisations.findById(id))?.rateLimitPerMinute).to.equal(null);
+    await store.unitOfWork.changeCredentials([id], (s) => s.organisations.update(id, { rateLimitPerMinute: 1_000_000, updatedAt: new Date(2) }));
+    expect((await store.stores.organisations.findById(id))?.rateLimitPerMinute).to.equal(1_000_000);
   });
 
   it('migrations are forward-only: rolling back is refused and changes nothing', async () => {

@@ -1,10 +1,10 @@
 /**
- * The five organisation operations (spec §4) and the organisation's key policy; authorisation and validation happen in the core (C-33).
+ * The five organisation operations (spec §4), the organisation's key policy and its rate limit; authorisation and validation happen in the core (C-33).
  * Routes with a body have the core authorise before the body is read (kit.body). Nothing is cached
  * here: GET of the caller's own organisation hands the core the record authentication read in this
  * request (`state.organisation`), and every other read is the core's and its store's.
  */
-import { keyPolicyView, listView, organisationJson, organisationView } from '@cos/core';
+import { keyPolicyView, listView, organisationJson, organisationView, rateLimitView } from '@cos/core';
 import type Koa from 'koa';
 import type { CosRequestState } from '../state.js';
 import type { RouteKit } from './kit.js';
@@ -43,6 +43,15 @@ export function organisationRoutes(kit: RouteKit): Route[] {
     keyRoute('PUT', '/v1/organisations/:org_id/key-policy', async (ctx, [orgId], principal) => {
       const body = await kit.body(ctx, principal, 'organisations.key_policy.replace');
       kit.json(ctx, 200, keyPolicyView(await core.keyPolicies.replace(principal, orgId!, body)));
+    }),
+    // The organisation's rate limit, its plan (C-240, C-241): read like the key policy; set only by
+    // a platform key with organisations:write.
+    keyRoute('GET', '/v1/organisations/:org_id/rate-limit', async (ctx, [orgId], principal) => {
+      kit.json(ctx, 200, rateLimitView(await core.rateLimits.get(principal, orgId!)));
+    }),
+    keyRoute('PUT', '/v1/organisations/:org_id/rate-limit', async (ctx, [orgId], principal) => {
+      const body = await kit.body(ctx, principal, 'organisations.rate_limit.replace');
+      kit.json(ctx, 200, rateLimitView(await core.rateLimits.replace(principal, orgId!, body)));
     }),
   ];
 }

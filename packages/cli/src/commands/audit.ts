@@ -194,7 +194,7 @@ function registerIntegrity(audit: Command): void {
 
 /**
  * What some kinds add: where an exposed key was found (and how many active keys descend from it),
- * what a roll replaced the key with, how a key policy changed, which endpoint or notification.
+ * what a roll replaced the key with, how a key policy or a rate limit changed, which endpoint or notification.
  */
 function detailOf(e: AuditEntryView): string {
   if (e.roll !== undefined) return `rolled to ${e.roll.to_key_id}, grace ${e.roll.grace_period_seconds}s`;
@@ -203,8 +203,14 @@ function detailOf(e: AuditEntryView): string {
     return `exposed at ${e.exposure.url ?? '(no url)'}${descendants}`;
   }
   if (e.key_policy !== undefined) return `key policy ${JSON.stringify(e.key_policy.old)} -> ${JSON.stringify(e.key_policy.new)}`;
+  if (e.rate_limit !== undefined) return `rate limit ${limitText(e.rate_limit.old)} -> ${limitText(e.rate_limit.new)}`;
   if (e.member !== undefined) return `member ${e.member.id}`;
   if (e.webhook !== undefined) return `endpoint ${e.webhook.origin}`;
   if (e.notification !== undefined) return `notification ${e.notification.id} (${e.notification.type})`;
   return '-';
+}
+
+/** An organisation's own limit, or the default when it has none. */
+function limitText(perMinute: number | null): string {
+  return perMinute === null ? 'default' : `${perMinute}/min`;
 }

@@ -5,6 +5,7 @@ import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { DURATION_GRAMMAR, listOf, naceSection, parseDuration, uuid } from '../values.js';
 import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
+import { registerLimit } from './org-limit.js';
 import { registerWebhook } from './webhook.js';
 
 function organisationText(o: Organisation): string {
@@ -26,7 +27,7 @@ function naceHelp(): string {
 }
 
 export function registerOrg(program: Command): void {
-  const org = program.command('org').description('organisations: create, list, classify, webhook, key policy');
+  const org = program.command('org').description('organisations: create, list, classify, webhook, key policy, rate limit');
 
   withJson(
     org
@@ -85,6 +86,7 @@ export function registerOrg(program: Command): void {
 
   registerWebhook(org);
   registerPolicy(org);
+  registerLimit(org);
 }
 
 function policyText(orgId: string, p: KeyPolicy): string {

@@ -16,7 +16,7 @@ export const SERVICE_VARIABLES = {
     "how far `last_used_at` may lag: each use is written within this (less a margin of a twelfth, at most 5 s), so the stored value is never further behind a key's last use, a crash included; at most one write per key per this interval per instance",
     int('KEY_USAGE_FLUSH_MS', 1_000, 3_600_000).default(60_000),
   ),
-  RATE_LIMIT_PER_MINUTE: variable('rateLimitPerMinute', '60', 'authenticated requests per organisation per UTC minute', int('RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60)),
+  RATE_LIMIT_PER_MINUTE: variable('rateLimitPerMinute', '60', 'authenticated requests per organisation per UTC minute, for organisations without a limit of their own (`cos-admin org limit set`)', int('RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60)),
   UNAUTH_RATE_LIMIT_PER_MINUTE: variable(
     'unauthRateLimitPerMinute',
     '60',

@@ -9,7 +9,8 @@
  *    its round trip as admission plans it), else the store;
  * 3. one status check (statusOf: unknown, revoked, expired or active);
  * 4. the principal (principalOf);
- * 5. the rate decision: an admitted request against its organisation (counted in the cache's
+ * 5. the rate decision: an admitted request against its organisation, under the limit of the
+ *    organisation record read with the key (counted in the cache's
  *    round trip when the cache confirmed or filled it, else by the rate limiter), a refused one
  *    against its source address (C-50: key guessing is throttled; over that limit the answer is
  *    429 instead of 401).
@@ -215,7 +216,7 @@ export class Admission {
       const window = windowAt(now.getTime());
       const read = await cache.find(digest, window, (credential) => {
         if (statusOf(credential, digest, now) !== 'active') return 'refuse';
-        return limiter.isBlocked(organisationScope(credential.key.organisationId), window.startMs) ? 'confirm' : 'count';
+        return limiter.isBlocked(organisationScope(credential.organisation), window.startMs) ? 'confirm' : 'count';
       });
       return { credential: read.credential, counted: read.counted, window };
     });
@@ -224,7 +225,7 @@ export class Admission {
       return { admitted: false, decision: await limiter.check({ kind: 'source', address }), refusal: found.refusal };
     }
     const { credential, now, read } = found;
-    const scope = organisationScope(credential.key.organisationId);
+    const scope = organisationScope(credential.organisation);
     let decision: RateDecision | Promise<RateDecision> =
       read.counted !== null && read.window !== null ? limiter.conclude(scope, read.window, read.counted) : limiter.checkAt(scope, now.getTime());
     if (decision instanceof Promise) decision = await decision;
@@ -233,6 +234,7 @@ export class Admission {
   }
 }
 
-function organisationScope(organisationId: string): RateScope {
-  return { kind: 'organisation', organisationId };
+/** The organisation's scope with the limit read with its record (C-240). */
+function organisationScope(organisation: Organisation): RateScope {
+  return { kind: 'organisation', organisationId: organisation.id, limitPerMinute: organisation.rateLimitPerMinute };
 }

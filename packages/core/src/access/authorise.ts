@@ -31,12 +31,17 @@ export type OrganisationOperation =
   | 'api_keys.get'
   | 'api_keys.revoke'
   | 'organisations.key_policy.get'
+  | 'organisations.rate_limit.get'
   | 'audit_events.list'
   | 'webhooks.read'
   | 'webhooks.write';
 
 /** List and create organisations (spec §5.5): a platform key or the operator. */
-export type PlatformOperation = 'organisations.list' | 'organisations.create' | 'organisations.key_policy.replace';
+export type PlatformOperation =
+  | 'organisations.list'
+  | 'organisations.create'
+  | 'organisations.key_policy.replace'
+  | 'organisations.rate_limit.replace';
 
 /** Members add/remove, classify, audit list, system organisations: the operator (CLI) only. */
 export type OperatorOperation =
@@ -66,12 +71,14 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'api_keys.get': 'organisation',
   'api_keys.revoke': 'organisation',
   'organisations.key_policy.get': 'organisation',
+  'organisations.rate_limit.get': 'organisation',
   'audit_events.list': 'organisation',
   'webhooks.read': 'organisation',
   'webhooks.write': 'organisation',
   'organisations.list': 'platform',
   'organisations.create': 'platform',
   'organisations.key_policy.replace': 'platform',
+  'organisations.rate_limit.replace': 'platform',
   'organisations.create_system': 'operator',
   'organisations.classify': 'operator',
   'members.add': 'operator',
@@ -92,10 +99,12 @@ export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformO
   'organisations.get': 'organisations:read',
   'organisations.list': 'organisations:read',
   'organisations.key_policy.get': 'organisations:read',
+  'organisations.rate_limit.get': 'organisations:read',
   'organisations.replace': 'organisations:write',
   'organisations.patch': 'organisations:write',
   'organisations.create': 'organisations:write',
   'organisations.key_policy.replace': 'organisations:write',
+  'organisations.rate_limit.replace': 'organisations:write',
   'members.list': 'members:read',
   'api_keys.list': 'api_keys:read',
   'api_keys.get': 'api_keys:read',

@@ -14,7 +14,15 @@ import { LogThrottle } from '../log-throttle.js';
  * burst of alerts never competes with /health and /version).
  */
 export type RateScope =
-  | { readonly kind: 'organisation'; readonly organisationId: string }
+  | {
+      readonly kind: 'organisation';
+      readonly organisationId: string;
+      /**
+       * The organisation's own limit as read with its record (`Organisation.rateLimitPerMinute`; null:
+       * the default). Omitted: check() and enforce() read the organisation record to learn it.
+       */
+      readonly limitPerMinute?: number | null;
+    }
   | { readonly kind: 'unauthenticated' }
   | { readonly kind: 'source'; readonly address: string }
   | { readonly kind: 'secret_scanning' };
@@ -48,11 +56,13 @@ export function scopeKey(scope: RateScope): string {
  * 10 s, however often the counter recovers and fails again in between (a flapping Redis); after a
  * warning, the first answer at least 10 s after the previous such line logs one "available again"
  * info line, so warnings and recoveries alternate, each at most once per 10 s. Scopes already over their
- * limit are remembered locally until their window ends, so a flooding scope costs no counter call.
+ * limit are remembered locally until their window ends, so a flooding scope costs no counter call;
+ * each with the limit it went over, so that an organisation whose limit is raised meanwhile is counted
+ * again at once.
  */
 export class RateLimiter {
-  /** scope key -> start of the window in which that scope is already over its limit. */
-  private readonly blocked = new Map<string, number>();
+  /** scope key -> the window in which that scope is already over its limit, and that limit. */
+  private readonly blocked = new Map<string, Blocked>();
   private blockedWindowStart = Number.NEGATIVE_INFINITY;
   /** The fail-open warning's window; never reset by a recovery (C-54). */
   private readonly failOpenWarnings = new LogThrottle(FAIL_OPEN_WARN_INTERVAL_MS, () => this.deps.clock.now().getTime());
@@ -74,26 +84,36 @@ export class RateLimiter {
    * counter that answers synchronously (in-process) is always called directly, its answer used at once.
    */
   constructor(
-    private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics'>>,
+    private readonly deps: Pick<CoreDeps, 'counter' | 'clock' | 'logger' | 'config'> & Partial<Pick<CoreDeps, 'metrics' | 'stores'>>,
     private readonly batch: TurnBatch | null = null,
   ) {
     this.metrics = deps.metrics ?? noopMetrics;
   }
 
   /**
-   * Limit for a scope: organisation/source -> rateLimitPerMinute; unauthenticated ->
-   * unauthRateLimitPerMinute; secret_scanning -> secretScanningRateLimitPerMinute.
+   * Limit for a scope: organisation -> its own limit when it has one (C-240), else
+   * rateLimitPerMinute; source -> rateLimitPerMinute; unauthenticated -> unauthRateLimitPerMinute;
+   * secret_scanning -> secretScanningRateLimitPerMinute.
    */
   limitFor(scope: RateScope): number {
     const config = this.deps.config;
+    if (scope.kind === 'organisation') return scope.limitPerMinute ?? config.rateLimitPerMinute;
     if (scope.kind === 'unauthenticated') return config.unauthRateLimitPerMinute;
     if (scope.kind === 'secret_scanning') return config.secretScanningRateLimitPerMinute;
     return config.rateLimitPerMinute;
   }
 
-  /** Counts the hit and returns the decision; never throws. */
+  /**
+   * Counts the hit and returns the decision. An organisation scope without its limit (an embedder's
+   * `enforce({ kind: 'organisation', organisationId })`) is counted against the limit of the
+   * organisation record read from the store first (C-243; a limiter built without stores uses the
+   * default), so it rejects only when that read fails; otherwise it never throws.
+   */
   async check(scope: RateScope): Promise<RateDecision> {
-    return this.checkAt(scope, this.deps.clock.now().getTime());
+    // Without a read to make, the count starts (and arms its timeout) before check() returns.
+    const stores = this.deps.stores;
+    const known = scope.kind === 'organisation' && scope.limitPerMinute === undefined && stores !== undefined ? await withOwnLimit(stores, scope) : scope;
+    return this.checkAt(known, this.deps.clock.now().getTime());
   }
 
   /**
@@ -106,7 +126,7 @@ export class RateLimiter {
     const limit = this.limitFor(scope);
     const window = windowAt(nowMs);
     this.forgetEndedWindows(window.startMs);
-    if (this.blocked.get(key) === window.startMs) {
+    if (this.over(key, limit, window.startMs)) {
       this.metrics.rateLimitDecision(scope.kind, 'limited');
       return decide(limit + 1, limit, window, nowMs);
     }
@@ -121,7 +141,16 @@ export class RateLimiter {
    */
   isBlocked(scope: RateScope, windowStartMs: number): boolean {
     this.forgetEndedWindows(windowStartMs);
-    return this.blocked.get(scopeKey(scope)) === windowStartMs;
+    return this.over(scopeKey(scope), this.limitFor(scope), windowStartMs);
+  }
+
+  /**
+   * Known over `limit` in the window: it went over a limit at least as high in this window (a limit
+   * raised since must count again, C-242; a lowered one is still exceeded).
+   */
+  private over(key: string, limit: number, windowStartMs: number): boolean {
+    const blocked = this.blocked.get(key);
+    return blocked !== undefined && blocked.windowStartMs === windowStartMs && limit <= blocked.limit;
   }
 
   /**
@@ -157,7 +186,7 @@ export class RateLimiter {
     this.metrics.rateLimitDecision(scope.kind, decision.allowed ? 'allowed' : 'limited');
     if (!decision.allowed) {
       this.forgetEndedWindows(window.startMs);
-      this.blocked.set(key, window.startMs);
+      this.blocked.set(key, { windowStartMs: window.startMs, limit });
     }
     return decision;
   }
@@ -201,7 +230,7 @@ export class RateLimiter {
   /** Blocked scopes are remembered only for their own window. */
   private forgetEndedWindows(currentStartMs: number): void {
     if (currentStartMs === this.blockedWindowStart) return;
-    for (const [key, start] of this.blocked) if (start < currentStartMs) this.blocked.delete(key);
+    for (const [key, blocked] of this.blocked) if (blocked.windowStartMs < currentStartMs) this.blocked.delete(key);
     this.blockedWindowStart = currentStartMs;
   }
 
@@ -226,6 +255,17 @@ export class RateLimiter {
     this.failedOpen = 0;
     this.deps.logger.info({ failedOpen }, 'Rate counter available again; rate limits enforced');
   }
+}
+
+/** The organisation scope with the limit of its stored record (an organisation not found: the default). */
+async function withOwnLimit(stores: Pick<CoreDeps['stores'], 'organisations'>, scope: Extract<RateScope, { kind: 'organisation' }>): Promise<RateScope> {
+  const organisation = await stores.organisations.findById(scope.organisationId);
+  return { ...scope, limitPerMinute: organisation?.rateLimitPerMinute ?? null };
+}
+
+interface Blocked {
+  readonly windowStartMs: number;
+  readonly limit: number;
 }
 
 function describe(cause: unknown): string {

@@ -15,7 +15,8 @@ export type AuditKind =
   | 'webhook_endpoint_removed'
   | 'webhook_secret_rotated'
   | 'notification_retried'
-  | 'organisation_policy_updated';
+  | 'organisation_policy_updated'
+  | 'organisation_rate_limit_changed';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
@@ -30,6 +31,7 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'webhook_secret_rotated',
   'notification_retried',
   'organisation_policy_updated',
+  'organisation_rate_limit_changed',
 ];
 
 /**
@@ -118,6 +120,17 @@ export interface AuditEntry {
   readonly descendantKeyIds?: readonly string[];
   /** `organisation_policy_updated` entries only (C-62): the policy before and after. */
   readonly keyPolicy?: KeyPolicyChange;
+  /** `organisation_rate_limit_changed` entries only (C-241): the organisation's own limit before and after. */
+  readonly rateLimit?: RateLimitChange;
+}
+
+/**
+ * What an `organisation_rate_limit_changed` entry records: requests per minute before and after,
+ * null where the organisation had (or returned to) no limit of its own, the default.
+ */
+export interface RateLimitChange {
+  readonly old: number | null;
+  readonly new: number | null;
 }
 
 /** What an `organisation_policy_updated` entry records. */

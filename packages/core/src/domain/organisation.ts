@@ -6,11 +6,18 @@ export interface Organisation {
   readonly slug: string;
   readonly industrySection: NaceSection | null;
   readonly isSystem: boolean;
+  /**
+   * The organisation's own requests per UTC minute (its plan, set by a platform key), or null:
+   * the service's default (RATE_LIMIT_PER_MINUTE) applies.
+   */
+  readonly rateLimitPerMinute: number | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
 
 export const NAME_MAX = 200;
+/** An organisation's own rate limit is a whole number of requests per minute in 1..RATE_LIMIT_MAX. */
+export const RATE_LIMIT_MAX = 1_000_000;
 export const SLUG_MAX = 63;
 /** 1..63 of a-z, 0-9 and '-', not starting or ending with '-' (C-13). */
 export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -43,6 +43,7 @@ export async function createOrganisationIn(
     slug: input.slug,
     industrySection: null,
     isSystem,
+    rateLimitPerMinute: null,
     createdAt: now,
     updatedAt: now,
   };

@@ -5,6 +5,7 @@ import type { PageRequest } from './pagination.js';
 export interface OrganisationChanges {
   readonly name?: string;
   readonly industrySection?: NaceSection | null;
+  readonly rateLimitPerMinute?: number | null;
   readonly updatedAt: Date;
 }
 

@@ -82,6 +82,7 @@ export function copyOrganisation(o: Organisation): Organisation {
     slug: o.slug,
     industrySection: o.industrySection,
     isSystem: o.isSystem,
+    rateLimitPerMinute: o.rateLimitPerMinute,
     createdAt: copyDate(o.createdAt),
     updatedAt: copyDate(o.updatedAt),
   };

@@ -22,6 +22,7 @@ import { webhookOverlap } from './0011_webhook_overlap.js';
 import { rareKindIndex } from './0012_audit_rare_kind_index.js';
 import { redisIdentity } from './0013_redis_identity.js';
 import { auditSeqChecks } from './0014_audit_seq_checks.js';
+import { organisationRateLimit } from './0015_organisation_rate_limit.js';
 import type { SqlMigration } from './migration.js';
 
 export type { SqlMigration } from './migration.js';
@@ -44,6 +45,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   rareKindIndex,
   redisIdentity,
   auditSeqChecks,
+  organisationRateLimit,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {

@@ -32,6 +32,7 @@ export function credentialFromRow(row: Record<string, unknown> | undefined): Cre
       slug: String(row.o_slug),
       industrySection: row.o_industry_section === null || row.o_industry_section === undefined ? null : (String(row.o_industry_section) as Credential['organisation']['industrySection']),
       isSystem: toBool(row.o_is_system),
+      rateLimitPerMinute: row.o_rate_limit_per_minute === null || row.o_rate_limit_per_minute === undefined ? null : Number(row.o_rate_limit_per_minute),
       createdAt: toDate(row.o_created_at),
       updatedAt: toDate(row.o_updated_at),
     },
@@ -44,7 +45,7 @@ const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id 
 export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
   k.last_used_at, k.rolled_from_key_id, k.scopes, k.created_by_key_id,
   o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
-  o.created_at AS o_created_at, o.updated_at AS o_updated_at
+  o.rate_limit_per_minute AS o_rate_limit_per_minute, o.created_at AS o_created_at, o.updated_at AS o_updated_at
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
 const LIST_FIRST = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;

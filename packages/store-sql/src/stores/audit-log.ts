@@ -14,6 +14,7 @@ import {
   type ChainedAuditEntry,
   type KeyPolicyChange,
   type PageRequest,
+  type RateLimitChange,
   type WebhookEventType,
 } from '@cos/core';
 import { execute, query, stringOrNull, toDate, translated, type StoreContext } from '../context.js';
@@ -21,7 +22,7 @@ import type { SqlDialect } from '../database-url.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const ENTRY_COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy, rate_limit';
 const COLUMNS = `${ENTRY_COLUMNS}, seq, prev_hash, hash`;
 
 /** Space-joined ids ('' for none). */
@@ -57,7 +58,8 @@ export function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const hasNotification = present(row.notification_id);
   const hasDescendants = present(row.descendant_key_ids);
   const hasPolicy = present(row.key_policy);
-  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy) return entry;
+  const hasRateLimit = present(row.rate_limit);
+  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy && !hasRateLimit) return entry;
   return {
     ...entry,
     ...(hasExposure
@@ -69,6 +71,7 @@ export function entryFromRow(row: Record<string, unknown>): AuditEntry {
     ...(hasNotification ? { notification: { id: String(row.notification_id), type: String(row.notification_type) as WebhookEventType } } : {}),
     ...(hasDescendants ? { descendantKeyIds: idsFromText(String(row.descendant_key_ids)) } : {}),
     ...(hasPolicy ? { keyPolicy: JSON.parse(String(row.key_policy)) as KeyPolicyChange } : {}),
+    ...(hasRateLimit ? { rateLimit: JSON.parse(String(row.rate_limit)) as RateLimitChange } : {}),
   };
 }
 
@@ -76,7 +79,7 @@ function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
   return { ...entryFromRow(row), seq: Number(row.seq), prevHash: String(row.prev_hash), hash: String(row.hash) };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
 /**
  * Postgres: the whole append in one statement, one round trip. `cos_audit_lock_head` (migration
@@ -89,7 +92,7 @@ const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDE
  * but one) followed by `"<prev_hash>","seq":<seq>}` (core's `auditLinkHash`, for a hex head).
  */
 const APPEND_POSTGRES = `INSERT INTO audit_entries (${COLUMNS})
-  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
+  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
     encode(sha256(convert_to(?::text || '"' || link.prev_hash || '","seq":' || link.seq || '}', 'UTF8')), 'hex')
   FROM (SELECT coalesce(head.head_seq, 0) + 1 AS seq, coalesce(head.head_hash, '${GENESIS_HASH}') AS prev_hash
         FROM (SELECT 1) AS one LEFT JOIN cos_audit_lock_head(?) AS head ON true) AS link
@@ -163,6 +166,7 @@ function entryColumns(e: AuditEntry): unknown[] {
     e.notification?.type ?? null,
     e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
     e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
+    e.rateLimit !== undefined ? JSON.stringify({ old: e.rateLimit.old, new: e.rateLimit.new }) : null,
   ];
 }
 

@@ -1,7 +1,7 @@
 import type { KeyEnvironment, KeyPolicy, NaceSection, Organisation, OrganisationChanges, OrganisationStore, PageRequest } from '@cos/core';
 import { credentialWrite, execute, query, toBool, toDate, type StoreContext } from '../context.js';
 
-const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, created_at, updated_at';
+const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, rate_limit_per_minute, created_at, updated_at';
 
 export function organisationFromRow(row: Record<string, unknown>): Organisation {
   return {
@@ -10,12 +10,13 @@ export function organisationFromRow(row: Record<string, unknown>): Organisation 
     slug: String(row.slug),
     industrySection: row.industry_section === null || row.industry_section === undefined ? null : (String(row.industry_section) as NaceSection),
     isSystem: toBool(row.is_system),
+    rateLimitPerMinute: row.rate_limit_per_minute === null || row.rate_limit_per_minute === undefined ? null : Number(row.rate_limit_per_minute),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
   };
 }
 
-const INSERT = `INSERT INTO organisations (${ORGANISATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO organisations (${ORGANISATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`;
 export const ORGANISATION_BY_ID = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE id = ?`;
 const FIRST_SYSTEM = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE is_system = ? ORDER BY created_at, id LIMIT 1`;
 const LIST_FIRST = `SELECT ${ORGANISATION_COLUMNS} FROM organisations ORDER BY created_at, id LIMIT ?`;
@@ -32,7 +33,7 @@ export class SqlOrganisationStore implements OrganisationStore {
   constructor(private readonly ctx: StoreContext) {}
 
   async create(o: Organisation): Promise<void> {
-    await execute(this.ctx, INSERT, [o.id, o.name, o.slug, o.industrySection, o.isSystem, o.createdAt.getTime(), o.updatedAt.getTime()]);
+    await execute(this.ctx, INSERT, [o.id, o.name, o.slug, o.industrySection, o.isSystem, o.rateLimitPerMinute, o.createdAt.getTime(), o.updatedAt.getTime()]);
   }
 
   async findById(id: string): Promise<Organisation | null> {
@@ -56,6 +57,10 @@ export class SqlOrganisationStore implements OrganisationStore {
     if (changes.industrySection !== undefined) {
       sets.push('industry_section = ?');
       bindings.push(changes.industrySection);
+    }
+    if (changes.rateLimitPerMinute !== undefined) {
+      sets.push('rate_limit_per_minute = ?');
+      bindings.push(changes.rateLimitPerMinute);
     }
     sets.push('updated_at = ?');
     bindings.push(changes.updatedAt.getTime(), id);

@@ -162,16 +162,19 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         expectApiKey((await keys().findCredential(k.digest))!.key, { ...k, revokedAt: at(5) });
       });
 
-      it('C-31: sees an organisation update made after the key was inserted', async () => {
+      it('C-31, C-242: sees an organisation update made after the key was inserted, its rate limit included', async () => {
         const k = newApiKey(orgA.id);
         await keys().insert(k);
-        await storePorts(harness).organisations.update(orgA.id, { name: 'Renamed', industrySection: null, updatedAt: at(99) });
+        await storePorts(harness).organisations.update(orgA.id, { name: 'Renamed', industrySection: null, rateLimitPerMinute: 7, updatedAt: at(99) });
         expectOrganisation((await keys().findCredential(k.digest))!.organisation, {
           ...orgA,
           name: 'Renamed',
           industrySection: null,
+          rateLimitPerMinute: 7,
           updatedAt: at(99),
         });
+        await storePorts(harness).organisations.update(orgA.id, { rateLimitPerMinute: null, updatedAt: at(100) });
+        expect((await keys().findCredential(k.digest))!.organisation.rateLimitPerMinute).to.equal(null);
       });
     });
 

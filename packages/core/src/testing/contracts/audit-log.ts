@@ -35,6 +35,8 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   else expect(e.descendantKeyIds).to.deep.equal(expected.descendantKeyIds);
   if (expected.keyPolicy === undefined) expect(e, 'no keyPolicy property').to.not.have.property('keyPolicy');
   else expect(e.keyPolicy).to.deep.equal(expected.keyPolicy);
+  if (expected.rateLimit === undefined) expect(e, 'no rateLimit property').to.not.have.property('rateLimit');
+  else expect(e.rateLimit).to.deep.equal(expected.rateLimit);
   expect(Object.keys(e).sort()).to.deep.equal(
     [
       'actor',
@@ -54,6 +56,7 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
       ...(expected.notification !== undefined ? ['notification'] : []),
       ...(expected.descendantKeyIds !== undefined ? ['descendantKeyIds'] : []),
       ...(expected.keyPolicy !== undefined ? ['keyPolicy'] : []),
+      ...(expected.rateLimit !== undefined ? ['rateLimit'] : []),
     ].sort(),
     'no other fields',
   );
@@ -164,6 +167,20 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       const e = newAuditEntry(orgA, { kind: 'organisation_policy_updated', occurredAt: at(3), actor: { type: 'api_key', keyId: keyB.id }, keyPolicy });
       await audit().append(e);
       expectAuditEntry((await audit().list({ kind: 'organisation_policy_updated' }, ALL))[0], e);
+    });
+
+    it('C-241: organisation_rate_limit_changed entries round-trip the old and the new limit, null (the default) on either side', async () => {
+      const raised = newAuditEntry(orgA, { kind: 'organisation_rate_limit_changed', occurredAt: at(3), actor: { type: 'api_key', keyId: keyB.id }, rateLimit: { old: null, new: 1_000_000 } });
+      const lowered = newAuditEntry(orgA, { kind: 'organisation_rate_limit_changed', occurredAt: at(4), actor: { type: 'operator', name: 'ops' }, rateLimit: { old: 1_000_000, new: 1 } });
+      const reset = newAuditEntry(orgA, { kind: 'organisation_rate_limit_changed', occurredAt: at(5), actor: { type: 'operator' }, rateLimit: { old: 1, new: null } });
+      for (const e of [raised, lowered, reset]) await audit().append(e);
+      const listed = await audit().list({ kind: 'organisation_rate_limit_changed' }, ALL);
+      expect(listed).to.have.length(3);
+      expectAuditEntry(listed[0], raised);
+      expectAuditEntry(listed[1], lowered);
+      expectAuditEntry(listed[2], reset);
+      const chain = await audit().chain(orgA, { afterSeq: 0, limit: 100 });
+      expect(chain.map((c) => c.id)).to.deep.equal([raised.id, lowered.id, reset.id]);
     });
 
     it('an operator without a name round-trips without a name property; a name never appears on another actor', async () => {

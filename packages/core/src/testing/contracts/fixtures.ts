@@ -41,6 +41,7 @@ export function newOrganisation(overrides: Partial<Organisation> = {}): Organisa
     slug: `org-${unique()}`,
     industrySection: null,
     isSystem: false,
+    rateLimitPerMinute: null,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,

@@ -14,10 +14,11 @@ export function expectOrganisation(actual: Organisation | null, expected: Organi
   expect(o.slug).to.equal(expected.slug);
   expect(o.industrySection).to.equal(expected.industrySection);
   expect(o.isSystem).to.equal(expected.isSystem);
+  expect(o.rateLimitPerMinute).to.equal(expected.rateLimitPerMinute);
   expectSameInstant(o.createdAt, expected.createdAt, 'createdAt');
   expectSameInstant(o.updatedAt, expected.updatedAt, 'updatedAt');
   expect(Object.keys(o).sort()).to.deep.equal(
-    ['createdAt', 'id', 'industrySection', 'isSystem', 'name', 'slug', 'updatedAt'],
+    ['createdAt', 'id', 'industrySection', 'isSystem', 'name', 'rateLimitPerMinute', 'slug', 'updatedAt'],
     'no other fields',
   );
 }
@@ -52,6 +53,16 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
         const found = await organisations().findById(o.id);
         expectOrganisation(found, o);
         expect(found!.isSystem).to.equal(true);
+      });
+
+      it('C-240: round-trips an organisation\'s own rate limit (1 and 1,000,000) and no limit (null)', async () => {
+        const low = newOrganisation({ rateLimitPerMinute: 1 });
+        const high = newOrganisation({ rateLimitPerMinute: 1_000_000 });
+        const none = newOrganisation();
+        for (const o of [low, high, none]) await organisations().create(o);
+        expectOrganisation(await organisations().findById(low.id), low);
+        expectOrganisation(await organisations().findById(high.id), high);
+        expect((await organisations().findById(none.id))!.rateLimitPerMinute).to.equal(null);
       });
 
       it('C-20: round-trips a name with non-ASCII characters and 200 characters', async () => {
@@ -143,8 +154,32 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
         expectOrganisation(await organisations().findById(o.id), { ...o, name: 'Still U', industrySection: null, updatedAt: at(30) });
       });
 
+      it('C-240: sets a rate limit, changes it, clears it with null; an absent limit is left alone', async () => {
+        const o = newOrganisation();
+        await organisations().create(o);
+        expectOrganisation(await organisations().update(o.id, { rateLimitPerMinute: 600, updatedAt: at(10) }), { ...o, rateLimitPerMinute: 600, updatedAt: at(10) });
+        expectOrganisation(await organisations().update(o.id, { name: 'Still 600', updatedAt: at(20) }), {
+          ...o,
+          name: 'Still 600',
+          rateLimitPerMinute: 600,
+          updatedAt: at(20),
+        });
+        expectOrganisation(await organisations().update(o.id, { rateLimitPerMinute: 1_000_000, updatedAt: at(25) }), {
+          ...o,
+          name: 'Still 600',
+          rateLimitPerMinute: 1_000_000,
+          updatedAt: at(25),
+        });
+        expectOrganisation(await organisations().update(o.id, { rateLimitPerMinute: null, updatedAt: at(30) }), {
+          ...o,
+          name: 'Still 600',
+          updatedAt: at(30),
+        });
+        expectOrganisation(await organisations().findById(o.id), { ...o, name: 'Still 600', updatedAt: at(30) });
+      });
+
       it('with only updatedAt changes only updatedAt; slug, isSystem and createdAt never change', async () => {
-        const o = newOrganisation({ isSystem: true, industrySection: 'A' });
+        const o = newOrganisation({ isSystem: true, industrySection: 'A', rateLimitPerMinute: 5 });
         await organisations().create(o);
         const updated = await organisations().update(o.id, { updatedAt: at(86_400_000) });
         expectOrganisation(updated, { ...o, updatedAt: at(86_400_000) });
@@ -224,7 +259,7 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
 
     describe('list', () => {
       it('C-20: lists full records', async () => {
-        const a = newOrganisation({ createdAt: at(0), updatedAt: at(3), industrySection: 'Q', isSystem: true });
+        const a = newOrganisation({ createdAt: at(0), updatedAt: at(3), industrySection: 'Q', isSystem: true, rateLimitPerMinute: 1_000 });
         const b = newOrganisation({ createdAt: at(1), updatedAt: at(2) });
         await organisations().create(b);
         await organisations().create(a);

@@ -37,6 +37,7 @@ function copyEntry(e: AuditEntry): AuditEntry {
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
     ...(e.descendantKeyIds !== undefined ? { descendantKeyIds: [...e.descendantKeyIds] } : {}),
     ...(e.keyPolicy !== undefined ? { keyPolicy: { old: copyKeyPolicy(e.keyPolicy.old), new: copyKeyPolicy(e.keyPolicy.new) } } : {}),
+    ...(e.rateLimit !== undefined ? { rateLimit: { old: e.rateLimit.old, new: e.rateLimit.new } } : {}),
   };
 }
 

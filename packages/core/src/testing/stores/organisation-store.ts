@@ -45,6 +45,7 @@ export class InMemoryOrganisationStore implements OrganisationStore {
   async update(id: string, changes: OrganisationChanges): Promise<Organisation | null> {
     const name = changes.name;
     const industrySection = changes.industrySection;
+    const rateLimitPerMinute = changes.rateLimitPerMinute;
     const updatedAt = copyDate(changes.updatedAt);
     this.session.credentialWrite(id, 'organisations.update');
     return this.session.write((t) => {
@@ -54,6 +55,7 @@ export class InMemoryOrganisationStore implements OrganisationStore {
         ...current,
         ...(name !== undefined ? { name } : {}),
         ...(industrySection !== undefined ? { industrySection } : {}),
+        ...(rateLimitPerMinute !== undefined ? { rateLimitPerMinute } : {}),
         updatedAt: copyDate(updatedAt),
       };
       t.organisations.set(id, next);

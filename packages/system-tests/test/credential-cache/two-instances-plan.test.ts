@@ -1,0 +1,167 @@
+/**
+ * An organisation's plan across two real `cos-admin serve` processes on one Postgres and one Redis
+ * (a redis-server this test spawns), each with the credential cache on (C-240, C-242): B answers the
+ * organisation's key from its warm cache; a plan set at A applies to B's next request, which reports
+ * the new X-RateLimit-Limit and is limited by it, and a plan set at B to A's; no restart, no expiry.
+ * An organisation at limit N gets exactly N requests of a minute through the two instances together
+ * (one Redis count), then 429 with the v1 body.
+ */
+import { expect } from 'chai';
+import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
+import { postgresDatabase } from '../../../cli/test/support/databases.js';
+import { postgresUrl } from '../support/env.js';
+import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
+import { TcpProxy } from '@cos/test-support/tcp-proxy';
+import { Client, type Incoming } from '../support/http.js';
+import { freePort, sleep } from '../support/free-port.js';
+import { storeReadsDuring } from '../support/store-reads.js';
+
+async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await ok())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Waits, when needed, for the next UTC minute, so that what follows runs in one window (at most `seconds` of it used). */
+async function windowWithRoom(seconds: number): Promise<void> {
+  const intoMinute = Date.now() % 60_000;
+  if (intoMinute < 60_000 - seconds * 1000) return;
+  await sleep(60_000 - intoMinute + 200);
+}
+
+const DEFAULT_LIMIT = 100_000;
+
+describe('system: an organisation\'s plan across two serve instances with warm credential caches (C-240, C-242)', function () {
+  this.timeout(180_000);
+  let redis: RedisServer;
+  let pgProxy: TcpProxy;
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let work: { dir: string; remove(): void };
+  let env: Env;
+  const servers: ServeProcess[] = [];
+  let a: Client;
+  let b: Client;
+  let platformKey: string;
+
+  before(async function () {
+    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
+      this.skip();
+      return;
+    }
+    await ensureBuilt();
+    redis = await RedisServer.start();
+    const db = await postgresDatabase();
+    dropDatabase = () => db.drop();
+    work = tempDir('cos-cc-plan-');
+    env = {
+      DATABASE_URL: db.databaseUrl,
+      REDIS_URL: redis.url,
+      PORT: '0',
+      RATE_LIMIT_PER_MINUTE: String(DEFAULT_LIMIT),
+      LOG_LEVEL: 'warn',
+      WEBHOOK_POLL_INTERVAL_MS: '3600000',
+    };
+    await cliJson(['migrate'], env, work.dir);
+    const system = await cliJson<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform-plan', '--system'], env, work.dir);
+    platformKey = (await cliJson<{ key: string }>(['key', 'issue', system.id, '--label', 'platform'], env, work.dir)).key;
+    // B reaches Postgres through a proxy that sees its statements: the test can see B serve from its cache.
+    pgProxy = await TcpProxy.for(db.databaseUrl, 5432);
+    const [portA, portB] = [await freePort(), await freePort()];
+    servers.push(startServe([], { ...env, PORT: String(portA) }, work.dir));
+    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(db.databaseUrl) }, work.dir));
+    a = new Client(`http://127.0.0.1:${portA}`);
+    b = new Client(`http://127.0.0.1:${portB}`);
+    for (const [c, s] of [[a, servers[0]!], [b, servers[1]!]] as const) {
+      await until(
+        async () => {
+          if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`serve exited before answering:\n${s.stderr()}`);
+          return (await c.call('GET', '/v1/health').catch(() => null))?.status === 200;
+        },
+        90_000,
+        'serve to answer',
+      );
+    }
+  });
+
+  after(async () => {
+    for (const s of servers) s.kill();
+    await Promise.all(servers.map((s) => s.exited()));
+    await pgProxy?.close();
+    await redis?.kill();
+    await dropDatabase?.();
+    work?.remove();
+  });
+
+  async function organisation(slug: string): Promise<{ orgId: string; key: string }> {
+    const org = await cliJson<{ id: string }>(['org', 'create', '--name', slug, '--slug', slug], env, work.dir);
+    const key = (await cliJson<{ key: string }>(['key', 'issue', org.id, '--label', 'owner'], env, work.dir)).key;
+    return { orgId: org.id, key };
+  }
+  const getOrg = (c: Client, orgId: string, key: string) => c.call('GET', `/v1/organisations/${orgId}`, { key, timeoutMs: 5_000 });
+  /** PUT …/rate-limit with the platform key, sent again while its fence is refused (503: nothing changed). */
+  async function setPlan(c: Client, orgId: string, perMinute: number | null): Promise<Incoming> {
+    for (let attempt = 0; ; attempt++) {
+      const r = await c.call('PUT', `/v1/organisations/${orgId}/rate-limit`, { key: platformKey, body: { requests_per_minute: perMinute }, timeoutMs: 5_000 });
+      if (r.status !== 503 || attempt === 5) return r;
+      await sleep(50 * 2 ** attempt);
+    }
+  }
+  const limitOf = (r: Incoming): number => Number(r.headers.get('x-ratelimit-limit'));
+
+  it('C-242: a plan set at A is reported and enforced by B\'s next request while B\'s cache is warm; raised at B, A\'s next request is let in under it; back to the default at A, B reports the default', async () => {
+    const { orgId, key } = await organisation('plan-warm');
+    // A new organisation is "not settled" in Redis for the change bound (10 s): nothing is cached before.
+    for (const c of [a, b]) expect((await getOrg(c, orgId, key)).status).to.equal(200);
+    await sleep(10_500);
+    await windowWithRoom(30);
+    for (const c of [a, b]) for (let n = 0; n < 3; n++) expect(limitOf(await getOrg(c, orgId, key))).to.equal(DEFAULT_LIMIT);
+    const cached = await storeReadsDuring(pgProxy, async () => {
+      for (let n = 0; n < 5; n++) expect((await getOrg(b, orgId, key)).status).to.equal(200);
+    });
+    expect(cached, 'B answers the key from its cache before the change').to.deep.equal([]);
+
+    const lowered = await setPlan(a, orgId, 3);
+    expect(lowered.status, lowered.text).to.equal(200);
+    expect(lowered.json()).to.deep.equal({ requests_per_minute: 3, source: 'organisation' });
+    // At least 11 requests of this minute are counted already: the next one, at B, is over 3.
+    const refused = await getOrg(b, orgId, key);
+    expect(refused.status, refused.text).to.equal(429);
+    expect(limitOf(refused)).to.equal(3);
+    expect(Object.keys(refused.json<Record<string, unknown>>()).sort()).to.deep.equal(['detail', 'instance', 'retry_after', 'status', 'svc_error_code', 'title', 'type']);
+    expect(limitOf(await getOrg(a, orgId, key))).to.equal(3);
+
+    const raised = await setPlan(b, orgId, 1_000);
+    expect(raised.status, raised.text).to.equal(200);
+    const atA = await getOrg(a, orgId, key);
+    expect(atA.status, 'the raised plan lets the organisation in at once').to.equal(200);
+    expect(limitOf(atA)).to.equal(1_000);
+    const atB = await getOrg(b, orgId, key);
+    expect(atB.status).to.equal(200);
+    expect(limitOf(atB)).to.equal(1_000);
+    expect(Number(atB.headers.get('x-ratelimit-remaining'))).to.be.within(1_000 - 30, 1_000 - 12);
+
+    expect((await setPlan(a, orgId, null)).json()).to.deep.equal({ requests_per_minute: DEFAULT_LIMIT, source: 'default' });
+    expect(limitOf(await getOrg(b, orgId, key))).to.equal(DEFAULT_LIMIT);
+    for (const c of [a, b]) {
+      const read = await c.call('GET', `/v1/organisations/${orgId}/rate-limit`, { key, timeoutMs: 5_000 });
+      expect(read.json()).to.deep.equal({ requests_per_minute: DEFAULT_LIMIT, source: 'default' });
+    }
+    // The cache fills again under the new state: B serves the key without a store read.
+    for (let n = 0; n < 3; n++) await getOrg(b, orgId, key);
+    expect(await storeReadsDuring(pgProxy, async () => void (await getOrg(b, orgId, key)))).to.deep.equal([]);
+  });
+
+  it('C-240: an organisation at limit 10 gets exactly 10 requests of a minute through both instances together, then 429 on both', async () => {
+    const { orgId, key } = await organisation('plan-exact');
+    expect((await setPlan(a, orgId, 10)).status).to.equal(200);
+    await windowWithRoom(20);
+    const answers: Incoming[] = [];
+    for (let n = 0; n < 14; n++) answers.push(await getOrg(n % 2 === 0 ? a : b, orgId, key));
+    expect(new Set(answers.map((r) => r.headers.get('x-ratelimit-reset'))).size, 'one window').to.equal(1);
+    expect(answers.map((r) => r.status)).to.deep.equal([...Array<number>(10).fill(200), 429, 429, 429, 429]);
+    expect(answers.map(limitOf)).to.deep.equal(Array<number>(14).fill(10));
+    expect(answers.slice(0, 10).map((r) => Number(r.headers.get('x-ratelimit-remaining')))).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+  });
+});
