@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { parseWebhookSecretKey, WebhookSecretCipher, type CoreConfig } from '@cos/core';
+import { parseCidr, parseWebhookSecretKey, WebhookSecretCipher, type CoreConfig } from '@cos/core';
 import { parseDatabaseUrl } from '@cos/store-sql';
 import { parseEnvFile } from './env-file.js';
 import { clusterRef } from './redis-target.js';
@@ -72,6 +72,19 @@ function clusterNodes(name: string) {
       { message: `${name} must be a comma-separated list of redis://host:port (or rediss://) URLs` },
     )
     .transform((s): readonly string[] => s.split(',').map((part) => part.trim()));
+}
+
+/** A comma-separated list of IPv4 or IPv6 CIDRs (a bare address is one host), each in canonical form. */
+function cidrList(name: string) {
+  return z
+    .string()
+    .superRefine((s, ctx) => {
+      for (const part of s.split(',')) {
+        const parsed = parseCidr(part);
+        if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `${name}: ${part.trim()} ${parsed.issue}` });
+      }
+    })
+    .transform((s): readonly string[] => s.split(',').map((part) => (parseCidr(part) as { cidr: string }).cidr));
 }
 
 function host(name: string) {
@@ -276,6 +289,12 @@ const VARIABLES = {
     'false',
     '`true` behind a load balancer that overwrites `X-Forwarded-For`: failed authentications are throttled per client address instead of per balancer',
     bool('TRUST_PROXY').default(false),
+  ),
+  TRUSTED_PROXIES: variable(
+    'trustedProxies',
+    'unset',
+    'with `TRUST_PROXY=true`: comma-separated CIDRs of your proxies and load balancers. Starting from the connecting address, each address inside them is a proxy whose `X-Forwarded-For` hop is believed, rightmost first; the first address outside them is the client. Unset: only the connecting proxy\'s own hop (the rightmost) is believed. The client address throttles failed authentications and is checked against keys restricted to networks',
+    cidrList('TRUSTED_PROXIES').optional().transform(orNull),
   ),
   DATABASE_PREPARED_STATEMENTS: variable(
     'databasePreparedStatements',
@@ -489,6 +508,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   const config = parsed.data;
   if (raw['REDIS_URL'] !== undefined && raw['REDIS_CLUSTER_NODES'] !== undefined) {
     throw new ConfigError('invalid configuration: REDIS_URL and REDIS_CLUSTER_NODES are both set: set REDIS_URL for one Redis or REDIS_CLUSTER_NODES for a Redis Cluster, not both');
+  }
+  if (config.trustedProxies !== null && !config.trustProxy) {
+    throw new ConfigError('invalid configuration: TRUSTED_PROXIES is set but TRUST_PROXY is not true: set TRUST_PROXY=true to believe X-Forwarded-For from those proxies, or unset TRUSTED_PROXIES');
   }
   // Node's http.Server refuses a header timeout longer than the request timeout.
   if (config.headersTimeoutMs > config.requestTimeoutMs) {

@@ -1,5 +1,5 @@
 /**
- * The guard every store applies to its credential-affecting writes (ApiKeyStore.revoke and
+ * The guard every store applies to its credential-affecting writes (ApiKeyStore.revoke, update and
  * shortenExpiry, OrganisationStore.update) inside a unit of work: the organisation written must be
  * one the unit of work declared (`UnitOfWork.run(work, { changesCredentialsOf })`), because only a
  * declared change is announced to the instances that cache credentials. An undeclared write is a

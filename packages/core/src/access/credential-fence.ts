@@ -11,7 +11,7 @@
  * (credential-cache.ts explains the reader's side).
  *
  * The declaration is checked where the write happens: every store refuses a credential-affecting
- * write (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update) of an organisation its unit
+ * write (ApiKeyStore.revoke, shortenExpiry and update, OrganisationStore.update) of an organisation its unit
  * of work did not declare (UndeclaredCredentialChangeError, nothing written), so a use case that
  * forgets to declare fails at once instead of leaving stale credentials in caches. Creating an
  * organisation or issuing a key changes no cached entry (caches never hold negative answers) and

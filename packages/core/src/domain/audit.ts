@@ -15,7 +15,8 @@ export type AuditKind =
   | 'webhook_endpoint_removed'
   | 'webhook_secret_rotated'
   | 'notification_retried'
-  | 'organisation_policy_updated';
+  | 'organisation_policy_updated'
+  | 'api_key_updated';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
@@ -30,6 +31,7 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'webhook_secret_rotated',
   'notification_retried',
   'organisation_policy_updated',
+  'api_key_updated',
 ];
 
 /**
@@ -118,6 +120,13 @@ export interface AuditEntry {
   readonly descendantKeyIds?: readonly string[];
   /** `organisation_policy_updated` entries only (C-62): the policy before and after. */
   readonly keyPolicy?: KeyPolicyChange;
+  /** `api_key_updated` entries only (C-261): the names of the fields changed, sorted (never metadata values). */
+  readonly changedFields?: readonly string[];
+  /**
+   * The key's allowed networks (C-262; not secret): on `api_key_issued` entries of a restricted key,
+   * and on `api_key_updated` entries that changed them (null: the restriction was lifted).
+   */
+  readonly allowedCidrs?: readonly string[] | null;
 }
 
 /** What an `organisation_policy_updated` entry records. */

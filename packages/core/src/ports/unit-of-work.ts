@@ -21,7 +21,7 @@ export interface Stores {
 /**
  * What a unit of work declares before it opens. `changesCredentialsOf`: the organisations whose
  * credentials it may change, that is every organisation passed to a credential-affecting write
- * (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update: what an authentication answers
+ * (ApiKeyStore.revoke, shortenExpiry and update, OrganisationStore.update: what an authentication answers
  * or the organisation record a credential cache holds). The core announces these changes to every
  * instance before the transaction opens (credential-fence.ts).
  */
@@ -48,6 +48,6 @@ export interface UnitOfWork {
  * write a credential past the fence: it does not compile).
  */
 export type OuterStores = Omit<Stores, 'apiKeys' | 'organisations'> & {
-  readonly apiKeys: Omit<ApiKeyStore, 'revoke' | 'shortenExpiry'>;
+  readonly apiKeys: Omit<ApiKeyStore, 'revoke' | 'shortenExpiry' | 'update'>;
   readonly organisations: Omit<OrganisationStore, 'update' | 'putKeyPolicy'>;
 };

@@ -21,7 +21,7 @@ import type { SqlDialect } from '../database-url.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const ENTRY_COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy, changed_fields, allowed_cidrs';
 const COLUMNS = `${ENTRY_COLUMNS}, seq, prev_hash, hash`;
 
 /** Space-joined ids ('' for none). */
@@ -57,7 +57,9 @@ export function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const hasNotification = present(row.notification_id);
   const hasDescendants = present(row.descendant_key_ids);
   const hasPolicy = present(row.key_policy);
-  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy) return entry;
+  const hasChanged = present(row.changed_fields);
+  const hasCidrs = present(row.allowed_cidrs);
+  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy && !hasChanged && !hasCidrs) return entry;
   return {
     ...entry,
     ...(hasExposure
@@ -69,6 +71,9 @@ export function entryFromRow(row: Record<string, unknown>): AuditEntry {
     ...(hasNotification ? { notification: { id: String(row.notification_id), type: String(row.notification_type) as WebhookEventType } } : {}),
     ...(hasDescendants ? { descendantKeyIds: idsFromText(String(row.descendant_key_ids)) } : {}),
     ...(hasPolicy ? { keyPolicy: JSON.parse(String(row.key_policy)) as KeyPolicyChange } : {}),
+    ...(hasChanged ? { changedFields: idsFromText(String(row.changed_fields)) } : {}),
+    // JSON: the array, or `null` when the change lifted the restriction.
+    ...(hasCidrs ? { allowedCidrs: JSON.parse(String(row.allowed_cidrs)) as string[] | null } : {}),
   };
 }
 
@@ -76,7 +81,7 @@ function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
   return { ...entryFromRow(row), seq: Number(row.seq), prevHash: String(row.prev_hash), hash: String(row.hash) };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
 /**
  * Postgres: the whole append in one statement, one round trip. `cos_audit_lock_head` (migration
@@ -163,6 +168,8 @@ function entryColumns(e: AuditEntry): unknown[] {
     e.notification?.type ?? null,
     e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
     e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
+    e.changedFields !== undefined ? e.changedFields.join(' ') : null,
+    e.allowedCidrs !== undefined ? JSON.stringify(e.allowedCidrs) : null,
   ];
 }
 

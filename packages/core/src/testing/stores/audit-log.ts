@@ -37,6 +37,8 @@ function copyEntry(e: AuditEntry): AuditEntry {
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
     ...(e.descendantKeyIds !== undefined ? { descendantKeyIds: [...e.descendantKeyIds] } : {}),
     ...(e.keyPolicy !== undefined ? { keyPolicy: { old: copyKeyPolicy(e.keyPolicy.old), new: copyKeyPolicy(e.keyPolicy.new) } } : {}),
+    ...(e.changedFields !== undefined ? { changedFields: [...e.changedFields] } : {}),
+    ...(e.allowedCidrs !== undefined ? { allowedCidrs: e.allowedCidrs === null ? null : [...e.allowedCidrs] } : {}),
   };
 }
 
