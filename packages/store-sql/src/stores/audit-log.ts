@@ -94,7 +94,7 @@ const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDE
  * but one) followed by `"<prev_hash>","seq":<seq>}` (core's `auditLinkHash`, for a hex head).
  */
 const APPEND_POSTGRES = `INSERT INTO audit_entries (${COLUMNS})
-  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
+  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
     encode(sha256(convert_to(?::text || '"' || link.prev_hash || '","seq":' || link.seq || '}', 'UTF8')), 'hex')
   FROM (SELECT coalesce(head.head_seq, 0) + 1 AS seq, coalesce(head.head_hash, '${GENESIS_HASH}') AS prev_hash
         FROM (SELECT 1) AS one LEFT JOIN cos_audit_lock_head(?) AS head ON true) AS link
@@ -169,6 +169,7 @@ function entryColumns(e: AuditEntry): unknown[] {
     e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
     e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
     e.changedFields !== undefined ? e.changedFields.join(' ') : null,
+    // JSON: the array, or `null` when the change lifted the restriction.
     e.allowedCidrs !== undefined ? JSON.stringify(e.allowedCidrs) : null,
   ];
 }
