@@ -287,7 +287,7 @@ const VARIABLES = {
   TRUST_PROXY: variable(
     'trustProxy',
     'false',
-    '`true` behind a load balancer that overwrites `X-Forwarded-For`: failed authentications are throttled per client address instead of per balancer',
+    "`true` behind a load balancer or proxy: the client address is taken from `X-Forwarded-For` (the rightmost hop, the one the connecting proxy appended, unless `TRUSTED_PROXIES` says more) instead of the connecting address, so failed authentications are throttled per client instead of per balancer and keys restricted to networks see the client",
     bool('TRUST_PROXY').default(false),
   ),
   TRUSTED_PROXIES: variable(

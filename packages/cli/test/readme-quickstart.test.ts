@@ -147,6 +147,7 @@ describe('README quickstart from a fresh clone', function () {
       const [first, selfService, rest] = whole.split(new RegExp(`^(?:${SELF}|${REST})\n`, 'm')) as [string, string, string];
       const self = selfService.trim().split('\n');
       expect(JSON.parse(self[0] as string)).to.have.nested.property('organisation.id'); // /me
+      expect(JSON.parse(self[1] as string)).to.deep.include({ label: 'ci pipeline (main)', metadata: { owner: 'team-payments' }, allowed_cidrs: null }); // PATCH of the key
       expect(self.some((l) => /^HTTP\/1\.1 201 /.test(l)), 'the issuance with an Idempotency-Key: 201').to.equal(true);
       const [deliveries, redelivered, removed] = self.slice(-3) as [string, string, string];
       const { notification_id: again } = JSON.parse(redelivered) as { notification_id: string };
