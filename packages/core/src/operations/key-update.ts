@@ -17,11 +17,11 @@ import { ISSUE_METADATA_SIZE } from '../validation/key-attributes.js';
 import { auditEntry } from './audit-entry.js';
 
 export const KEY_NOT_FOUND_MESSAGE = 'API key not found';
-export const KEY_REVOKED_UPDATE_MESSAGE = 'This API key is revoked and cannot be changed';
-export const KEY_EXPIRED_UPDATE_MESSAGE = 'This API key has expired and cannot be changed';
-export const KEY_CHANGED_CONCURRENTLY_MESSAGE = 'This API key was changed by another request at the same time; read it and try again';
-export const WIDER_CIDRS_MESSAGE = 'An API key restricted to networks cannot allow a key addresses outside them';
-export const ISSUE_WIDER_CIDRS = "must lie within the calling key's allowed_cidrs";
+const KEY_REVOKED_UPDATE_MESSAGE = 'This API key is revoked and cannot be changed';
+const KEY_EXPIRED_UPDATE_MESSAGE = 'This API key has expired and cannot be changed';
+const KEY_CHANGED_CONCURRENTLY_MESSAGE = 'This API key was changed by another request at the same time; read it and try again';
+const WIDER_CIDRS_MESSAGE = 'An API key restricted to networks cannot allow a key addresses outside them';
+const ISSUE_WIDER_CIDRS = "must lie within the calling key's allowed_cidrs";
 
 /** Compare-and-set attempts of one update before it is refused as a conflict (each re-reads the key). */
 const UPDATE_ATTEMPTS = 3;

@@ -9,12 +9,12 @@ import { ISSUE_CIDR, MAX_ALLOWED_CIDRS, parseCidr, uniqueCidrs } from '../domain
 import { wellFormedText } from '../domain/text.js';
 import { hasNoControlCharacters, invalid, isJsonObject, valid, type Checked } from './issues.js';
 
-export const ISSUE_METADATA = 'must be an object of string to string';
+const ISSUE_METADATA = 'must be an object of string to string';
 export const ISSUE_METADATA_SIZE = `must hold at most ${METADATA_MAX_KEYS} entries`;
-export const ISSUE_METADATA_NAME = "name must be 1 to 40 characters of A-Z, a-z, 0-9, '_', '.' and '-'";
-export const ISSUE_METADATA_VALUE = `must be a string of at most ${METADATA_VALUE_MAX} characters without control characters`;
-export const ISSUE_METADATA_VALUE_OR_NULL = `must be a string of at most ${METADATA_VALUE_MAX} characters without control characters, or null to remove it`;
-export const ISSUE_ALLOWED_CIDRS = `must be an array of 1 to ${MAX_ALLOWED_CIDRS} CIDRs, or null for any address`;
+const ISSUE_METADATA_NAME = "name must be 1 to 40 characters of A-Z, a-z, 0-9, '_', '.' and '-'";
+const ISSUE_METADATA_VALUE = `must be a string of at most ${METADATA_VALUE_MAX} characters without control characters`;
+const ISSUE_METADATA_VALUE_OR_NULL = `must be a string of at most ${METADATA_VALUE_MAX} characters without control characters, or null to remove it`;
+const ISSUE_ALLOWED_CIDRS = `must be an array of 1 to ${MAX_ALLOWED_CIDRS} CIDRs, or null for any address`;
 
 /** Metadata as given: a value per name, null (PATCH only) to remove the name. */
 export type MetadataInput = Readonly<Record<string, string | null>>;
