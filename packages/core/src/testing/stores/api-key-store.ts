@@ -126,14 +126,16 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
 
   async update(organisationId: string, keyId: string, change: KeyAttributesChange, now: Date): Promise<boolean> {
     const nowMs = now.getTime();
-    const to = copyApiKey({ ...change.to, id: keyId, organisationId, keyPrefix: '', digest: '', expiresAt: null, createdAt: now, revokedAt: null });
+    const { label } = change.to;
+    const metadata = { ...change.to.metadata };
+    const allowedCidrs = change.to.allowedCidrs === null ? null : [...change.to.allowedCidrs];
     this.session.credentialWrite(organisationId, 'apiKeys.update');
     return this.session.write((t) => {
       const k = t.apiKeys.get(keyId);
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
       if (k.expiresAt !== null && k.expiresAt.getTime() <= nowMs) return false;
       if (!holds(k, change.from)) return false;
-      t.apiKeys.set(keyId, { ...k, label: to.label, metadata: to.metadata, allowedCidrs: to.allowedCidrs });
+      t.apiKeys.set(keyId, { ...k, label, metadata, allowedCidrs });
       return true;
     });
   }
