@@ -70,6 +70,17 @@ describe('cos-admin key update (in-process, SQLite)', function () {
     await usage(['key', 'update', org.id, 'nope', '--label', 'x'], "argument 'key_id'");
   });
 
+  it('C-260, C-262: key issue takes --metadata and --allowed-cidrs too; a bad value exits 2 naming it, with nothing issued', async () => {
+    const issued = await json('key', 'issue', org.id, '--label', 'office', '--metadata', 'owner=ops', '--allowed-cidrs', '198.51.100.0/24');
+    expect(issued.metadata).to.deep.equal({ owner: 'ops' });
+    expect(issued.allowed_cidrs).to.deep.equal(['198.51.100.0/24']);
+    const keys = async (): Promise<number> => (await json('key', 'list', org.id, '--all')).data.length;
+    const before = await keys();
+    await usage(['key', 'issue', org.id, '--label', 'x', '--allowed-cidrs', '198.51.100.1/24'], '--allowed-cidrs 198.51.100.1/24');
+    await usage(['key', 'issue', org.id, '--label', 'x', '--metadata', 'owner'], '--metadata owner');
+    expect(await keys()).to.equal(before);
+  });
+
   it('C-261: a revoked key is refused (exit 1, CONFLICT) and stays as it was', async () => {
     const gone = await json('key', 'issue', org.id, '--label', 'gone');
     await json('key', 'revoke', org.id, gone.id);

@@ -102,6 +102,8 @@ interface IssueOptions {
   expiresAt?: Date;
   expiresIn?: number;
   scopes?: string;
+  metadata: string[];
+  allowedCidrs?: string;
 }
 
 export function registerKey(program: Command): void {
@@ -120,9 +122,12 @@ export function registerKey(program: Command): void {
         '--scopes <scopes>',
         'comma-separated scopes the key holds, e.g. organisations:read,api_keys:read (default: all of them); fixed for the life of the key',
       )
+      .option('--metadata <name=value>', 'one metadata entry (repeatable); names of 1 to 40 characters of A-Z a-z 0-9 _ . -, values up to 500 characters', collect, [])
+      .option('--allowed-cidrs <cidrs>', "comma-separated IPv4/IPv6 networks the key may be used from, e.g. 203.0.113.0/24 (default: any address)")
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
+        const attributes = updateBody({ metadata: opts.metadata, unsetMetadata: [], ...(opts.allowedCidrs !== undefined ? { allowedCidrs: opts.allowedCidrs } : {}) });
         // --expires-in is sent as an expiry time: a refusal of it names the flag the operator typed.
-        if (opts.expiresIn !== undefined) currentIo().state.labels = { expires_at: '--expires-in' };
+        currentIo().state.labels = { ...attributes.labels, ...(opts.expiresIn !== undefined ? { expires_at: '--expires-in' } : {}) };
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             opts.expiresIn !== undefined ? new Date(core.clock.now().getTime() + opts.expiresIn).toISOString() : opts.expiresAt?.toISOString();
@@ -131,6 +136,7 @@ export function registerKey(program: Command): void {
             environment: opts.test === true ? 'test' : 'live',
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
             ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),
+            ...attributes.body,
           });
           emit(json, issuedKeyView(issued, core.clock.now()), () =>
             [`Issued API key:`, fields(keyRows(issued.key, core)), '', `  ${issued.rawKey}`, '', STORE_KEY_NOW].join('\n'),
