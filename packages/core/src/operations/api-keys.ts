@@ -2,11 +2,11 @@ import { changesCredentialsOf } from '../access/credential-change.js';
 import {
   allowedCidrsOf,
   digestKey,
-  metadataOf,
   generateRawKey,
   keyEnvironmentOf,
   keyPrefixOf,
   keyStatus,
+  metadataOf,
   scopesOf,
   KEY_ALREADY_ROLLED_MESSAGE,
   type ApiKey,
@@ -150,8 +150,6 @@ export function maxActiveKeysMessage(max: number): string {
 
 /** What issueKeyIn needs besides the checked body: who issues (an operator when omitted). */
 export type IssueKeyRequest = Omit<IssueKeyInput, 'scopes' | 'expiresAtGiven'> & Partial<Pick<IssueKeyInput, 'scopes' | 'expiresAtGiven'>>;
-
-
 
 /**
  * Issues a key through `stores` (call it inside a unit of work): the organisation must exist (404),

@@ -93,6 +93,7 @@ export function checkIssueKey(body: unknown, now: Date, known?: readonly string[
     const [input, metadata, allowedCidrs] = all(checkBody(issueKeySchema(now, known), body), ...checkAttributes(body, false));
     return {
       ...input,
+      // Without removals (an issue), checkMetadata answers string values only.
       metadata: (metadata as Readonly<Record<string, string>> | undefined) ?? {},
       ...(allowedCidrs !== undefined ? { allowedCidrs } : {}),
     };
