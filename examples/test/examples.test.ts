@@ -39,6 +39,8 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
       'rolled_from',
       'scopes',
       'status',
+      'metadata',
+      'allowed_cidrs',
     ].sort(),
   );
   expect(key).to.include({ label: 'billing service', is_active: true, status: 'active', organisation_id: r.organisation.id });
