@@ -179,7 +179,9 @@ describe('cos-admin db copy (C-190)', function () {
         await b.close();
       }
       type Listed = { data: Array<{ id: string; label: string; metadata: Record<string, string>; allowed_cidrs: string[] | null }> };
-      const listedOn = async (e: typeof env, cwd: string) => (await cliJson<Listed>(['key', 'list', made.orgId, '--all'], e, cwd)).data;
+      // Metadata and networks as on the source (last_used_at moves on: the target has served requests).
+      const listedOn = async (e: typeof env, cwd: string) =>
+        (await cliJson<Listed>(['key', 'list', made.orgId, '--all'], e, cwd)).data.map(({ id, label, metadata, allowed_cidrs }) => ({ id, label, metadata, allowed_cidrs }));
       const [keysBefore, keysAfter] = [await listedOn(env, source.cwd), await listedOn(targetEnv, target.cwd)];
       expect(keysAfter).to.deep.equal(keysBefore);
       expect(keysAfter.find((k) => k.label === 'issuer')).to.deep.include({ metadata: { owner: 'team-moving' }, allowed_cidrs: ['127.0.0.0/8', '::1/128'] });

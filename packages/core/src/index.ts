@@ -155,6 +155,7 @@ export {
   type IssueKeyInput,
   type RollKeyInput,
   type PatchKeyInput,
+  type MetadataInput,
   checkPatchKey,
   IMMUTABLE_KEY_FIELDS,
   ISSUE_IMMUTABLE_KEY_FIELD,
