@@ -24,7 +24,7 @@ import { createRequestObserver } from './middleware/metrics.js';
 import { createRateHeaderWriter } from './middleware/rate-limit-headers.js';
 import { publicRateLimitStep } from './middleware/rate-limit.js';
 import { beginRequest } from './middleware/request-id.js';
-import { koaSourceAddress } from './middleware/source-address.js';
+import { createSourceAddress } from './middleware/source-address.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { createRouteKit } from './routes/kit.js';
 import { memberRoutes } from './routes/members.js';
@@ -55,6 +55,13 @@ export interface HttpOptions {
    */
   trustProxy?: boolean;
   /**
+   * CIDRs of the proxies whose X-Forwarded-For hops are believed, taken rightmost first, when the
+   * application trusts proxies (`trustProxy`, or the host app's `proxy`). Absent: only the peer's
+   * own hop (the rightmost) is believed. The address found keys the per-source 401 counter and is
+   * checked against a key's allowed networks.
+   */
+  trustedProxies?: readonly string[];
+  /**
    * The secret-scanning alert endpoint, `POST /v1/secret-scanning/alerts`: absent (the default), the
    * path is unknown (404) like any other.
    */
@@ -82,6 +89,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
   const { errorsUrl, bodyLimitBytes } = settings(options);
   const idempotency = createIdempotencySteps(core, logger);
   const kit = createRouteKit(core, bodyLimitBytes, idempotency);
+  const sourceAddress = createSourceAddress(options.trustedProxies);
   const match = compileRoutes([
     ...metaRoutes(kit, options.serviceVersion),
     ...organisationRoutes(kit),
@@ -89,12 +97,12 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...auditEventRoutes(kit),
     ...apiKeyRoutes(kit),
     ...webhookRoutes(kit),
-    ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),
+    ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, sourceAddress, logger) : []),
   ]);
   const refuseRate = createRateLimitResponder(errorsUrl);
-  const dispatch = createDispatch(match, admitStep(core, koaSourceAddress, refuseRate), publicRateLimitStep(core, refuseRate));
+  const dispatch = createDispatch(match, admitStep(core, sourceAddress, refuseRate), publicRateLimitStep(core, refuseRate));
   const respondWithError = createErrorResponder(errorsUrl);
-  const writeRateHeaders = createRateHeaderWriter(core, koaSourceAddress);
+  const writeRateHeaders = createRateHeaderWriter(core, sourceAddress);
   const logRequest = createRequestLogger(logger);
   // `core.metrics` may be absent on a Core from an older copy of @cos/core.
   const observe = createRequestObserver((core as Partial<Core>).metrics);

@@ -129,6 +129,14 @@ const OPERATIONS: readonly Operation[] = [
     ok: 201,
     path: (o, k) => `/v1/organisations/${o}/api-keys/${k}/roll`,
   },
+  {
+    name: 'PATCH /organisations/{org_id}/api-keys/{key_id}',
+    method: 'PATCH',
+    scope: 'organisation',
+    ok: 200,
+    path: (o, k) => `/v1/organisations/${o}/api-keys/${k}`,
+    json: { label: 'renamed' },
+  },
   { name: 'GET /organisations/{org_id}/key-policy', method: 'GET', scope: 'organisation', ok: 200, path: (o) => `/v1/organisations/${o}/key-policy` },
   {
     name: 'PUT /organisations/{org_id}/key-policy',

@@ -9,7 +9,7 @@ import { rawRequest } from './support/http.js';
 import { createWorld, type World } from './support/world.js';
 
 // C-22's fields plus last_used_at and rolled_from, added by the key lifecycle (C-56: fields may be added, never removed).
-const KEY_RECORD_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status', 'scopes', 'created_by_key_id'].sort();
+const KEY_RECORD_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status', 'scopes', 'created_by_key_id', 'metadata', 'allowed_cidrs'].sort();
 
 describe('adapter-koa: API keys', () => {
   let world: World;
@@ -136,10 +136,14 @@ describe('adapter-koa: API keys', () => {
 
     it('spec §5.7: there is no way to undo a revocation over HTTP (no method re-activates a key)', async () => {
       const path = `${keys}/${world.revokedKeyId}`;
-      for (const method of ['PUT', 'PATCH', 'POST']) {
+      for (const method of ['PUT', 'POST']) {
         const res = await world.api.request(method, path, { key: world.own.key, json: { is_active: true } });
         expect(res.status, method).to.equal(405);
       }
+      // PATCH changes label, metadata and networks only (C-261): the status is not among them.
+      const patch = await world.api.patch(path, { key: world.own.key, json: { is_active: true, revoked_at: null } });
+      expect(patch.status).to.equal(400);
+      expect(patch.body.details.map((d: { issue: string }) => d.issue)).to.deep.equal(['extra fields not permitted', 'extra fields not permitted']);
       expect((await world.api.get(keys, { key: world.revokedKey })).status).to.equal(401);
     });
   });

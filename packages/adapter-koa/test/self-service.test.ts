@@ -262,6 +262,7 @@ describe('adapter-koa: self-service, GET /v1/me (C-56)', () => {
       const delivery = (await world.api.post(`${hook}/ping`, { key: world.own.key })).body.notification_id as string;
       const victim = await issue(world.own.orgId);
       const rollable = await issue(world.own.orgId);
+      const editable = await issue(world.own.orgId);
       const ownReader = await issue(world.own.orgId, ['organisations:read']);
       const platformReader = await issue(world.platform.orgId, ['organisations:read']);
       const own = { allowed: world.own.key, reader: ownReader.key };
@@ -281,6 +282,7 @@ describe('adapter-koa: self-service, GET /v1/me (C-56)', () => {
         { method: 'PUT', template: '/organisations/{org_id}/rate-limit', path: `/v1/organisations/${world.own.orgId}/rate-limit`, json: { requests_per_minute: 600 }, callers: platform, ok: 200 },
         { method: 'POST', template: '/organisations/{org_id}/api-keys', path: keys, json: { label: 'ci' }, callers: own, ok: 201 },
         { method: 'POST', template: '/organisations/{org_id}/api-keys/{key_id}/roll', path: `${keys}/${rollable.id}/roll`, json: {}, callers: own, ok: 201 },
+        { method: 'PATCH', template: '/organisations/{org_id}/api-keys/{key_id}', path: `${keys}/${editable.id}`, json: { label: 'patched' }, callers: own, ok: 200 },
         { method: 'DELETE', template: '/organisations/{org_id}/api-keys/{key_id}', path: `${keys}/${victim.id}`, callers: own, ok: 204 },
         { method: 'PUT', template: '/organisations/{org_id}/webhook-endpoint', path: hook, json: { url: 'https://hooks.acme.example/v2' }, callers: own, ok: 200 },
         { method: 'POST', template: '/organisations/{org_id}/webhook-endpoint/rotate-secret', path: `${hook}/rotate-secret`, json: {}, callers: own, ok: 200 },

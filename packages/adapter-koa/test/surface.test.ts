@@ -139,7 +139,7 @@ describe('adapter-koa: HTTP surface', () => {
         ['POST', `/v1/organisations/${world.own.orgId}`, 'GET, PUT, PATCH'],
         ['PUT', `/v1/organisations/${world.own.orgId}/members`, 'GET'],
         ['DELETE', `/v1/organisations/${world.own.orgId}/api-keys`, 'GET, POST'],
-        ['PATCH', `/v1/organisations/${world.own.orgId}/api-keys/${world.own.keyId}`, 'GET, DELETE'],
+        ['PUT', `/v1/organisations/${world.own.orgId}/api-keys/${world.own.keyId}`, 'GET, PATCH, DELETE'],
         ['HEAD', '/v1/health', 'GET'],
         ['OPTIONS', '/v1/organisations', 'GET, POST'],
       ];

@@ -227,6 +227,7 @@ export async function createHttpApp(
       serviceVersion,
       errorsUrl: config.errorsUrl,
       trustProxy: config.trustProxy,
+      ...(config.trustedProxies !== null ? { trustedProxies: config.trustedProxies } : {}),
       ...(scannerKeys !== null
         ? {
             secretScanning: {

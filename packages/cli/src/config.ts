@@ -140,6 +140,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   if (raw['REDIS_URL'] !== undefined && raw['REDIS_CLUSTER_NODES'] !== undefined) {
     throw new ConfigError('invalid configuration: REDIS_URL and REDIS_CLUSTER_NODES are both set: set REDIS_URL for one Redis or REDIS_CLUSTER_NODES for a Redis Cluster, not both');
   }
+  if (config.trustedProxies !== null && !config.trustProxy) {
+    throw new ConfigError('invalid configuration: TRUSTED_PROXIES is set but TRUST_PROXY is not true: set TRUST_PROXY=true to believe X-Forwarded-For from those proxies, or unset TRUSTED_PROXIES');
+  }
   // Node's http.Server refuses a header timeout longer than the request timeout.
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS');

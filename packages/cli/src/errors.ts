@@ -111,6 +111,8 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   overlap_seconds: '--overlap',
   since: '--since',
   until: '--until',
+  metadata: '--metadata',
+  allowed_cidrs: '--allowed-cidrs',
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);

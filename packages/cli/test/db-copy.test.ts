@@ -64,6 +64,8 @@ async function populate(db: TestDatabase, env: Env): Promise<Made> {
   await cliJson(['member', 'add', org.id, '--email', 'owner@moving.example'], env, db.cwd);
   await cliJson(['org', 'webhook', 'set', org.id, '--url', 'http://127.0.0.1:9/hooks'], env, db.cwd);
   const issuer = await cliJson<{ id: string; key: string }>(['key', 'issue', org.id, '--label', 'issuer'], env, db.cwd);
+  // Metadata and networks are copied with the key (restricted to where the test's requests come from).
+  await cliJson(['key', 'update', org.id, issuer.id, '--metadata', 'owner=team-moving', '--allowed-cidrs', '127.0.0.0/8,::1/128'], env, db.cwd);
   const gone = await cliJson<{ id: string; key: string }>(['key', 'issue', org.id, '--label', 'gone'], env, db.cwd);
   await cliJson(['key', 'revoke', org.id, gone.id], env, db.cwd);
   const old = await cliJson<{ id: string; key: string }>(['key', 'issue', org.id, '--label', 'rolled'], env, db.cwd);
@@ -177,6 +179,13 @@ describe('cos-admin db copy (C-190)', function () {
         await a.close();
         await b.close();
       }
+      type Listed = { data: Array<{ id: string; label: string; metadata: Record<string, string>; allowed_cidrs: string[] | null }> };
+      // Metadata and networks as on the source (last_used_at moves on: the target has served requests).
+      const listedOn = async (e: typeof env, cwd: string) =>
+        (await cliJson<Listed>(['key', 'list', made.orgId, '--all'], e, cwd)).data.map(({ id, label, metadata, allowed_cidrs }) => ({ id, label, metadata, allowed_cidrs }));
+      const [keysBefore, keysAfter] = [await listedOn(env, source.cwd), await listedOn(targetEnv, target.cwd)];
+      expect(keysAfter).to.deep.equal(keysBefore);
+      expect(keysAfter.find((k) => k.label === 'issuer')).to.deep.include({ metadata: { owner: 'team-moving' }, allowed_cidrs: ['127.0.0.0/8', '::1/128'] });
       const shown = await cliJson<{ url: string }>(['org', 'webhook', 'show', made.orgId], targetEnv, target.cwd);
       expect(shown.url).to.equal('http://127.0.0.1:9/hooks');
       expect(await cliJson(['org', 'limit', 'show', made.orgId], targetEnv, target.cwd), 'the plan came along').to.deep.equal({ requests_per_minute: 250, source: 'organisation' });

@@ -159,6 +159,7 @@ describe('README quickstart from a fresh clone', function () {
       expect(JSON.parse(plan.trim()), 'the plan set by the platform key').to.deep.equal({ requests_per_minute: 600, source: 'organisation' });
       const self = selfService.trim().split('\n');
       expect(JSON.parse(self[0] as string)).to.have.nested.property('organisation.id'); // /me
+      expect(JSON.parse(self[1] as string)).to.deep.include({ label: 'ci pipeline (main)', metadata: { owner: 'team-payments' }, allowed_cidrs: null }); // PATCH of the key
       expect(self.some((l) => /^HTTP\/1\.1 201 /.test(l)), 'the issuance with an Idempotency-Key: 201').to.equal(true);
       const [deliveries, redelivered, removed] = self.slice(-3) as [string, string, string];
       const { notification_id: again } = JSON.parse(redelivered) as { notification_id: string };

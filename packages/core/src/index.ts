@@ -15,6 +15,8 @@ export * from './domain/principal.js';
 export { storableText, wellFormedStrings, wellFormedText } from './domain/text.js';
 export * from './domain/scopes.js';
 export * from './domain/key-policy.js';
+export { addressAllowed, cidrsWithin, parseCidr, MAX_ALLOWED_CIDRS, ISSUE_CIDR, type CidrParse } from './domain/key-network.js';
+export { networkRefusal, NETWORK_REFUSED_MESSAGE, ISSUE_SOURCE_ADDRESS } from './access/network-check.js';
 export type * from './ports/index.js';
 export * from './config.js';
 export * from './tokens.js';
@@ -170,6 +172,11 @@ export {
   type PatchOrganisationInput,
   type IssueKeyInput,
   type RollKeyInput,
+  type PatchKeyInput,
+  type MetadataInput,
+  checkPatchKey,
+  IMMUTABLE_KEY_FIELDS,
+  ISSUE_IMMUTABLE_KEY_FIELD,
   type AddMemberInput,
   type ListQuery,
   type AuditQuery,

@@ -3,7 +3,7 @@
  * milliseconds and a trailing Z. Shared by the HTTP adapter and the CLI's --json output.
  */
 import type { ApiKey, KeyEnvironment, KeyStatus } from './domain/api-key.js';
-import { keyStatus, scopesOf } from './domain/api-key.js';
+import { keyStatus, metadataOf, scopesOf } from './domain/api-key.js';
 import type { ExposureResponse, KeyPolicy } from './domain/key-policy.js';
 import type { AuditActor, AuditEntry } from './domain/audit.js';
 import type { ChainedAuditEntry } from './domain/audit-chain.js';
@@ -49,6 +49,10 @@ export interface ApiKeyView {
   scopes: string[];
   /** The key that issued or rolled this one, or null when an operator did (C-61). */
   created_by_key_id: string | null;
+  /** Free-form string labels (C-260); `{}` when none. */
+  metadata: Record<string, string>;
+  /** The networks requests with the key may come from (C-262); null: any address. */
+  allowed_cidrs: string[] | null;
 }
 
 /** An organisation's key policy (C-62), as GET/PUT .../key-policy answer it. */
@@ -103,6 +107,10 @@ export interface AuditEntryView {
   key_policy?: { old: KeyPolicyView; new: KeyPolicyView };
   /** Present on `organisation_rate_limit_changed` entries only: requests per minute before and after (null: the default). */
   rate_limit?: { old: number | null; new: number | null };
+  /** Present on `api_key_updated` entries only: the names of the fields changed. */
+  changed_fields?: string[];
+  /** Present on `api_key_issued` entries of a restricted key and `api_key_updated` entries that changed it (null: any address). */
+  allowed_cidrs?: string[] | null;
   /** The entry's place in its organisation's hash chain (C-63). */
   seq: number;
   prev_hash: string;
@@ -200,6 +208,8 @@ export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
     rolled_from: k.rolledFromKeyId ?? null,
     scopes: [...scopesOf(k)],
     created_by_key_id: k.createdByKeyId ?? null,
+    metadata: { ...metadataOf(k) },
+    allowed_cidrs: k.allowedCidrs == null ? null : [...k.allowedCidrs],
   };
 }
 
@@ -242,6 +252,8 @@ export function auditEntryView(e: ChainedAuditEntry): AuditEntryView {
     ...(e.descendantKeyIds !== undefined ? { descendant_key_ids: [...e.descendantKeyIds] } : {}),
     ...(e.keyPolicy !== undefined ? { key_policy: { old: keyPolicyView(e.keyPolicy.old), new: keyPolicyView(e.keyPolicy.new) } } : {}),
     ...(e.rateLimit !== undefined ? { rate_limit: { old: e.rateLimit.old, new: e.rateLimit.new } } : {}),
+    ...(e.changedFields !== undefined ? { changed_fields: [...e.changedFields] } : {}),
+    ...(e.allowedCidrs !== undefined ? { allowed_cidrs: e.allowedCidrs === null ? null : [...e.allowedCidrs] } : {}),
     seq: e.seq,
     prev_hash: e.prevHash,
     hash: e.hash,

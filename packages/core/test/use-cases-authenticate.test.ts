@@ -42,6 +42,7 @@ describe('use case: admission and authenticate', () => {
       organisationId: org.id,
       isPlatform: false,
       scopes: ALL_BUILTIN_SCOPES,
+      allowedCidrs: null,
     });
     expect(counting.calls).to.equal(1);
   });

@@ -130,6 +130,10 @@ export class CountingApiKeyStore implements ApiKeyStore {
     this.calls++;
     return this.inner.shortenExpiry(...a);
   }
+  update(...a: Parameters<ApiKeyStore['update']>) {
+    this.calls++;
+    return this.inner.update(...a);
+  }
   recordUses(...a: Parameters<ApiKeyStore['recordUses']>) {
     this.calls++;
     return this.inner.recordUses(...a);

@@ -22,7 +22,11 @@ forEachTarget('copyDatabase', (target) => {
     const plain = organisation({ slug: 'plain', rateLimitPerMinute: 250 });
     await store.stores.organisations.create(system);
     await store.stores.organisations.create(plain);
-    for (let i = 0; i < 5; i += 1) await store.stores.apiKeys.insert(issuedKey(plain.id).key);
+    // Every column of api_keys is carried, metadata and allowed_cidrs included (C-260, C-262).
+    for (let i = 0; i < 5; i += 1) {
+      const attributes = i % 2 === 0 ? { metadata: { owner: `team-${i}`, 'ci.job': 'deploy' }, allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'] } : {};
+      await store.stores.apiKeys.insert(issuedKey(plain.id, attributes).key);
+    }
     return { store, orgIds: [system.id, plain.id] };
   }
 
@@ -63,7 +67,12 @@ forEachTarget('copyDatabase', (target) => {
     expect(result.migrated).to.deep.equal([]);
     expect(Object.fromEntries(result.tables.map((t) => [t.table, t.rows]))).to.include({ organisations: 2, api_keys: 5 });
     for (const id of orgIds) expect(await into.stores.organisations.findById(id)).to.deep.equal(await store.stores.organisations.findById(id));
-    expect(await into.stores.apiKeys.list(orgIds[1]!, { limit: 100, after: null })).to.deep.equal(await store.stores.apiKeys.list(orgIds[1]!, { limit: 100, after: null }));
+    const copiedKeys = await into.stores.apiKeys.list(orgIds[1]!, { limit: 100, after: null });
+    expect(copiedKeys).to.deep.equal(await store.stores.apiKeys.list(orgIds[1]!, { limit: 100, after: null }));
+    expect(copiedKeys.filter((k) => k.allowedCidrs !== null).map((k) => [k.metadata, k.allowedCidrs])).to.have.length(3).and.to.deep.include([
+      { 'ci.job': 'deploy', owner: 'team-0' },
+      ['10.0.0.0/8', '2001:db8::/32'],
+    ]);
 
     // Now the target holds rows: a further copy is refused.
     await checkCopyEnds(store, into).then(

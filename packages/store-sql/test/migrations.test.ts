@@ -2,7 +2,7 @@
 import { MIGRATIONS, MIGRATIONS_TABLE, sqlMigrationSource, type SqlStore } from '@cos/store-sql';
 import { ALL_BUILTIN_SCOPES } from '@cos/core';
 import { expect } from 'chai';
-import { AUDIT_KINDS, auditRecord, ChainVerifier, GENESIS_HASH, type AuditEntry, type AuditFilter, type ChainedAuditEntry, type ChainRecord, type KeysetPosition } from '@cos/core';
+import { AUDIT_KINDS, auditRecord, ChainVerifier, GENESIS_HASH, linkAuditEntry, type AuditEntry, type AuditFilter, type ChainedAuditEntry, type ChainRecord, type KeysetPosition } from '@cos/core';
 import { forEachTarget, TABLES } from './support/targets.js';
 import { rejection } from '@cos/test-support/rejection';
 
@@ -33,9 +33,44 @@ function unchained(entries: readonly ChainedAuditEntry[]): AuditEntry[] {
   return entries.map(({ seq: _s, prevHash: _p, hash: _h, ...e }) => e);
 }
 
+/** Ids in listing order: (occurred_at, id). */
+function listed(entries: readonly AuditEntry[]): AuditEntry[] {
+  return [...entries].sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
 forEachTarget('migrations', (target) => {
   let store: SqlStore;
   afterEach(() => store?.close());
+
+  /**
+   * Appends operator entries without key fields as rows of an earlier schema, each chained after its
+   * organisation's previous one as the store chains them. The store code reads and writes the
+   * columns of every migration, so history written before the last migration is written here.
+   */
+  async function appendRows(entries: readonly AuditEntry[]): Promise<ChainedAuditEntry[]> {
+    const heads = new Map<string, { seq: number; hash: string }>();
+    const chained: ChainedAuditEntry[] = [];
+    for (const e of entries) {
+      const c = linkAuditEntry(e, heads.get(e.organisationId) ?? null);
+      heads.set(e.organisationId, { seq: c.seq, hash: c.hash });
+      await store.knex('audit_entries').insert({
+        id: c.id,
+        kind: c.kind,
+        occurred_at: c.occurredAt.getTime(),
+        organisation_id: c.organisationId,
+        key_id: null,
+        key_prefix: null,
+        actor_type: 'operator',
+        actor_key_id: null,
+        actor_name: c.actor.type === 'operator' ? (c.actor.name ?? null) : null,
+        seq: c.seq,
+        prev_hash: c.prevHash,
+        hash: c.hash,
+      });
+      chained.push(c);
+    }
+    return chained;
+  }
 
   /**
    * A database migrated up to just before migration `name`; answers the names still pending, checked
@@ -52,32 +87,12 @@ forEachTarget('migrations', (target) => {
     return pending;
   }
 
-  /**
-   * Audit columns that migrations after 0014 add, which the current audit store reads and writes. A
-   * test that writes entries "before" an older migration through the current store gets them added
-   * first (withLaterAuditColumns); migrateRest takes them out again just before migrating, so that
-   * the migrations add them as they would, and puts them back when the migrations are refused.
-   */
-  const LATER_AUDIT_COLUMNS = ['rate_limit'];
-  async function withLaterAuditColumns(): Promise<void> {
-    for (const column of LATER_AUDIT_COLUMNS) await store.knex.raw(`ALTER TABLE audit_entries ADD COLUMN ${column} text NULL`);
-  }
-  async function migrateRest(): Promise<string[]> {
-    for (const column of LATER_AUDIT_COLUMNS) await store.knex.raw(`ALTER TABLE audit_entries DROP COLUMN ${column}`);
-    try {
-      return await store.migrate();
-    } catch (error) {
-      await withLaterAuditColumns();
-      throw error;
-    }
-  }
-
   it('C-112: 0013_redis_identity adds the registry\'s redis_identity column; rows registered before it keep theirs and read back with no identity', async () => {
     await openBefore('0013_redis_identity');
     await store.query("INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at) VALUES ('old-instance', 'cache', 'redis://127.0.0.1:6410/0', ?, 1, 1)", [
       store.dialect === 'postgres' ? false : 0,
     ]);
-    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
+    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
     expect(await store.query('SELECT instance_id, redis_location, redis_identity FROM instance_registry')).to.deep.equal([
       { instance_id: 'old-instance', redis_location: 'redis://127.0.0.1:6410/0', redis_identity: null },
     ]);
@@ -92,7 +107,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -212,7 +227,7 @@ forEachTarget('migrations', (target) => {
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -347,12 +362,11 @@ forEachTarget('migrations', (target) => {
 
   it('C-6, C-41: 0012_audit_rare_kind_index keeps every audit listing\'s answers (by kind, organisation, both, neither; page by page) on entries written before it', async () => {
     await openBefore('0012_audit_rare_kind_index');
-    await withLaterAuditColumns();
     const orgs = ['b4000000-0000-4000-8000-00000000000a', 'b4000000-0000-4000-8000-00000000000b'];
     // Every kind, the two frequent ones dense; instants repeat, so ties are ordered by id.
     const kinds = AUDIT_KINDS.flatMap((kind) => Array.from({ length: kind === 'api_key_issued' || kind === 'api_key_revoked' ? 9 : 2 }, () => kind));
-    for (const [i, kind] of kinds.entries()) {
-      await store.stores.audit.append({
+    const entries = await appendRows(
+      kinds.map((kind, i) => ({
         id: `c4000000-0000-4000-8000-${String((i * 37) % kinds.length).padStart(12, '0')}`,
         kind,
         occurredAt: new Date(100 + ((i * 5) % 13)),
@@ -360,10 +374,16 @@ forEachTarget('migrations', (target) => {
         keyId: null,
         keyPrefix: null,
         actor: { type: 'operator', name: 'ada' },
-      });
-    }
+      })),
+    );
     const filters: AuditFilter[] = [{}, ...orgs.map((organisationId) => ({ organisationId }))];
     for (const kind of AUDIT_KINDS) filters.push({ kind }, ...orgs.map((organisationId) => ({ organisationId, kind })));
+    // What every listing answered before the index changed: the entries it selects in (occurred_at, id) order.
+    const before = filters.map((f) =>
+      listed(entries.filter((e) => (f.organisationId === undefined || e.organisationId === f.organisationId) && (f.kind === undefined || e.kind === f.kind))).map(
+        (e) => `${e.occurredAt.getTime()}/${e.id}`,
+      ),
+    );
     const answers = async (): Promise<string[][]> => {
       const out: string[][] = [];
       for (const filter of filters) {
@@ -378,9 +398,8 @@ forEachTarget('migrations', (target) => {
       }
       return out;
     };
-    const before = await answers();
     expect(before.flat(), 'every entry is listed four times: unfiltered, by organisation, by kind, and by both').to.have.length(kinds.length * 4);
-    expect(await migrateRest()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit']);
+    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
     expect(await answers()).to.deep.equal(before);
     expect(await indexNames(store, 'audit_entries')).to.not.include('audit_entries_kind_occurred_at_id');
   });
@@ -472,45 +491,49 @@ forEachTarget('migrations', (target) => {
 
   it('C-120: 0014_audit_seq_checks refuses a database holding audit rows outside the chain (seq NULL, 0, negative), names them, and changes nothing', async () => {
     await openBefore('0014_audit_seq_checks');
-    await withLaterAuditColumns();
-    for (let n = 1; n <= 2; n++) await store.stores.audit.append(entry13(n));
+    await appendRows([entry13(1), entry13(2)]);
     const forged = [forged13(1, null), forged13(2, 0), forged13(3, -1)];
     await store.knex('audit_entries').insert(forged);
     const definition = await auditTableDefinition();
     const indexes = await auditIndexes();
 
-    const error = await rejection(migrateRest());
+    const error = await rejection(store.migrate());
     expect(error).to.be.instanceOf(Error);
     const message = (error as Error).message;
     expect(message).to.include('0014_audit_seq_checks refused: audit_entries holds 3 row(s) outside the hash chain');
     for (const row of forged) expect(message).to.include(row.id);
     expect(message).to.include('Nothing was changed');
-    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
     expect(await auditTableDefinition()).to.equal(definition);
     expect(await auditIndexes()).to.deep.equal(indexes);
     expect(await store.knex('audit_entries').count({ n: '*' }).first().then((r) => Number(r?.n))).to.equal(5);
 
     // Once the operator has removed them (keeping a copy), the migration runs.
     await store.knex('audit_entries').whereIn('id', forged.map((r) => r.id)).delete();
-    expect(await migrateRest()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit']);
+    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
   });
 
   it('C-120: 0014_audit_seq_checks keeps every entry and every index (the partial kind index of 0012 included); the schema then refuses a seq that is NULL, 0, negative (or, on SQLite, not an integer)', async () => {
     await openBefore('0014_audit_seq_checks');
-    await withLaterAuditColumns();
     const orgs = [org13, 'b6000000-0000-4000-8000-00000000000b'];
-    for (const [n, kind] of AUDIT_KINDS.entries()) await store.stores.audit.append(entry13(n, kind, orgs[n % 2]));
-    const listed = async () => ({
+    const entries = await appendRows(AUDIT_KINDS.map((kind, n) => entry13(n, kind, orgs[n % 2])));
+    const listings = async () => ({
       all: (await store.stores.audit.list({}, { limit: 1000, after: null })).map(auditRecord),
       byKind: (await store.stores.audit.list({ kind: 'member_added' }, { limit: 1000, after: null })).map((e) => e.id),
       heads: await store.stores.audit.heads(),
     });
-    const before = await listed();
+    // What the listings answered before: the entries as written, in (occurred_at, id) order.
+    const before = {
+      all: (listed(entries) as ChainedAuditEntry[]).map(auditRecord),
+      byKind: listed(entries.filter((e) => e.kind === 'member_added')).map((e) => e.id),
+      heads: await store.stores.audit.heads(),
+    };
+    expect(before.heads).to.have.length(2);
     const indexes = await auditIndexes();
     expect(indexes.map(([name]) => name)).to.include('audit_entries_rare_kind_occurred_at_id');
 
-    expect(await migrateRest()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit']);
-    expect(await listed()).to.deep.equal(before);
+    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
+    expect(await listings()).to.deep.equal(before);
     expect(await auditIndexes(), 'the same indexes, with the same definitions').to.deep.equal(indexes);
     const next = await store.stores.audit.append(entry13(99, 'member_added', orgs[0]));
     expect(next.seq, 'appends continue the chain').to.equal(before.heads.find((h) => h.organisationId === orgs[0])!.seq + 1);
@@ -528,7 +551,7 @@ forEachTarget('migrations', (target) => {
     await openBefore('0015_organisation_rate_limit');
     const id = 'c2400000-0000-4000-8000-000000000001';
     await store.knex('organisations').insert({ id, name: 'Before plans', slug: 'before-plans', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
-    expect(await store.migrate()).to.deep.equal(['0015_organisation_rate_limit']);
+    expect(await store.migrate()).to.deep.equal(['0015_organisation_rate_limit', '0017_key_metadata_cidrs']);
     expect((await store.stores.organisations.findById(id))?.rateLimitPerMinute).to.equal(null);
     await store.unitOfWork.changeCredentials([id], (s) => s.organisations.update(id, { rateLimitPerMinute: 1_000_000, updatedAt: new Date(2) }));
     expect((await store.stores.organisations.findById(id))?.rateLimitPerMinute).to.equal(1_000_000);

@@ -6,10 +6,12 @@
  * core decided: the decision goes to `state.decision` (the X-RateLimit-* headers), 429 when it does
  * not allow the request, else 401 for a refused key; an admitted request's principal and the
  * organisation record read with its key go to the request state (`state.organisation` is handed to
- * the core's `Organisations.get` in the same request). The adapter keeps nothing across requests.
+ * the core's `Organisations.get` in the same request). A key restricted to networks is then
+ * checked against the source address (403, after 401 and 429, before any scope check; the request
+ * has been counted). The adapter keeps nothing across requests.
  */
 import type Koa from 'koa';
-import type { Core, KeyPrincipal } from '@cos/core';
+import { networkRefusal, type Core, type KeyPrincipal } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 import type { RateLimitResponder } from './errors.js';
 import type { SourceAddress } from './source-address.js';
@@ -20,7 +22,7 @@ export type AdmitStep = (ctx: Koa.Context, state: CosRequestState) => Promise<Ke
 export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: RateLimitResponder): AdmitStep {
   const admission = core.admission;
   return async (ctx, state) => {
-    // The address only for a refused key (ctx.ip parses X-Forwarded-For behind a trusted proxy).
+    // The address only for a refused key or a key restricted to networks (source-address.ts).
     const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx));
     const decision = answer.decision;
     state.decision = decision;
@@ -29,6 +31,8 @@ export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: Rate
       return undefined;
     }
     if (!answer.admitted) throw answer.refusal;
+    const outside = networkRefusal(answer.principal, () => sourceAddress(ctx));
+    if (outside !== null) throw outside;
     state.principal = answer.principal;
     state.organisation = answer.organisation;
     return answer.principal;

@@ -1,4 +1,4 @@
-/** GET /v1/me, the four API key operations (spec §3, §4; C-2, C-16, C-22, C-35) and the roll (C-56). */
+/** GET /v1/me, the four API key operations (spec §3, §4; C-2, C-16, C-22, C-35), the roll (C-56) and the update (C-261). */
 import type Koa from 'koa';
 import { apiKeyView, authoriseRevocation, issuedKeyView, listView, organisationView, type ApiKey, type IssuedKey } from '@cos/core';
 import { markRawKeyAnswer } from '../middleware/idempotency.js';
@@ -41,6 +41,11 @@ export function apiKeyRoutes(kit: RouteKit): Route[] {
     keyRoute('GET', '/v1/organisations/:org_id/api-keys/:key_id', async (ctx, [orgId, keyId], principal) => {
       const key = await core.apiKeys.get(principal, orgId!, keyId!);
       kit.json(ctx, 200, apiKeyView(key, core.clock.now()));
+    }),
+    // Label, metadata and allowed networks only (C-261): the record as changed.
+    keyRoute('PATCH', '/v1/organisations/:org_id/api-keys/:key_id', async (ctx, [orgId, keyId], principal) => {
+      const body = await kit.body(ctx, principal, 'api_keys.update', orgId!);
+      kit.json(ctx, 200, apiKeyView(await core.apiKeys.update(principal, orgId!, keyId!, body), core.clock.now()));
     }),
     keyRoute('DELETE', '/v1/organisations/:org_id/api-keys/:key_id', async (ctx, [orgId, keyId], principal) => {
       await kit.withoutBody(ctx, principal, () => authoriseRevocation(principal, orgId!, keyId!));

@@ -39,7 +39,48 @@ function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
     ...(v.rolled_from !== null ? [['rolled from', v.rolled_from] as const] : []),
     ['scopes', v.scopes.join(', ')],
     ['created by', orNone(v.created_by_key_id, 'operator')],
+    ['allowed from', v.allowed_cidrs === null ? 'any address' : v.allowed_cidrs.join(', ')],
+    ...Object.entries(v.metadata).map(([name, value]) => [`metadata ${name}`, value] as const),
   ];
+}
+
+interface UpdateOptions {
+  label?: string;
+  metadata: string[];
+  unsetMetadata: string[];
+  allowedCidrs?: string;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** `--metadata name=value` (split at the first '='): a value without '=' is a usage error. */
+function metadataPair(text: string): [string, string] {
+  const at = text.indexOf('=');
+  if (at <= 0) throw new CliError(`--metadata ${text}: expected name=value`, { usage: true });
+  return [text.slice(0, at), text.slice(at + 1)];
+}
+
+/**
+ * The PATCH body of `key update`, and how the operator wrote each field it names (so a refused
+ * value is reported as the flag, and exits 2).
+ */
+function updateBody(opts: UpdateOptions): { body: Record<string, unknown>; labels: Record<string, string> } {
+  const labels: Record<string, string> = {};
+  const entries: [string, string | null][] = opts.metadata.map(metadataPair);
+  for (const name of opts.unsetMetadata) entries.push([name, null]);
+  for (const [name] of entries) labels[`metadata.${name}`] = `--metadata ${name}`;
+  let allowedCidrs: string[] | null | undefined;
+  if (opts.allowedCidrs !== undefined) {
+    allowedCidrs = opts.allowedCidrs.trim() === 'any' ? null : opts.allowedCidrs.split(',').map((c) => c.trim());
+    allowedCidrs?.forEach((c, i) => (labels[`allowed_cidrs.${i}`] = `--allowed-cidrs ${c}`));
+  }
+  const body: Record<string, unknown> = {
+    ...(opts.label !== undefined ? { label: opts.label } : {}),
+    // fromEntries defines own properties, so a name such as `__proto__` is sent as given.
+    ...(entries.length > 0 ? { metadata: Object.fromEntries(entries) } : {}),
+    ...(allowedCidrs !== undefined ? { allowed_cidrs: allowedCidrs } : {}),
+  };
+  return { body, labels };
 }
 
 interface ListOptions extends PagingOptions {
@@ -61,10 +102,12 @@ interface IssueOptions {
   expiresAt?: Date;
   expiresIn?: number;
   scopes?: string;
+  metadata: string[];
+  allowedCidrs?: string;
 }
 
 export function registerKey(program: Command): void {
-  const key = program.command('key').description('API keys of an organisation: issue, list, roll, revoke');
+  const key = program.command('key').description('API keys of an organisation: issue, list, roll, update, revoke');
 
   withJson(
     key
@@ -79,9 +122,12 @@ export function registerKey(program: Command): void {
         '--scopes <scopes>',
         'comma-separated scopes the key holds, e.g. organisations:read,api_keys:read (default: all of them); fixed for the life of the key',
       )
+      .option('--metadata <name=value>', 'one metadata entry (repeatable); names of 1 to 40 characters of A-Z a-z 0-9 _ . -, values up to 500 characters', collect, [])
+      .option('--allowed-cidrs <cidrs>', "comma-separated IPv4/IPv6 networks the key may be used from, e.g. 203.0.113.0/24 (default: any address)")
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
+        const attributes = updateBody({ metadata: opts.metadata, unsetMetadata: [], ...(opts.allowedCidrs !== undefined ? { allowedCidrs: opts.allowedCidrs } : {}) });
         // --expires-in is sent as an expiry time: a refusal of it names the flag the operator typed.
-        if (opts.expiresIn !== undefined) currentIo().state.labels = { expires_at: '--expires-in' };
+        currentIo().state.labels = { ...attributes.labels, ...(opts.expiresIn !== undefined ? { expires_at: '--expires-in' } : {}) };
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const expiresAt =
             opts.expiresIn !== undefined ? new Date(core.clock.now().getTime() + opts.expiresIn).toISOString() : opts.expiresAt?.toISOString();
@@ -90,6 +136,7 @@ export function registerKey(program: Command): void {
             environment: opts.test === true ? 'test' : 'live',
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
             ...(opts.scopes !== undefined ? { scopes: parseScopes(opts.scopes) } : {}),
+            ...attributes.body,
           });
           emit(json, issuedKeyView(issued, core.clock.now()), () =>
             [`Issued API key:`, fields(keyRows(issued.key, core)), '', `  ${issued.rawKey}`, '', STORE_KEY_NOW].join('\n'),
@@ -197,6 +244,29 @@ export function registerKey(program: Command): void {
               '\n',
             ),
           );
+        });
+      }),
+  );
+
+  withJson(
+    key
+      .command('update')
+      .description(
+        "change a key's label, metadata or allowed networks (scopes, environment and expiry are fixed: roll the key instead); takes effect on the next request at every instance",
+      )
+      .argument('<org_id>', 'organisation id (UUID)', uuid)
+      .argument('<key_id>', 'key id (UUID)', uuid)
+      .option('--label <label>', 'the new label (1 to 100 characters)')
+      .option('--metadata <name=value>', 'set one metadata entry (repeatable); names of 1 to 40 characters of A-Z a-z 0-9 _ . -, values up to 500 characters', collect, [])
+      .option('--unset-metadata <name>', 'remove one metadata entry (repeatable)', collect, [])
+      .option('--allowed-cidrs <cidrs>', "comma-separated IPv4/IPv6 networks the key may be used from, e.g. 203.0.113.0/24,2001:db8::/32; 'any' lifts the restriction")
+      .action(async (orgId: string, keyId: string, opts: UpdateOptions, cmd: Command) => {
+        const { body, labels } = updateBody(opts);
+        if (Object.keys(body).length === 0) throw new CliError('nothing to change: give --label, --metadata, --unset-metadata or --allowed-cidrs', { usage: true });
+        currentIo().state.labels = labels;
+        await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
+          const updated = await inOrganisation(core, orgId, () => core.apiKeys.update(operator, orgId, keyId, body));
+          emit(json, apiKeyView(updated, core.clock.now()), () => `Updated API key:\n${fields(keyRows(updated, core))}`);
         });
       }),
   );

@@ -4,7 +4,7 @@
  * the log level and the base of a 429's `type`.
  */
 import { z } from 'zod';
-import { bool, int, INT_MAX, url, variable } from './variable.js';
+import { bool, cidrList, int, INT_MAX, orNull, url, variable } from './variable.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -57,8 +57,14 @@ export const SERVICE_VARIABLES = {
   TRUST_PROXY: variable(
     'trustProxy',
     'false',
-    '`true` behind a load balancer that overwrites `X-Forwarded-For`: failed authentications are throttled per client address instead of per balancer',
+    "`true` behind a load balancer or proxy: the client address is taken from `X-Forwarded-For` (the rightmost hop, the one the connecting proxy appended, unless `TRUSTED_PROXIES` says more) instead of the connecting address, so failed authentications are throttled per client instead of per balancer and keys restricted to networks see the client",
     bool('TRUST_PROXY').default(false),
+  ),
+  TRUSTED_PROXIES: variable(
+    'trustedProxies',
+    'unset',
+    'with `TRUST_PROXY=true`: comma-separated CIDRs of your proxies and load balancers. Starting from the connecting address, each address inside them is a proxy whose `X-Forwarded-For` hop is believed, rightmost first; the first address outside them is the client. Unset: only the connecting proxy\'s own hop (the rightmost) is believed. The client address throttles failed authentications and is checked against keys restricted to networks',
+    cidrList('TRUSTED_PROXIES').optional().transform(orNull),
   ),
   DATABASE_PREPARED_STATEMENTS: variable(
     'databasePreparedStatements',

@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { parseWebhookSecretKey } from '@cos/core';
+import { parseCidr, parseWebhookSecretKey } from '@cos/core';
 import { DURATION_GRAMMAR, parseDuration } from '../values.js';
 
 export const INT_MAX = 2_147_483_647;
@@ -57,6 +57,19 @@ export function clusterNodes(name: string) {
       { message: `${name} must be a comma-separated list of redis://host:port (or rediss://) URLs` },
     )
     .transform((s): readonly string[] => s.split(',').map((part) => part.trim()));
+}
+
+/** A comma-separated list of IPv4 or IPv6 CIDRs (a bare address is one host), each in canonical form. */
+export function cidrList(name: string) {
+  return z
+    .string()
+    .superRefine((s, ctx) => {
+      for (const part of s.split(',')) {
+        const parsed = parseCidr(part);
+        if (!parsed.ok) ctx.addIssue({ code: 'custom', message: `${name}: ${part.trim()} ${parsed.issue}` });
+      }
+    })
+    .transform((s): readonly string[] => s.split(',').map((part) => (parseCidr(part) as { cidr: string }).cidr));
 }
 
 export function host(name: string) {

@@ -97,6 +97,7 @@ export function principalOf(credential: Credential): KeyPrincipal {
     organisationId: key.organisationId,
     isPlatform: organisation.isSystem,
     scopes: scopesOf(key),
+    allowedCidrs: key.allowedCidrs ?? null,
   };
 }
 

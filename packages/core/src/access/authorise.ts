@@ -28,6 +28,7 @@ export type OrganisationOperation =
   | 'members.list'
   | 'api_keys.list'
   | 'api_keys.issue'
+  | 'api_keys.update'
   | 'api_keys.get'
   | 'api_keys.revoke'
   | 'organisations.key_policy.get'
@@ -68,6 +69,7 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'members.list': 'organisation',
   'api_keys.list': 'organisation',
   'api_keys.issue': 'organisation',
+  'api_keys.update': 'organisation',
   'api_keys.get': 'organisation',
   'api_keys.revoke': 'organisation',
   'organisations.key_policy.get': 'organisation',
@@ -109,6 +111,7 @@ export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformO
   'api_keys.list': 'api_keys:read',
   'api_keys.get': 'api_keys:read',
   'api_keys.issue': 'api_keys:write',
+  'api_keys.update': 'api_keys:write',
   'api_keys.revoke': 'api_keys:write',
   'audit_events.list': 'audit:read',
   'webhooks.read': 'webhooks:read',

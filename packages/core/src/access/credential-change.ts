@@ -1,6 +1,6 @@
 /**
- * The guard every store applies to its credential-affecting writes (ApiKeyStore.revoke and
- * shortenExpiry, OrganisationStore.update and putKeyPolicy) inside a unit of work: the organisation
+ * The guard every store applies to its credential-affecting writes (ApiKeyStore.revoke,
+ * shortenExpiry and update, OrganisationStore.update and putKeyPolicy) inside a unit of work: the organisation
  * written must be one the unit of work named (`UnitOfWork.changeCredentials(organisationIds, work)`),
  * because only a named change is announced to the instances that cache credentials. The types
  * already keep these writes out of `UnitOfWork.run`; this is the second line of defence (a cast, a

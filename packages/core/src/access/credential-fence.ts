@@ -12,7 +12,7 @@
  * (credential-cache.ts explains the reader's side).
  *
  * The declaration is checked where the write happens too: every store refuses a credential-affecting
- * write (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update and putKeyPolicy) of an
+ * write (ApiKeyStore.revoke, shortenExpiry and update, OrganisationStore.update and putKeyPolicy) of an
  * organisation its unit of work did not name (UndeclaredCredentialChangeError, nothing written), so
  * a write that gets past the types (a cast, a wrong id) fails at once instead of leaving stale
  * credentials in caches. Creating an organisation or issuing a key changes no cached entry (caches

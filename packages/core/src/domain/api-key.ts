@@ -40,6 +40,43 @@ export interface ApiKey {
   readonly scopes?: readonly string[];
   /** The key that issued or rolled this one (C-61), or null when an operator did. Stores always return it. */
   readonly createdByKeyId?: string | null;
+  /**
+   * Free-form labels of the key (C-260): string to string, at most METADATA_MAX_KEYS entries. Stores
+   * always return it (`{}` when none); a record being inserted without it has none.
+   */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * The networks requests with the key may come from (C-262), canonical CIDRs; null: any address.
+   * Stores always return it; a record being inserted without it is unrestricted.
+   */
+  readonly allowedCidrs?: readonly string[] | null;
+}
+
+/** Metadata limits (C-260): entries, name length and characters, value length. */
+export const METADATA_MAX_KEYS = 20;
+export const METADATA_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,40}$/;
+export const METADATA_VALUE_MAX = 500;
+
+/** A key's metadata (`{}` for a record that holds none). */
+export function metadataOf(key: Pick<ApiKey, 'metadata'>): Readonly<Record<string, string>> {
+  return key.metadata ?? {};
+}
+
+/** A key's allowed networks (null, any address, for a record that names none). */
+export function allowedCidrsOf(key: Pick<ApiKey, 'allowedCidrs'>): readonly string[] | null {
+  return key.allowedCidrs ?? null;
+}
+
+/** Metadata as stored: a JSON object with its names sorted, so equal metadata is equal text. */
+export function encodeMetadata(metadata: Readonly<Record<string, string>>): string {
+  // fromEntries defines own properties, so a name such as `__proto__` is an entry like any other.
+  return JSON.stringify(Object.fromEntries(Object.entries(metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+}
+
+export function decodeMetadata(text: string): Record<string, string> {
+  const parsed = JSON.parse(text) as unknown;
+  if (typeof parsed !== 'object' || parsed === null) return {};
+  return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 /** The scopes a key holds (every built-in scope for a record that names none). */

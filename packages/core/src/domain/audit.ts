@@ -16,7 +16,8 @@ export type AuditKind =
   | 'webhook_secret_rotated'
   | 'notification_retried'
   | 'organisation_policy_updated'
-  | 'organisation_rate_limit_changed';
+  | 'organisation_rate_limit_changed'
+  | 'api_key_updated';
 export const AUDIT_KINDS: readonly AuditKind[] = [
   'api_key_revoked',
   'api_key_issued',
@@ -32,6 +33,7 @@ export const AUDIT_KINDS: readonly AuditKind[] = [
   'notification_retried',
   'organisation_policy_updated',
   'organisation_rate_limit_changed',
+  'api_key_updated',
 ];
 
 /**
@@ -122,6 +124,13 @@ export interface AuditEntry {
   readonly keyPolicy?: KeyPolicyChange;
   /** `organisation_rate_limit_changed` entries only (C-241): the organisation's own limit before and after. */
   readonly rateLimit?: RateLimitChange;
+  /** `api_key_updated` entries only (C-261): the names of the fields changed, sorted (never metadata values). */
+  readonly changedFields?: readonly string[];
+  /**
+   * The key's allowed networks (C-262; not secret): on `api_key_issued` entries of a restricted key,
+   * and on `api_key_updated` entries that changed them (null: the restriction was lifted).
+   */
+  readonly allowedCidrs?: readonly string[] | null;
 }
 
 /**

@@ -10,6 +10,11 @@ export interface KeyPrincipal {
   readonly isPlatform: boolean;
   /** The key's scopes (C-60), sorted: what it may do, read from the key record (they never change). */
   readonly scopes: readonly string[];
+  /**
+   * The networks requests with the key may come from (C-262), null or absent: any address. Checked
+   * once per request after admission (networkRefusal).
+   */
+  readonly allowedCidrs?: readonly string[] | null;
 }
 
 export interface OperatorPrincipal {

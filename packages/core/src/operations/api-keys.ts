@@ -1,9 +1,11 @@
 import {
+  allowedCidrsOf,
   digestKey,
   generateRawKey,
   keyEnvironmentOf,
   keyPrefixOf,
   keyStatus,
+  metadataOf,
   scopesOf,
   KEY_ALREADY_ROLLED_MESSAGE,
   type ApiKey,
@@ -17,7 +19,7 @@ import type { KeyPrincipal, Principal } from '../domain/principal.js';
 import { ALL_BUILTIN_SCOPES, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
 import type { OuterStores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
-import { checkIssueKey, checkRollKey } from '../validation/api-key.js';
+import { checkIssueKey, checkPatchKey, checkRollKey } from '../validation/api-key.js';
 import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
 import { checkListQuery } from '../validation/query.js';
@@ -28,6 +30,7 @@ import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';
+import { callerCidrs, KEY_NOT_FOUND_MESSAGE, newKeyCidrs, refuseWiderCidrs, updateKeyIn } from './key-update.js';
 
 /** The issuance result: the only place the raw key ever appears (spec §5.6, C-22). */
 export interface IssuedKey {
@@ -44,7 +47,7 @@ export interface WhoAmI {
 /** A roll's result: the new key (its rolledFromKeyId names the old one) and its raw key, shown once. */
 export type RolledKey = IssuedKey;
 
-export const KEY_NOT_FOUND_MESSAGE = 'API key not found';
+export { KEY_NOT_FOUND_MESSAGE };
 export const KEY_REVOKED_ROLL_MESSAGE = 'This API key is revoked and cannot be rolled; issue a new key instead';
 export const KEY_EXPIRED_ROLL_MESSAGE = 'This API key has expired and cannot be rolled; issue a new key instead';
 
@@ -63,6 +66,8 @@ interface NewKeySpec {
   readonly rolledFromKeyId: string | null;
   readonly scopes: readonly string[];
   readonly createdByKeyId: string | null;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly allowedCidrs: readonly string[] | null;
 }
 
 export const ISSUE_ENVIRONMENT_NOT_ALLOWED = "is not allowed by the organisation's key policy";
@@ -132,6 +137,8 @@ function newKey(deps: Pick<CoreDeps, 'random'>, organisationId: string, spec: Ne
     rolledFromKeyId: spec.rolledFromKeyId,
     scopes: spec.scopes,
     createdByKeyId: spec.createdByKeyId,
+    metadata: spec.metadata,
+    allowedCidrs: spec.allowedCidrs,
   };
   return { key, rawKey };
 }
@@ -149,7 +156,8 @@ export type IssueKeyRequest = Omit<IssueKeyInput, 'scopes' | 'expiresAtGiven'> &
  * maximum lifetime, and never later than the issuing key's own expiry: 400 `expires_at`; omitted,
  * the earlier of the two), it must hold fewer than config.maxActiveKeysPerOrg active keys (C-25,
  * 409); the key and its api_key_issued entry are written together (C-41). Only the digest is stored
- * (C-31). Scopes omitted: the issuing key's own (the operator's: every built-in scope).
+ * (C-31). Scopes omitted: the issuing key's own (the operator's: every built-in scope). Networks
+ * (C-264): omitted, the issuing key's own; given, within them (403).
  */
 export async function issueKeyIn(
   stores: OuterStores,
@@ -175,10 +183,13 @@ export async function issueKeyIn(
   if ((await stores.apiKeys.countActive(organisationId, now)) >= max) throw new ConflictError(maxActiveKeysMessage(max));
   const scopes = input.scopes ?? (principal.kind === 'api_key' ? principal.scopes : ALL_BUILTIN_SCOPES);
   const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
-  const issued = newKey(deps, organisationId, { ...input, expiresAt, rolledFromKeyId: null, scopes, createdByKeyId }, now);
+  const allowedCidrs = await newKeyCidrs(stores, principal, input.allowedCidrs);
+  const metadata = input.metadata ?? {};
+  const issued = newKey(deps, organisationId, { ...input, expiresAt, rolledFromKeyId: null, scopes, createdByKeyId, metadata, allowedCidrs }, now);
   const { key } = issued;
   await stores.apiKeys.insert(key);
-  await stores.audit.append(auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key));
+  const entry = auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key);
+  await stores.audit.append(allowedCidrs === null ? entry : { ...entry, allowedCidrs });
   await notifyKeyEvents(stores, deps.random, [{ type: 'api_key.issued', cause: causeOf(actor) }], now, key);
   return issued;
 }
@@ -240,7 +251,11 @@ export class ApiKeys {
       const cap = await expiryCap(stores, principal, policy, now);
       const expiresAt = cap !== null && (old.expiresAt === null || old.expiresAt.getTime() > cap.at.getTime()) ? cap.at : old.expiresAt;
       const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
-      const rolled = newKey(this.deps, org, { label, environment, expiresAt, rolledFromKeyId: old.id, scopes, createdByKeyId }, now);
+      // The new key keeps the old one's metadata and networks, which must lie within the rolling key's (C-264).
+      const allowedCidrs = allowedCidrsOf(old);
+      refuseWiderCidrs(allowedCidrs, await callerCidrs(stores, principal));
+      const spec = { label, environment, expiresAt, rolledFromKeyId: old.id, scopes, createdByKeyId, metadata: metadataOf(old), allowedCidrs };
+      const rolled = newKey(this.deps, org, spec, now);
       // A second key rolled from `old` (a concurrent or earlier roll) fails here with 409.
       await stores.apiKeys.insert(rolled.key);
       const grace = input.gracePeriodSeconds;
@@ -260,6 +275,20 @@ export class ApiKeys {
       await notifyKeyEvents(stores, this.deps.random, events, now, old, undefined, { ...roll, toKeyPrefix: rolled.key.keyPrefix });
       return rolled;
     });
+  }
+
+  /**
+   * PATCH .../api-keys/{key_id} (C-261), body {label?, metadata?, allowed_cidrs?}: the same
+   * authorisation as issuing a key; scopes, environment and expires_at are 400 (a different key is a
+   * roll). Metadata is merged (null removes a name). A change of allowed_cidrs must hold at every
+   * instance from the next request, and the cached credential carries the whole record: the unit of
+   * work names the organisation's credentials as changed (the credential fence), for any change.
+   */
+  async update(principal: Principal, orgId: string, keyId: string, body: unknown): Promise<ApiKey> {
+    authorise(principal, 'api_keys.update', orgId);
+    const [org, kid, input] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'), checkPatchKey(body));
+    const now = this.deps.clock.now();
+    return this.deps.unitOfWork.changeCredentials([org], (stores) => updateKeyIn(stores, this.deps.random, org, kid, input, actorOf(principal), principal, now));
   }
 
   /**

@@ -14,6 +14,20 @@ export interface KeyUse {
   readonly at: Date;
 }
 
+/** The attributes of a key that can be changed after issue (C-261). */
+export interface KeyAttributes {
+  readonly label: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Canonical CIDRs, or null for any address. */
+  readonly allowedCidrs: readonly string[] | null;
+}
+
+/** An update of a key's attributes: the values it is expected to hold now, and the new ones. */
+export interface KeyAttributesChange {
+  readonly from: KeyAttributes;
+  readonly to: KeyAttributes;
+}
+
 export interface ApiKeyStore {
   /**
    * Inserts (lastUsedAt is stored null; scopes omitted: every built-in scope; createdByKeyId
@@ -44,6 +58,15 @@ export interface ApiKeyStore {
    * later expiry change it. Like revoke, a write that affects authentication (C-36).
    */
   shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean>;
+  /**
+   * Sets the key's label, metadata and allowedCidrs to `change.to` if it is active at `now` (not
+   * revoked, not expired) and still holds exactly `change.from` (metadata compared as a whole,
+   * whatever the order of its names). Returns true when this call changed the key, false otherwise
+   * (unknown, another organisation's, revoked, expired, or changed by someone else since it was
+   * read). One conditional statement, so of concurrent updates made from the same reading only one
+   * applies. A write that affects authentication (allowedCidrs; the record cached with the key, C-36).
+   */
+  update(organisationId: string, keyId: string, change: KeyAttributesChange, now: Date): Promise<boolean>;
   /**
    * Records successful authentications: each key's lastUsedAt becomes the latest of its current
    * value and the given times (never earlier, so instances may flush in any order). Unknown key ids

@@ -24,13 +24,13 @@ export interface Stores {
 
 /**
  * The stores outside a unit of work, and inside one that changes no credential: without the
- * credential-affecting writes (ApiKeyStore.revoke and shortenExpiry, OrganisationStore.update and
+ * credential-affecting writes (ApiKeyStore.revoke, shortenExpiry and update, OrganisationStore.update and
  * putKeyPolicy: what an authentication answers, or the organisation record a credential cache
  * holds). Only `UnitOfWork.changeCredentials`, which names the organisations it changes, hands them
  * out, so a use case that forgets to name them does not compile.
  */
 export type OuterStores = Omit<Stores, 'apiKeys' | 'organisations'> & {
-  readonly apiKeys: Omit<ApiKeyStore, 'revoke' | 'shortenExpiry'>;
+  readonly apiKeys: Omit<ApiKeyStore, 'revoke' | 'shortenExpiry' | 'update'>;
   readonly organisations: Omit<OrganisationStore, 'update' | 'putKeyPolicy'>;
 };
 

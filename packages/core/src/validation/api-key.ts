@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { LABEL_MAX, MAX_ROLL_GRACE_SECONDS, type KeyEnvironment } from '../domain/api-key.js';
 import { ALL_BUILTIN_SCOPES, sortedScopes } from '../domain/scopes.js';
-import { checkBody, hasNoControlCharacters, ISSUE_CONTROL_CHARACTERS, type Checked } from './issues.js';
+import { all, checkBody, checkThrowing, hasNoControlCharacters, isJsonObject, ISSUE_CONTROL_CHARACTERS, valid, type Checked } from './issues.js';
+import { checkAllowedCidrs, checkMetadata, type MetadataInput } from './key-attributes.js';
 
 export const ISSUE_LABEL = `must be a string of 1 to ${LABEL_MAX} characters`;
 export const ISSUE_EXPIRES_AT = 'must be an ISO 8601 timestamp in the future';
@@ -19,6 +20,10 @@ export interface IssueKeyInput {
   readonly scopes: readonly string[] | null;
   /** True when the body named `expires_at` (null included): false lets a policy or the issuer's expiry apply. */
   readonly expiresAtGiven: boolean;
+  /** The key's metadata (C-260); `{}` when the body names none. */
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** Canonical CIDRs, null for any address (C-262); undefined when the body names none (the issuer's apply). */
+  readonly allowedCidrs?: readonly string[] | null;
 }
 
 /**
@@ -55,6 +60,9 @@ function issueKeySchema(now: Date, known: readonly string[] = ALL_BUILTIN_SCOPES
         .optional(),
       environment: z.enum(['live', 'test'], { error: ISSUE_ENVIRONMENT }).optional(),
       scopes: scopesSchema(known).optional(),
+      // Checked by checkMetadata and checkAllowedCidrs, which name the failing entry.
+      metadata: z.unknown().optional(),
+      allowed_cidrs: z.unknown().optional(),
     })
     .transform(
       (b): IssueKeyInput => ({
@@ -67,9 +75,69 @@ function issueKeySchema(now: Date, known: readonly string[] = ALL_BUILTIN_SCOPES
     );
 }
 
-/** `expires_at: null` is accepted as "no expiry"; environment defaults to 'live'; `scopes` must be known. */
+/** The checks of `metadata` and `allowed_cidrs` of a body (undefined when absent), reported with the rest. */
+function checkAttributes(body: unknown, removals: boolean): [Checked<MetadataInput | undefined>, Checked<readonly string[] | null | undefined>] {
+  if (!isJsonObject(body)) return [valid(undefined), valid(undefined)];
+  return [
+    body.metadata === undefined ? valid(undefined) : checkMetadata(body.metadata, removals),
+    body.allowed_cidrs === undefined ? valid(undefined) : checkAllowedCidrs(body.allowed_cidrs),
+  ];
+}
+
+/**
+ * `expires_at: null` is accepted as "no expiry"; environment defaults to 'live'; `scopes` must be
+ * known; `metadata` (C-260) and `allowed_cidrs` (C-262) are checked entry by entry.
+ */
 export function checkIssueKey(body: unknown, now: Date, known?: readonly string[]): Checked<IssueKeyInput> {
-  return checkBody(issueKeySchema(now, known), body);
+  return checkThrowing(() => {
+    const [input, metadata, allowedCidrs] = all(checkBody(issueKeySchema(now, known), body), ...checkAttributes(body, false));
+    return {
+      ...input,
+      // Without removals (an issue), checkMetadata answers string values only.
+      metadata: (metadata as Readonly<Record<string, string>> | undefined) ?? {},
+      ...(allowedCidrs !== undefined ? { allowedCidrs } : {}),
+    };
+  });
+}
+
+/** The fields a key keeps for life: changing them is a roll (C-261). */
+export const IMMUTABLE_KEY_FIELDS: readonly string[] = ['scopes', 'environment', 'expires_at'];
+export const ISSUE_IMMUTABLE_KEY_FIELD = 'cannot be changed: roll the key to get one with another value';
+
+/** PATCH .../api-keys/{key_id} body (C-261): what to change; an absent field is kept. */
+export interface PatchKeyInput {
+  readonly label?: string;
+  /** Names to set, and (null) to remove. */
+  readonly metadata?: MetadataInput;
+  readonly allowedCidrs?: readonly string[] | null;
+}
+
+const patchKeySchema = z.strictObject({
+  label: labelSchema.optional(),
+  metadata: z.unknown().optional(),
+  allowed_cidrs: z.unknown().optional(),
+  // Named so that the strict object does not call them extra: they get their own detail.
+  scopes: z.unknown().optional(),
+  environment: z.unknown().optional(),
+  expires_at: z.unknown().optional(),
+});
+
+/**
+ * `label`, `metadata` (null for a name removes it) and `allowed_cidrs` only; `scopes`,
+ * `environment` and `expires_at` are each refused with ISSUE_IMMUTABLE_KEY_FIELD; anything else is
+ * an extra field.
+ */
+export function checkPatchKey(body: unknown): Checked<PatchKeyInput> {
+  return checkThrowing(() => {
+    const immutable = isJsonObject(body) ? IMMUTABLE_KEY_FIELDS.filter((f) => body[f] !== undefined) : [];
+    const fixed: Checked<undefined> = immutable.length === 0 ? valid(undefined) : { ok: false, details: immutable.map((field) => ({ field, issue: ISSUE_IMMUTABLE_KEY_FIELD })) };
+    const [b, metadata, allowedCidrs] = all(checkBody(patchKeySchema, body), ...checkAttributes(body, true), fixed);
+    return {
+      ...(b.label !== undefined ? { label: b.label } : {}),
+      ...(metadata !== undefined ? { metadata } : {}),
+      ...(allowedCidrs !== undefined ? { allowedCidrs } : {}),
+    };
+  });
 }
 
 /** Roll body: {grace_period_seconds?, label?}; the new key keeps the old label unless one is given. */

@@ -23,6 +23,7 @@ export * from './issues.js';
 export * from './ids.js';
 export * from './organisation.js';
 export * from './api-key.js';
+export type { MetadataInput } from './key-attributes.js';
 export * from './member.js';
 export * from './query.js';
 

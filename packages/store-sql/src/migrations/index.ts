@@ -23,6 +23,7 @@ import { rareKindIndex } from './0012_audit_rare_kind_index.js';
 import { redisIdentity } from './0013_redis_identity.js';
 import { auditSeqChecks } from './0014_audit_seq_checks.js';
 import { organisationRateLimit } from './0015_organisation_rate_limit.js';
+import { keyMetadataCidrs } from './0017_key_metadata_cidrs.js';
 import type { SqlMigration } from './migration.js';
 
 export type { SqlMigration } from './migration.js';
@@ -46,6 +47,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   redisIdentity,
   auditSeqChecks,
   organisationRateLimit,
+  keyMetadataCidrs,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {

@@ -1,9 +1,28 @@
 import { createHash } from 'node:crypto';
-import { decodeScopes, encodeScopes, scopesOf, type ApiKey, type ApiKeyStore, type Credential, type KeyUse, type PageRequest } from '@cos/core';
+import {
+  allowedCidrsOf,
+  decodeMetadata,
+  decodeScopes,
+  encodeMetadata,
+  encodeScopes,
+  metadataOf,
+  scopesOf,
+  type ApiKey,
+  type ApiKeyStore,
+  type Credential,
+  type KeyAttributesChange,
+  type KeyUse,
+  type PageRequest,
+} from '@cos/core';
 import { credentialWrite, execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
 const COLUMNS =
-  'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id, scopes, created_by_key_id';
+  'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id, scopes, created_by_key_id, metadata, allowed_cidrs';
+
+/** allowed_cidrs as stored: a JSON array, NULL for any address. */
+function encodeCidrs(cidrs: readonly string[] | null): string | null {
+  return cidrs === null ? null : JSON.stringify(cidrs);
+}
 
 function keyFromRow(row: Record<string, unknown>): ApiKey {
   return {
@@ -19,6 +38,8 @@ function keyFromRow(row: Record<string, unknown>): ApiKey {
     rolledFromKeyId: stringOrNull(row.rolled_from_key_id),
     scopes: decodeScopes(String(row.scopes)),
     createdByKeyId: stringOrNull(row.created_by_key_id),
+    metadata: decodeMetadata(String(row.metadata)),
+    allowedCidrs: row.allowed_cidrs === null || row.allowed_cidrs === undefined ? null : (JSON.parse(String(row.allowed_cidrs)) as string[]),
   };
 }
 
@@ -39,11 +60,11 @@ export function credentialFromRow(row: Record<string, unknown> | undefined): Cre
   };
 }
 
-const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`;
+const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)`;
 const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
 /** The authentication hot path: one query on the unique digest index, joined to the organisation. */
 export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
-  k.last_used_at, k.rolled_from_key_id, k.scopes, k.created_by_key_id,
+  k.last_used_at, k.rolled_from_key_id, k.scopes, k.created_by_key_id, k.metadata, k.allowed_cidrs,
   o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
   o.rate_limit_per_minute AS o_rate_limit_per_minute, o.created_at AS o_created_at, o.updated_at AS o_updated_at
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
@@ -66,6 +87,14 @@ const REVOKE = 'UPDATE api_keys SET revoked_at = ? WHERE organisation_id = ? AND
  */
 const SHORTEN_EXPIRY = `UPDATE api_keys SET expires_at = ?
   WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR (expires_at > ? AND expires_at > ?))`;
+/**
+ * Compare-and-set of the editable attributes on a key active at `now`: it matches only while the row
+ * still holds the values the caller read (metadata is stored with its names sorted, so equal
+ * metadata is equal text), so of concurrent updates from one reading only one applies.
+ */
+const UPDATE = `UPDATE api_keys SET label = ?, metadata = ?, allowed_cidrs = ?
+  WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
+  AND label = ? AND metadata = ? AND (allowed_cidrs = ? OR (allowed_cidrs IS NULL AND CAST(? AS text) IS NULL))`;
 /**
  * A whole batch of uses in one statement with one parameter (a JSON array of [key id, epoch ms]),
  * so the text never changes with the batch size (one prepared statement, no bound-parameter limit).
@@ -104,6 +133,8 @@ export class SqlApiKeyStore implements ApiKeyStore {
       k.rolledFromKeyId ?? null,
       encodeScopes([...new Set(scopesOf(k))].sort()),
       k.createdByKeyId ?? null,
+      encodeMetadata(metadataOf(k)),
+      encodeCidrs(allowedCidrsOf(k)),
     ]);
   }
 
@@ -151,6 +182,26 @@ export class SqlApiKeyStore implements ApiKeyStore {
     credentialWrite(this.ctx, organisationId, 'apiKeys.shortenExpiry');
     const target = expiresAt.getTime();
     return (await execute(this.ctx, SHORTEN_EXPIRY, [target, organisationId, keyId, now.getTime(), target])) > 0;
+  }
+
+  async update(organisationId: string, keyId: string, change: KeyAttributesChange, now: Date): Promise<boolean> {
+    credentialWrite(this.ctx, organisationId, 'apiKeys.update');
+    const { from, to } = change;
+    const fromCidrs = encodeCidrs(from.allowedCidrs);
+    return (
+      (await execute(this.ctx, UPDATE, [
+        to.label,
+        encodeMetadata(to.metadata),
+        encodeCidrs(to.allowedCidrs),
+        organisationId,
+        keyId,
+        now.getTime(),
+        from.label,
+        encodeMetadata(from.metadata),
+        fromCidrs,
+        fromCidrs,
+      ])) > 0
+    );
   }
 
   async recordUses(uses: readonly KeyUse[]): Promise<void> {

@@ -22,7 +22,7 @@ import type { SqlDialect } from '../database-url.js';
 import { KeysetListSql } from '../keyset-list.js';
 
 const ENTRY_COLUMNS =
-  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy, rate_limit';
+  'id, kind, occurred_at, organisation_id, key_id, key_prefix, actor_type, actor_key_id, exposure_type, exposure_url, exposure_source, actor_name, member_id, rolled_to_key_id, grace_period_seconds, webhook_origin, notification_id, notification_type, descendant_key_ids, key_policy, rate_limit, changed_fields, allowed_cidrs';
 const COLUMNS = `${ENTRY_COLUMNS}, seq, prev_hash, hash`;
 
 /** Space-joined ids ('' for none). */
@@ -59,7 +59,9 @@ export function entryFromRow(row: Record<string, unknown>): AuditEntry {
   const hasDescendants = present(row.descendant_key_ids);
   const hasPolicy = present(row.key_policy);
   const hasRateLimit = present(row.rate_limit);
-  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy && !hasRateLimit) return entry;
+  const hasChanged = present(row.changed_fields);
+  const hasCidrs = present(row.allowed_cidrs);
+  if (!hasExposure && !hasMember && !hasRoll && !hasWebhook && !hasNotification && !hasDescendants && !hasPolicy && !hasRateLimit && !hasChanged && !hasCidrs) return entry;
   return {
     ...entry,
     ...(hasExposure
@@ -72,6 +74,9 @@ export function entryFromRow(row: Record<string, unknown>): AuditEntry {
     ...(hasDescendants ? { descendantKeyIds: idsFromText(String(row.descendant_key_ids)) } : {}),
     ...(hasPolicy ? { keyPolicy: JSON.parse(String(row.key_policy)) as KeyPolicyChange } : {}),
     ...(hasRateLimit ? { rateLimit: JSON.parse(String(row.rate_limit)) as RateLimitChange } : {}),
+    ...(hasChanged ? { changedFields: idsFromText(String(row.changed_fields)) } : {}),
+    // JSON: the array, or `null` when the change lifted the restriction.
+    ...(hasCidrs ? { allowedCidrs: JSON.parse(String(row.allowed_cidrs)) as string[] | null } : {}),
   };
 }
 
@@ -79,7 +84,7 @@ function chainedFromRow(row: Record<string, unknown>): ChainedAuditEntry {
   return { ...entryFromRow(row), seq: Number(row.seq), prevHash: String(row.prev_hash), hash: String(row.hash) };
 }
 
-const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO audit_entries (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDER BY seq DESC LIMIT 1';
 /**
  * Postgres: the whole append in one statement, one round trip. `cos_audit_lock_head` (migration
@@ -92,7 +97,7 @@ const HEAD = 'SELECT seq, hash FROM audit_entries WHERE organisation_id = ? ORDE
  * but one) followed by `"<prev_hash>","seq":<seq>}` (core's `auditLinkHash`, for a hex head).
  */
 const APPEND_POSTGRES = `INSERT INTO audit_entries (${COLUMNS})
-  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
+  SELECT ?, ?, ?::bigint, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::integer, ?, ?, ?, ?, ?, ?, ?, ?, link.seq, link.prev_hash,
     encode(sha256(convert_to(?::text || '"' || link.prev_hash || '","seq":' || link.seq || '}', 'UTF8')), 'hex')
   FROM (SELECT coalesce(head.head_seq, 0) + 1 AS seq, coalesce(head.head_hash, '${GENESIS_HASH}') AS prev_hash
         FROM (SELECT 1) AS one LEFT JOIN cos_audit_lock_head(?) AS head ON true) AS link
@@ -167,6 +172,9 @@ function entryColumns(e: AuditEntry): unknown[] {
     e.descendantKeyIds !== undefined ? e.descendantKeyIds.join(' ') : null,
     e.keyPolicy !== undefined ? JSON.stringify(e.keyPolicy) : null,
     e.rateLimit !== undefined ? JSON.stringify({ old: e.rateLimit.old, new: e.rateLimit.new }) : null,
+    e.changedFields !== undefined ? e.changedFields.join(' ') : null,
+    // JSON: the array, or `null` when the change lifted the restriction.
+    e.allowedCidrs !== undefined ? JSON.stringify(e.allowedCidrs) : null,
   ];
 }
 

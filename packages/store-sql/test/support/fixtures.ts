@@ -20,6 +20,8 @@ export function issuedKey(organisationId: string, overrides: Partial<ApiKey> = {
       digest: digestKey(raw),
       scopes: ALL_BUILTIN_SCOPES,
       createdByKeyId: null,
+      metadata: {},
+      allowedCidrs: null,
       ...overrides,
     }),
   };

@@ -376,6 +376,36 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
     }
   });
 
+  it('C-261, C-263: a key restricted by PATCH on A is 403 on both for every request sent after the 200, under load; lifted on B, it is let in on A at once; `cos-admin key update` is a writer too', async () => {
+    const { id, key } = await issueKey('networks');
+    const path = `/v1/organisations/${orgId}/api-keys/${id}`;
+    // The test's clients connect from 127.0.0.1: 192.0.2.0/24 (documentation addresses) shuts them out.
+    const outside = { allowed_cidrs: ['192.0.2.0/24'] };
+    const traffic = load(key);
+    try {
+      await until200s(traffic.shots);
+      const restricted = await change(() => a.call('PATCH', path, { key: ownerKey, body: outside, timeoutMs: 5_000 }));
+      expect(restricted.status, restricted.text).to.equal(200);
+      const answered = performance.now();
+      await sleep(20);
+      await traffic.stop();
+      expect(traffic.shots.filter((s) => s.sentAt > answered && s.status !== 403).map((s) => `${s.instance} ${s.status}`)).to.deep.equal([]);
+      const refused = await getOrg('B', key);
+      expect(refused.status).to.equal(403);
+      expect(refused.json<{ details: unknown }>().details).to.deep.equal([{ field: 'source_address', issue: 'not allowed for this key' }]);
+
+      const lifted = await change(() => b.call('PATCH', path, { key: ownerKey, body: { allowed_cidrs: null }, timeoutMs: 5_000 }));
+      expect(lifted.status, lifted.text).to.equal(200);
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, key)).status, `${i} after the lift`).to.equal(200);
+
+      const cli = await cliJson<{ allowed_cidrs: string[] }>(['key', 'update', orgId, id, '--allowed-cidrs', '192.0.2.0/24'], env, work.dir);
+      expect(cli.allowed_cidrs).to.deep.equal(['192.0.2.0/24']);
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, key)).status, `${i} after the CLI`).to.equal(403);
+    } finally {
+      await traffic.stop();
+    }
+  });
+
   it('Redis killed, restarted, frozen, thawed, FLUSHALL and SCRIPT FLUSH under load with revocations: no stale answer, bounded latency, recovery without restart', async function () {
     this.timeout(180_000);
     const problems: string[] = [];

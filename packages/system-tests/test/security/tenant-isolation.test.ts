@@ -24,7 +24,7 @@ interface OrgOperation {
   readonly invalidBody?: unknown;
 }
 
-/** The eight operations that name an organisation. */
+/** The eight operations that name an organisation, and the key update beyond v1 (C-261), before the revocation. */
 const ORG_OPERATIONS: readonly OrgOperation[] = [
   { name: 'get organisation', method: 'GET', path: (o) => `/v1/organisations/${o}` },
   { name: 'replace organisation', method: 'PUT', path: (o) => `/v1/organisations/${o}`, validBody: { name: 'Taken over' }, invalidBody: { slug: 'x', industry_section: 'A' } },
@@ -33,6 +33,13 @@ const ORG_OPERATIONS: readonly OrgOperation[] = [
   { name: 'list keys', method: 'GET', path: (o) => `/v1/organisations/${o}/api-keys` },
   { name: 'issue key', method: 'POST', path: (o) => `/v1/organisations/${o}/api-keys`, validBody: { label: 'intruder' }, invalidBody: { label: '' } },
   { name: 'get key', method: 'GET', path: (o, k) => `/v1/organisations/${o}/api-keys/${k}` },
+  {
+    name: 'update key',
+    method: 'PATCH',
+    path: (o, k) => `/v1/organisations/${o}/api-keys/${k}`,
+    validBody: { label: 'taken over', allowed_cidrs: ['203.0.113.0/24'] },
+    invalidBody: { scopes: ['audit:read'] },
+  },
   { name: 'revoke key', method: 'DELETE', path: (o, k) => `/v1/organisations/${o}/api-keys/${k}` },
 ];
 

@@ -511,7 +511,7 @@ const METHODS_OF: Record<PathShape['kind'], readonly string[]> = {
   org: ['GET', 'PUT', 'PATCH'],
   members: ['GET'],
   keys: ['GET', 'POST'],
-  key: ['GET', 'DELETE'],
+  key: ['GET', 'PATCH', 'DELETE'],
   junk: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
 };
 
@@ -557,7 +557,7 @@ export const requestShape: fc.Arbitrary<RequestShape> = fc.record({
   const fitting = METHODS_OF[path.kind];
   const m = methodPick === 'fit' ? (fitting[methodIndex % fitting.length] ?? 'GET') : anyMethod;
   const writes = m === 'POST' || m === 'PUT' || m === 'PATCH';
-  const which = path.kind === 'orgs' ? 'org' : path.kind === 'keys' ? 'key' : 'rename';
+  const which = path.kind === 'orgs' ? 'org' : path.kind === 'keys' || path.kind === 'key' ? 'key' : 'rename';
   return { ...rest, path, method: m, body: writes && nearValid ? validBody(which) : body };
 });
 

@@ -85,8 +85,8 @@ const schemas = {
   apiKey: {
     type: 'object',
     additionalProperties: false,
-    // C-22's fields, plus last_used_at and rolled_from (the key lifecycle) and scopes and created_by_key_id
-    // (C-60, C-61), added beyond v1 (C-56: fields may be added).
+    // C-22's fields, plus last_used_at and rolled_from (the key lifecycle), scopes and created_by_key_id
+    // (C-60, C-61), metadata and allowed_cidrs (C-260, C-262), added beyond v1 (C-56: fields may be added).
     required: [
       'id',
       'organisation_id',
@@ -101,6 +101,8 @@ const schemas = {
       'rolled_from',
       'scopes',
       'created_by_key_id',
+      'metadata',
+      'allowed_cidrs',
     ],
     properties: {
       id: uuid,
@@ -116,6 +118,8 @@ const schemas = {
       rolled_from: { anyOf: [uuid, { type: 'null' }] },
       scopes: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', pattern: '^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$' } },
       created_by_key_id: { anyOf: [uuid, { type: 'null' }] },
+      metadata: { type: 'object', maxProperties: 20, additionalProperties: { type: 'string', maxLength: 500 } },
+      allowed_cidrs: { anyOf: [{ type: 'array', minItems: 1, maxItems: 20, items: { type: 'string' } }, { type: 'null' }] },
     },
   },
   health: {
@@ -173,7 +177,10 @@ export const validators = {
 
 export type ShapeName = keyof typeof validators;
 
-/** The twelve operations (C-1), as pathname patterns; the success shape each answers with. */
+/**
+ * The twelve operations (C-1), as pathname patterns; the success shape each answers with. Beyond
+ * them, the key update (C-261) on a key's path, which a request with another method may reach.
+ */
 const UUIDISH = '[^/]+';
 export const OPERATIONS: readonly { method: string; pattern: RegExp; status: number; shape: ShapeName | null }[] = [
   { method: 'GET', pattern: /^\/v1\/health$/, status: 200, shape: 'health' },
@@ -188,6 +195,7 @@ export const OPERATIONS: readonly { method: string; pattern: RegExp; status: num
   { method: 'POST', pattern: new RegExp(`^/v1/organisations/${UUIDISH}/api-keys$`), status: 201, shape: 'issuedKey' },
   { method: 'GET', pattern: new RegExp(`^/v1/organisations/${UUIDISH}/api-keys/${UUIDISH}$`), status: 200, shape: 'apiKey' },
   { method: 'DELETE', pattern: new RegExp(`^/v1/organisations/${UUIDISH}/api-keys/${UUIDISH}$`), status: 204, shape: null },
+  { method: 'PATCH', pattern: new RegExp(`^/v1/organisations/${UUIDISH}/api-keys/${UUIDISH}$`), status: 200, shape: 'apiKey' },
 ];
 
 export interface ObservedResponse {

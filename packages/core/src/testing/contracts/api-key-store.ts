@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import type { ApiKey } from '../../domain/api-key.js';
+import type { KeyAttributes } from '../../ports/api-key-store.js';
 import type { StoreHarness, StoreHarnessFactory } from '../harness.js';
 import { KEY_ALREADY_ROLLED_MESSAGE } from '../../domain/api-key.js';
 import { ALL_BUILTIN_SCOPES } from '../../domain/scopes.js';
@@ -31,8 +32,12 @@ export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey
   // C-60: a record inserted without scopes holds every built-in scope; stored scopes come back sorted.
   expect(k.scopes, 'scopes').to.deep.equal([...new Set(expected.scopes ?? ALL_BUILTIN_SCOPES)].sort());
   expect(k.createdByKeyId, 'createdByKeyId').to.equal(expected.createdByKeyId ?? null);
+  // C-260, C-262: a record inserted without them has no metadata and any address.
+  expect(k.metadata, 'metadata').to.deep.equal(expected.metadata ?? {});
+  expect(k.allowedCidrs, 'allowedCidrs').to.deep.equal(expected.allowedCidrs ?? null);
   expect(Object.keys(k).sort()).to.deep.equal(
     [
+      'allowedCidrs',
       'createdAt',
       'createdByKeyId',
       'digest',
@@ -41,6 +46,7 @@ export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey
       'keyPrefix',
       'label',
       'lastUsedAt',
+      'metadata',
       'organisationId',
       'revokedAt',
       'rolledFromKeyId',
@@ -463,6 +469,85 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         await keys().insert(k);
         await keys().recordExposure(k.id, URL_1, at(5));
         expectApiKey(await keys().findById(orgA.id, k.id), k);
+      });
+    });
+
+    describe('metadata and allowedCidrs (C-260, C-261, C-262)', () => {
+      const META = { owner: 'team-a', 'ci.job': 'deploy – prod ✓', __proto__name: 'x', 'z.last': '' };
+      const attributes = (k: ApiKey): KeyAttributes => ({ label: k.label, metadata: k.metadata ?? {}, allowedCidrs: k.allowedCidrs ?? null });
+
+      it('C-260, C-262: round-trip through findById, findCredential and list; a record inserted without them has {} and null', async () => {
+        const rich = newApiKey(orgA.id, { metadata: META, allowedCidrs: ['10.0.0.0/8', '2001:db8::/32', '203.0.113.7/32'] });
+        const plain = newApiKey(orgA.id);
+        for (const k of [rich, plain]) await keys().insert(k);
+        expectApiKey(await keys().findById(orgA.id, rich.id), rich);
+        expectApiKey(await keys().findById(orgA.id, plain.id), plain);
+        expectApiKey((await keys().findCredential(rich.digest))!.key, rich);
+        const listed = await keys().list(orgA.id, ALL);
+        expectApiKey(listed.find((k) => k.id === rich.id), rich);
+        expect((await keys().findById(orgA.id, plain.id))!.metadata).to.deep.equal({});
+        expect((await keys().findById(orgA.id, plain.id))!.allowedCidrs).to.equal(null);
+      });
+
+      it('C-260: a metadata name such as __proto__ is an entry like any other', async () => {
+        const metadata = JSON.parse('{"__proto__": "kept", "constructor": "too"}') as Record<string, string>;
+        const k = newApiKey(orgA.id, { metadata });
+        await keys().insert(k);
+        const found = (await keys().findById(orgA.id, k.id))!;
+        expect(Object.entries(found.metadata!).sort()).to.deep.equal([['__proto__', 'kept'], ['constructor', 'too']]);
+      });
+
+      it('C-261: update sets label, metadata and allowedCidrs of an active key holding `from`; the credential read next sees them', async () => {
+        const k = newApiKey(orgA.id, { metadata: { owner: 'a' } });
+        await keys().insert(k);
+        const to: KeyAttributes = { label: 'renamed', metadata: { owner: 'b', team: 'x' }, allowedCidrs: ['192.0.2.0/24'] };
+        expect(await keys().update(orgA.id, k.id, { from: attributes(k), to }, at(100))).to.equal(true);
+        const changed = { ...k, ...to };
+        expectApiKey(await keys().findById(orgA.id, k.id), changed);
+        expectApiKey((await keys().findCredential(k.digest))!.key, changed);
+        // Back to any address, and to no metadata.
+        const back: KeyAttributes = { label: 'renamed', metadata: {}, allowedCidrs: null };
+        expect(await keys().update(orgA.id, k.id, { from: to, to: back }, at(100))).to.equal(true);
+        expectApiKey(await keys().findById(orgA.id, k.id), { ...k, ...back });
+      });
+
+      it('C-261: metadata in `from` is compared as a whole, whatever the order of its names', async () => {
+        const k = newApiKey(orgA.id, { metadata: { a: '1', b: '2', c: '3' } });
+        await keys().insert(k);
+        const from: KeyAttributes = { label: k.label, metadata: { c: '3', a: '1', b: '2' }, allowedCidrs: null };
+        expect(await keys().update(orgA.id, k.id, { from, to: { ...from, label: 'x' } }, at(100))).to.equal(true);
+        expect((await keys().findById(orgA.id, k.id))!.label).to.equal('x');
+      });
+
+      it('C-261: changes nothing on a revoked, an expired, an unknown or another organisation\'s key, nor when the key no longer holds `from`', async () => {
+        const revoked = newApiKey(orgA.id, { revokedAt: at(1) });
+        const expired = newApiKey(orgA.id, { expiresAt: at(50) });
+        const mine = newApiKey(orgA.id, { metadata: { owner: 'a' }, allowedCidrs: ['10.0.0.0/8'] });
+        for (const k of [revoked, expired, mine]) await keys().insert(k);
+        const to: KeyAttributes = { label: 'changed', metadata: { x: 'y' }, allowedCidrs: null };
+        expect(await keys().update(orgA.id, revoked.id, { from: attributes(revoked), to }, at(100))).to.equal(false);
+        expect(await keys().update(orgA.id, expired.id, { from: attributes(expired), to }, at(50)), 'expired at expiresAt exactly').to.equal(false);
+        expect(await keys().update(orgB.id, mine.id, { from: attributes(mine), to }, at(100))).to.equal(false);
+        expect(await keys().update(orgA.id, UNKNOWN_ID, { from: attributes(mine), to }, at(100))).to.equal(false);
+        const stale: KeyAttributes[] = [
+          { ...attributes(mine), label: 'other' },
+          { ...attributes(mine), metadata: { owner: 'b' } },
+          { ...attributes(mine), metadata: { owner: 'a', more: '' } },
+          { ...attributes(mine), allowedCidrs: null },
+          { ...attributes(mine), allowedCidrs: ['10.0.0.0/16'] },
+        ];
+        for (const from of stale) expect(await keys().update(orgA.id, mine.id, { from, to }, at(100)), JSON.stringify(from)).to.equal(false);
+        for (const k of [revoked, expired, mine]) expectApiKey(await keys().findById(orgA.id, k.id), k);
+      });
+
+      it('C-261: concurrent updates made from the same reading: exactly one applies', async () => {
+        const k = newApiKey(orgA.id);
+        await keys().insert(k);
+        const results = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => keys().update(orgA.id, k.id, { from: attributes(k), to: { ...attributes(k), metadata: { n: String(i) } } }, at(100))),
+        );
+        expect(results.filter((r) => r)).to.have.length(1);
+        expect((await keys().findById(orgA.id, k.id))!.metadata).to.deep.equal({ n: String(results.indexOf(true)) });
       });
     });
 

@@ -37,6 +37,10 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
   else expect(e.keyPolicy).to.deep.equal(expected.keyPolicy);
   if (expected.rateLimit === undefined) expect(e, 'no rateLimit property').to.not.have.property('rateLimit');
   else expect(e.rateLimit).to.deep.equal(expected.rateLimit);
+  if (expected.changedFields === undefined) expect(e, 'no changedFields property').to.not.have.property('changedFields');
+  else expect(e.changedFields).to.deep.equal(expected.changedFields);
+  if (expected.allowedCidrs === undefined) expect(e, 'no allowedCidrs property').to.not.have.property('allowedCidrs');
+  else expect(e.allowedCidrs).to.deep.equal(expected.allowedCidrs);
   expect(Object.keys(e).sort()).to.deep.equal(
     [
       'actor',
@@ -57,6 +61,8 @@ export function expectAuditEntry(actual: AuditEntry | undefined | null, expected
       ...(expected.descendantKeyIds !== undefined ? ['descendantKeyIds'] : []),
       ...(expected.keyPolicy !== undefined ? ['keyPolicy'] : []),
       ...(expected.rateLimit !== undefined ? ['rateLimit'] : []),
+      ...(expected.changedFields !== undefined ? ['changedFields'] : []),
+      ...(expected.allowedCidrs !== undefined ? ['allowedCidrs'] : []),
     ].sort(),
     'no other fields',
   );
@@ -181,6 +187,19 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expectAuditEntry(listed[2], reset);
       const chain = await audit().chain(orgA, { afterSeq: 0, limit: 100 });
       expect(chain.map((c) => c.id)).to.deep.equal([raised.id, lowered.id, reset.id]);
+    });
+
+    it('C-265: api_key_updated entries round-trip their changed fields and networks (a list, or null when lifted); api_key_issued its networks', async () => {
+      const key = { keyId: keyA.id, keyPrefix: keyA.keyPrefix, actor: { type: 'operator' as const } };
+      const restricted = newAuditEntry(orgA, { kind: 'api_key_updated', occurredAt: at(1), ...key, changedFields: ['allowed_cidrs', 'label'], allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'] });
+      const lifted = newAuditEntry(orgA, { kind: 'api_key_updated', occurredAt: at(2), ...key, changedFields: ['allowed_cidrs'], allowedCidrs: null });
+      const labelled = newAuditEntry(orgA, { kind: 'api_key_updated', occurredAt: at(3), ...key, changedFields: ['label', 'metadata'] });
+      const issued = newAuditEntry(orgA, { kind: 'api_key_issued', occurredAt: at(4), ...key, allowedCidrs: ['192.0.2.0/24'] });
+      for (const e of [restricted, lifted, labelled, issued]) await audit().append(e);
+      const listed = await audit().list({ organisationId: orgA }, ALL);
+      expect(listed).to.have.length(4);
+      [restricted, lifted, labelled, issued].forEach((e, i) => expectAuditEntry(listed[i], e));
+      expect((await audit().list({ kind: 'api_key_updated' }, ALL)).map((e) => e.id)).to.deep.equal([restricted.id, lifted.id, labelled.id]);
     });
 
     it('an operator without a name round-trips without a name property; a name never appears on another actor', async () => {

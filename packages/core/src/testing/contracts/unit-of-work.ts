@@ -303,6 +303,16 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
       const writes: ReadonlyArray<readonly [string, (tx: Stores) => Promise<unknown>]> = [
         ['apiKeys.revoke', (tx) => tx.apiKeys.revoke(org.id, key.id, at(20))],
         ['apiKeys.shortenExpiry', (tx) => tx.apiKeys.shortenExpiry(org.id, key.id, at(90), at(20))],
+        [
+          'apiKeys.update',
+          (tx) =>
+            tx.apiKeys.update(
+              org.id,
+              key.id,
+              { from: { label: key.label, metadata: {}, allowedCidrs: null }, to: { label: key.label, metadata: { a: 'b' }, allowedCidrs: ['10.0.0.0/8'] } },
+              at(20),
+            ),
+        ],
         ['organisations.update', (tx) => tx.organisations.update(org.id, { name: 'After', updatedAt: at(20) })],
         ['organisations.putKeyPolicy', (tx) => tx.organisations.putKeyPolicy(org.id, { ...DEFAULT_KEY_POLICY, maxLifetimeSeconds: 86_400 }, at(20))],
       ];

@@ -1,8 +1,8 @@
 /** In memory: API keys (ApiKeyStore), their use and recorded exposures. */
-import { digestsEqual, scopesOf, type ApiKey } from '../../domain/api-key.js';
+import { allowedCidrsOf, digestsEqual, encodeMetadata, metadataOf, scopesOf, type ApiKey } from '../../domain/api-key.js';
 import { sortedScopes } from '../../domain/scopes.js';
 import { uniqueConflict } from '../../domain/errors.js';
-import type { ApiKeyStore, Credential, KeyUse } from '../../ports/api-key-store.js';
+import type { ApiKeyStore, Credential, KeyAttributes, KeyAttributesChange, KeyUse } from '../../ports/api-key-store.js';
 import type { PageRequest } from '../../ports/pagination.js';
 import { copyDate, copyDateOrNull, copyOrganisation, page, duplicateId } from '../in-memory-tables.js';
 import type { Session } from '../in-memory-session.js';
@@ -21,7 +21,19 @@ function copyApiKey(k: ApiKey): ApiKey {
     rolledFromKeyId: k.rolledFromKeyId ?? null,
     scopes: sortedScopes(scopesOf(k)),
     createdByKeyId: k.createdByKeyId ?? null,
+    metadata: { ...metadataOf(k) },
+    allowedCidrs: k.allowedCidrs == null ? null : [...k.allowedCidrs],
   };
+}
+
+/** Whether the key holds exactly `a` (metadata compared as a whole, whatever the order of its names). */
+function holds(k: ApiKey, a: KeyAttributes): boolean {
+  const cidrs = allowedCidrsOf(k);
+  return (
+    k.label === a.label &&
+    encodeMetadata(metadataOf(k)) === encodeMetadata(a.metadata) &&
+    (cidrs === null ? a.allowedCidrs === null : a.allowedCidrs !== null && JSON.stringify(cidrs) === JSON.stringify(a.allowedCidrs))
+  );
 }
 
 export class InMemoryApiKeyStore implements ApiKeyStore {
@@ -108,6 +120,22 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
       const current = k.expiresAt === null ? Number.POSITIVE_INFINITY : k.expiresAt.getTime();
       if (current <= nowMs || current <= target) return false;
       t.apiKeys.set(keyId, { ...k, expiresAt: new Date(target) });
+      return true;
+    });
+  }
+
+  async update(organisationId: string, keyId: string, change: KeyAttributesChange, now: Date): Promise<boolean> {
+    const nowMs = now.getTime();
+    const { label } = change.to;
+    const metadata = { ...change.to.metadata };
+    const allowedCidrs = change.to.allowedCidrs === null ? null : [...change.to.allowedCidrs];
+    this.session.credentialWrite(organisationId, 'apiKeys.update');
+    return this.session.write((t) => {
+      const k = t.apiKeys.get(keyId);
+      if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
+      if (k.expiresAt !== null && k.expiresAt.getTime() <= nowMs) return false;
+      if (!holds(k, change.from)) return false;
+      t.apiKeys.set(keyId, { ...k, label, metadata, allowedCidrs });
       return true;
     });
   }

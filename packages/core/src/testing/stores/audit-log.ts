@@ -38,6 +38,8 @@ function copyEntry(e: AuditEntry): AuditEntry {
     ...(e.descendantKeyIds !== undefined ? { descendantKeyIds: [...e.descendantKeyIds] } : {}),
     ...(e.keyPolicy !== undefined ? { keyPolicy: { old: copyKeyPolicy(e.keyPolicy.old), new: copyKeyPolicy(e.keyPolicy.new) } } : {}),
     ...(e.rateLimit !== undefined ? { rateLimit: { old: e.rateLimit.old, new: e.rateLimit.new } } : {}),
+    ...(e.changedFields !== undefined ? { changedFields: [...e.changedFields] } : {}),
+    ...(e.allowedCidrs !== undefined ? { allowedCidrs: e.allowedCidrs === null ? null : [...e.allowedCidrs] } : {}),
   };
 }
 
