@@ -307,6 +307,12 @@ const VARIABLES = {
     'signed secret-scanning alerts per UTC minute, one counter of their own',
     int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(600),
   ),
+  INTROSPECTION_RATE_LIMIT_PER_MINUTE: variable(
+    'introspectionRateLimitPerMinute',
+    '100000',
+    '`POST /v1/introspect` calls per calling organisation and UTC minute, a counter of their own: introspection never counts against the calling organisation\'s own limit',
+    int('INTROSPECTION_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(100_000),
+  ),
   WEBHOOK_TIMEOUT_MS: variable(
     'webhookTimeoutMs',
     '10000',
@@ -505,6 +511,7 @@ export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
     rateCounterTimeoutMs: config.redisTimeoutMs,
     maxActiveKeysPerOrg: config.maxActiveKeysPerOrg,
     secretScanningRateLimitPerMinute: config.secretScanningRateLimitPerMinute,
+    introspectionRateLimitPerMinute: config.introspectionRateLimitPerMinute,
     webhookAllowHttp: config.webhookAllowHttp,
     webhookAllowPrivate: config.webhookAllowPrivate,
     keyUsageFlushIntervalMs: config.keyUsageFlushMs,

@@ -12,6 +12,7 @@ import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults
 import { ApiKeys } from './operations/api-keys.js';
 import { AuditTrail } from './operations/audit-trail.js';
 import { Admission } from './access/admission.js';
+import { Introspection } from './access/introspection.js';
 import { Bootstrap } from './operations/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './access/credential-cache.js';
 import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork } from './access/credential-fence.js';
@@ -87,6 +88,8 @@ export interface Core {
   readonly scopes: readonly string[];
   /** Organisations' key policies (C-62). */
   readonly keyPolicies: KeyPolicies;
+  /** POST /v1/introspect (C-272): another service asks about a key, through `admission`'s own lookup. */
+  readonly introspection: Introspection;
 }
 
 export interface CreateCoreOptions {
@@ -230,5 +233,6 @@ export function createCore(options: CreateCoreOptions): Core {
     config: deps.config,
     scopes,
     keyPolicies: new KeyPolicies(deps),
+    introspection: new Introspection(admission),
   };
 }

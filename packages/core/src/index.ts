@@ -52,7 +52,9 @@ export {
   Admission as Authenticator,
   principalOf,
   statusOf,
+  type AdmissionCount,
   type AdmissionParts,
+  type Inspection,
   type AdmissionResult,
   type Admitted,
   type Refused,
@@ -68,6 +70,8 @@ export {
 export type { Bounded } from './access/timeout.js';
 export { FENCE_UNAVAILABLE_MESSAGE, FENCE_END_UNANNOUNCED_WARNING } from './access/credential-fence.js';
 export { RateLimiter, type RateScope } from './access/rate-limit.js';
+export { Introspection, type ActiveTokenView, type InactiveTokenView, type IntrospectionView } from './access/introspection.js';
+export { MAX_INTROSPECTED_TOKEN_LENGTH, ISSUE_INTROSPECTED_TOKEN, ISSUE_INTROSPECT_COUNT, ISSUE_INTROSPECT_SOURCE_ADDRESS } from './validation/introspect.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
 export { Health, type HealthReport } from './operations/health.js';

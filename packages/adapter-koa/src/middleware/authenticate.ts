@@ -9,19 +9,19 @@
  * the core's `Organisations.get` in the same request). The adapter keeps nothing across requests.
  */
 import type Koa from 'koa';
-import type { Core, KeyPrincipal } from '@cos/core';
+import type { AdmissionCount, Core, KeyPrincipal } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 import type { RateLimitResponder } from './errors.js';
 import type { SourceAddress } from './source-address.js';
 
 /** The admitted principal, or undefined once the request has been answered with 429; throws the 401. */
-export type AdmitStep = (ctx: Koa.Context, state: CosRequestState) => Promise<KeyPrincipal | undefined>;
+export type AdmitStep = (ctx: Koa.Context, state: CosRequestState, counts?: AdmissionCount) => Promise<KeyPrincipal | undefined>;
 
 export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: RateLimitResponder): AdmitStep {
   const admission = core.admission;
-  return async (ctx, state) => {
+  return async (ctx, state, counts) => {
     // The address only for a refused key (ctx.ip parses X-Forwarded-For behind a trusted proxy).
-    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx));
+    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx), counts);
     const decision = answer.decision;
     state.decision = decision;
     if (!decision.allowed) {

@@ -22,6 +22,11 @@
  *
  * `authenticate()` is the embedders' step (authenticate, then `rateLimiter.enforce`): steps 1-4
  * against the store, nothing counted.
+ *
+ * `inspect()` is steps 2-5 for a token another service was given (introspection.ts, C-272): the
+ * same lookup and status check, counted against the token's organisation only when asked. An
+ * introspecting caller is admitted by `admit(…, 'introspection')`: its request counts against its
+ * organisation's introspection ceiling instead of the organisation's own limit (C-271).
  */
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, scopesOf, type KeyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
@@ -62,6 +67,30 @@ export interface Refused {
 }
 
 export type AdmissionResult = Admitted | Refused;
+
+/**
+ * What an admitted request counts against: its organisation's limit (every route), or its
+ * organisation's introspection ceiling (POST /v1/introspect, C-271).
+ */
+export type AdmissionCount = 'organisation' | 'introspection';
+
+/** A token as a direct request with it would find it (inspect()). */
+export type Inspection =
+  | { readonly active: false }
+  | {
+      readonly active: true;
+      readonly credential: Credential;
+      readonly principal: KeyPrincipal;
+      /** The request counted against the token's organisation; null when it was not to be counted. */
+      readonly decision: RateDecision | null;
+    };
+
+const INACTIVE: Inspection = Object.freeze({ active: false });
+
+/** The one lookup's outcome: the active credential and its decision when counted, or why it is not active. */
+type Lookup =
+  | { readonly status: 'active'; readonly credential: Credential; readonly decision: RateDecision | null }
+  | { readonly status: 'unknown_key' | 'revoked' | 'expired'; readonly credential: null };
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -129,16 +158,53 @@ export class Admission {
    * `sourceAddress` (or a function answering it, called only for a refused key: an admitted
    * request needs no address), and counts it exactly once (see the module comment). Never throws
    * for a bad key; a failing store rejects (503), and a failing counter fails open (C-54).
+   * `counts`: what an admitted request is counted against (AdmissionCount).
    */
-  async admit(authorization: string | undefined, sourceAddress: string | (() => string)): Promise<AdmissionResult> {
-    const limiter = this.limiter;
-    if (limiter === null) throw new Error('admit() needs the rate limiter (AdmissionParts.limiter)');
+  async admit(authorization: string | undefined, sourceAddress: string | (() => string), counts: AdmissionCount = 'organisation'): Promise<AdmissionResult> {
+    const limiter = this.requireLimiter();
     const raw = parseAuthorization(authorization);
     if (raw === null) return this.refuse(limiter, authorization === undefined || authorization === '' ? 'missing' : 'malformed', sourceAddress);
-    const digest = digestKey(raw);
     const now = this.deps.clock.now();
-    // The one lookup: the store, or the cache (which reads the store on a miss and counts in its
-    // round trip as planned here: only a valid key, and nothing for an organisation known over its limit).
+    const found = await this.lookUp(digestKey(raw), now, limiter, counts === 'organisation');
+    if (found.status !== 'active') return this.refuse(limiter, found.status, sourceAddress);
+    const { credential } = found;
+    let decision: RateDecision | Promise<RateDecision> =
+      found.decision ?? limiter.checkAt({ kind: 'introspection', organisationId: credential.key.organisationId }, now.getTime());
+    if (decision instanceof Promise) decision = await decision;
+    this.usage?.record(credential.key.id, now);
+    return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
+  }
+
+  /**
+   * A token presented to another service (C-272): digested and looked up whatever it is (a string
+   * that is not even a key's shape is looked up as well, so the answer's timing does not tell a
+   * malformed token from an unknown one), checked as admit() checks a key, and with `count` counted
+   * against its organisation and recorded as used exactly as a direct request would be (an
+   * organisation over its limit gives a decision that is not allowed; the token stays active).
+   * Nothing is counted for a token that is not active, nor against any source address.
+   */
+  async inspect(token: string, count: boolean): Promise<Inspection> {
+    const limiter = this.requireLimiter();
+    const now = this.deps.clock.now();
+    const found = await this.lookUp(digestKey(token), now, limiter, count);
+    if (found.status !== 'active') return INACTIVE;
+    if (count) this.usage?.record(found.credential.key.id, now);
+    return { active: true, credential: found.credential, principal: principalOf(found.credential), decision: found.decision };
+  }
+
+  private requireLimiter(): RateLimiter {
+    if (this.limiter === null) throw new Error('admit() needs the rate limiter (AdmissionParts.limiter)');
+    return this.limiter;
+  }
+
+  /**
+   * Steps 2, 3 and 5 for a digest: the one lookup (the store, or the cache, which reads the store on
+   * a miss and counts in its round trip as planned here: only a valid key, and nothing for an
+   * organisation known over its limit), the status check, and with `count` the organisation's
+   * decision. Without `count` the cache still confirms a cached copy in a call that counts nothing,
+   * so the answer is as fresh as a counted one.
+   */
+  private async lookUp(digest: string, now: Date, limiter: RateLimiter, count: boolean): Promise<Lookup> {
     let credential: Credential | null;
     let counted: CredentialRead['counted'] = null;
     let window: RateWindow | null = null;
@@ -149,16 +215,16 @@ export class Admission {
       const at = (window = windowAt(now.getTime()));
       ({ credential, counted } = await cache.find(digest, at, (found) => {
         if (statusOf(found, digest, now) !== 'active') return 'refuse';
-        return limiter.isBlocked(organisationScope(found.key.organisationId), at.startMs) ? 'confirm' : 'count';
+        return count && !limiter.isBlocked(organisationScope(found.key.organisationId), at.startMs) ? 'count' : 'confirm';
       }));
     }
     const status = statusOf(credential, digest, now);
-    if (status !== 'active' || credential === null) return this.refuse(limiter, status === 'active' ? 'unknown_key' : status, sourceAddress);
+    if (status !== 'active' || credential === null) return { status: status === 'active' ? 'unknown_key' : status, credential: null };
+    if (!count) return { status, credential, decision: null };
     const scope = organisationScope(credential.key.organisationId);
     let decision: RateDecision | Promise<RateDecision> = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : limiter.checkAt(scope, now.getTime());
     if (decision instanceof Promise) decision = await decision;
-    this.usage?.record(credential.key.id, now);
-    return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
+    return { status, credential, decision };
   }
 
   /**

@@ -9,14 +9,16 @@ import { LogThrottle } from '../log-throttle.js';
 
 /**
  * What is counted (C-50): an organisation, the global unauthenticated counter, a source address
- * (401s), or the secret-scanning alerts whose signature verified (their own global counter, so a
- * burst of alerts never competes with /health and /version).
+ * (401s), the secret-scanning alerts whose signature verified (their own global counter, so a
+ * burst of alerts never competes with /health and /version), or the introspection calls of a
+ * system organisation's keys (C-271: their own counter, never the organisation's).
  */
 export type RateScope =
   | { readonly kind: 'organisation'; readonly organisationId: string }
   | { readonly kind: 'unauthenticated' }
   | { readonly kind: 'source'; readonly address: string }
-  | { readonly kind: 'secret_scanning' };
+  | { readonly kind: 'secret_scanning' }
+  | { readonly kind: 'introspection'; readonly organisationId: string };
 
 /** Counters outlive their window a little so that a late hit still lands in the right window. */
 export const COUNTER_TTL_MS = 2 * WINDOW_MS;
@@ -26,7 +28,7 @@ export const COUNTER_TTL_MS = 2 * WINDOW_MS;
  */
 export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
 
-/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan` (its counters' names: counter-keys.ts). */
+/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan`, `intro:<id>` (its counters' names: counter-keys.ts). */
 export function scopeKey(scope: RateScope): string {
   switch (scope.kind) {
     case 'organisation':
@@ -37,6 +39,8 @@ export function scopeKey(scope: RateScope): string {
       return `src:${scope.address}`;
     case 'secret_scanning':
       return 'scan';
+    case 'introspection':
+      return `intro:${scope.organisationId}`;
   }
 }
 
@@ -70,12 +74,14 @@ export class RateLimiter {
 
   /**
    * Limit for a scope: organisation/source -> rateLimitPerMinute; unauthenticated ->
-   * unauthRateLimitPerMinute; secret_scanning -> secretScanningRateLimitPerMinute.
+   * unauthRateLimitPerMinute; secret_scanning -> secretScanningRateLimitPerMinute; introspection ->
+   * introspectionRateLimitPerMinute.
    */
   limitFor(scope: RateScope): number {
     const config = this.deps.config;
     if (scope.kind === 'unauthenticated') return config.unauthRateLimitPerMinute;
     if (scope.kind === 'secret_scanning') return config.secretScanningRateLimitPerMinute;
+    if (scope.kind === 'introspection') return config.introspectionRateLimitPerMinute;
     return config.rateLimitPerMinute;
   }
 
