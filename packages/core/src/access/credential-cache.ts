@@ -28,7 +28,9 @@
  *   until a later reply; every request then reads the store and counting fails open as without the
  *   cache (C-54).
  * - An organisation over its limit (known locally) is checked with a call that counts nothing, so
- *   a revoked key still gets its 401 (C-33) and a valid one its 429 without a store read.
+ *   a revoked key still gets its 401 (C-33) and a valid one its 429 without a store read. A lookup
+ *   that counts nothing ('confirm': that organisation, or an introspection) and misses makes such a
+ *   call after its store read, so that the organisation's token is observed and its next miss fills.
  * - A lease (optional) gates the whole cache: while it is not held nothing is trusted or filled
  *   (every request reads the store and is counted as on a miss), and whenever it is lost or taken
  *   anew the cache starts empty. Writers that fence only when they know caches are in use (operator
@@ -190,6 +192,10 @@ export class CredentialCache {
         const outcome = await this.call(organisationId, null, 'always', window);
         counted = outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome;
       }
+    } else if (plan === 'confirm' && fillUnder === null && failure === null && leased) {
+      // Nothing to count, but the organisation's token observed now lets its next miss fill: a
+      // caller that never counts (an introspection, C-271) would otherwise never be cached.
+      await this.call(organisationId, null, 'never', window);
     }
     // leaseHeld() before the generation check: a lease lost or renewed since the read started bumps the generation.
     if (plan !== 'refuse' && fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
