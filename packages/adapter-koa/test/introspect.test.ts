@@ -152,6 +152,8 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
       const twice = await form(`token=${w.own.key}&token=${UNKNOWN_KEY}`);
       expect(twice.status).to.equal(400);
       expect(twice.body.details).to.deep.equal([{ field: 'token', issue: 'must be given once' }]);
+      const longName = await form(`token=${w.own.key}&${'x'.repeat(101)}=1`);
+      expect(longName.body.details).to.deep.equal([{ field: 'body', issue: 'form field names are at most 100 characters' }]);
       const badCount = await form(`token=${w.own.key}&count=yes`);
       expect(badCount.body.details).to.deep.equal([{ field: 'count', issue: 'must be true or false' }]);
     });

@@ -7,7 +7,7 @@
  *
  * The body is JSON (`{"token": …, "count": …, "source_address": …}`) or, as RFC 7662 §2.1 has it,
  * form-encoded (`token=…&count=true`). Form values are text: `count` is `true` or `false`, every
- * field at most once (400 otherwise). Any other media type is 415, like every body of the API. An
+ * field at most once, names at most 100 characters (400 otherwise). Any other media type is 415, like every body of the API. An
  * introspection is a read: it takes no Idempotency-Key, and its answer is never cached (no-store).
  */
 import type { IncomingMessage } from 'node:http';
@@ -20,6 +20,9 @@ import { keyRoute, type Route } from './route.js';
 export const INTROSPECT_PATH = '/v1/introspect';
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 export const ISSUE_REPEATED_FIELD = 'must be given once';
+/** Longest form field name: a longer one (JSON sent as a form, say) is no field of this body, and is not echoed back. */
+const MAX_FORM_NAME_LENGTH = 100;
+export const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -45,6 +48,7 @@ export function parseForm(raw: Uint8Array): Record<string, unknown> {
   }
   const fields: Record<string, unknown> = {};
   for (const [name, value] of new URLSearchParams(text)) {
+    if (name.length > MAX_FORM_NAME_LENGTH) throw new ValidationError([{ field: 'body', issue: ISSUE_FORM_NAME }]);
     if (Object.hasOwn(fields, name)) throw new ValidationError([{ field: name, issue: ISSUE_REPEATED_FIELD }]);
     fields[name] = name === 'count' && (value === 'true' || value === 'false') ? value === 'true' : value;
   }
