@@ -36,7 +36,7 @@ import { windowAt, type RateDecision, type RateWindow } from '../domain/rate-win
 import { noopMetrics } from '../defaults.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
-import type { CredentialCache, CredentialRead } from './credential-cache.js';
+import type { CountAs, CredentialCache, CredentialRead } from './credential-cache.js';
 import type { CoreDeps } from '../deps.js';
 import type { KeyUsage } from '../workers/key-usage.js';
 import type { RateLimiter, RateScope } from './rate-limit.js';
@@ -72,7 +72,7 @@ export type AdmissionResult = Admitted | Refused;
  * What an admitted request counts against: its organisation's limit (every route), or its
  * organisation's introspection ceiling (POST /v1/introspect, C-271).
  */
-export type AdmissionCount = 'organisation' | 'introspection';
+export type AdmissionCount = CountAs;
 
 /** A token as a direct request with it would find it (inspect()). */
 export type Inspection =
@@ -165,14 +165,12 @@ export class Admission {
     const raw = parseAuthorization(authorization);
     if (raw === null) return this.refuse(limiter, authorization === undefined || authorization === '' ? 'missing' : 'malformed', sourceAddress);
     const now = this.deps.clock.now();
-    const found = await this.lookUp(digestKey(raw), now, limiter, counts === 'organisation');
+    const found = await this.lookUp(digestKey(raw), now, limiter, counts);
     if (found.status !== 'active') return this.refuse(limiter, found.status, sourceAddress);
-    const { credential } = found;
-    let decision: RateDecision | Promise<RateDecision> =
-      found.decision ?? limiter.checkAt({ kind: 'introspection', organisationId: credential.key.organisationId }, now.getTime());
-    if (decision instanceof Promise) decision = await decision;
+    const { credential, decision } = found;
     this.usage?.record(credential.key.id, now);
-    return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
+    // lookUp decides whenever it counts, and admit always counts.
+    return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision: decision! };
   }
 
   /**
@@ -186,7 +184,7 @@ export class Admission {
   async inspect(token: string, count: boolean): Promise<Inspection> {
     const limiter = this.requireLimiter();
     const now = this.deps.clock.now();
-    const found = await this.lookUp(digestKey(token), now, limiter, count);
+    const found = await this.lookUp(digestKey(token), now, limiter, count ? 'organisation' : null);
     if (found.status !== 'active') return INACTIVE;
     if (count) this.usage?.record(found.credential.key.id, now);
     return { active: true, credential: found.credential, principal: principalOf(found.credential), decision: found.decision };
@@ -199,12 +197,12 @@ export class Admission {
 
   /**
    * Steps 2, 3 and 5 for a digest: the one lookup (the store, or the cache, which reads the store on
-   * a miss and counts in its round trip as planned here: only a valid key, and nothing for an
-   * organisation known over its limit), the status check, and with `count` the organisation's
-   * decision. Without `count` the cache still confirms a cached copy in a call that counts nothing,
-   * so the answer is as fresh as a counted one.
+   * a miss and counts in its round trip as planned here: only a valid key, and nothing for a counter
+   * known over its limit), the status check, and the decision of the organisation's counter `count`
+   * (its limit, or its introspection ceiling: the same round trip). With `count` null nothing is
+   * counted, but the cache still confirms a cached copy in a call, so the answer is as fresh.
    */
-  private async lookUp(digest: string, now: Date, limiter: RateLimiter, count: boolean): Promise<Lookup> {
+  private async lookUp(digest: string, now: Date, limiter: RateLimiter, count: CountAs | null): Promise<Lookup> {
     let credential: Credential | null;
     let counted: CredentialRead['counted'] = null;
     let window: RateWindow | null = null;
@@ -213,15 +211,20 @@ export class Admission {
       credential = await this.deps.stores.apiKeys.findCredential(digest);
     } else {
       const at = (window = windowAt(now.getTime()));
-      ({ credential, counted } = await cache.find(digest, at, (found) => {
-        if (statusOf(found, digest, now) !== 'active') return 'refuse';
-        return count && !limiter.isBlocked(organisationScope(found.key.organisationId), at.startMs) ? 'count' : 'confirm';
-      }));
+      ({ credential, counted } = await cache.find(
+        digest,
+        at,
+        (found) => {
+          if (statusOf(found, digest, now) !== 'active') return 'refuse';
+          return count !== null && !limiter.isBlocked(countedScope(count, found.key.organisationId), at.startMs) ? 'count' : 'confirm';
+        },
+        count ?? 'organisation',
+      ));
     }
     const status = statusOf(credential, digest, now);
     if (status !== 'active' || credential === null) return { status: status === 'active' ? 'unknown_key' : status, credential: null };
-    if (!count) return { status, credential, decision: null };
-    const scope = organisationScope(credential.key.organisationId);
+    if (count === null) return { status, credential, decision: null };
+    const scope = countedScope(count, credential.key.organisationId);
     let decision: RateDecision | Promise<RateDecision> = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : limiter.checkAt(scope, now.getTime());
     if (decision instanceof Promise) decision = await decision;
     return { status, credential, decision };
@@ -255,6 +258,7 @@ export class Admission {
   }
 }
 
-function organisationScope(organisationId: string): RateScope {
-  return { kind: 'organisation', organisationId };
+/** The organisation's counter `count` as a rate scope. */
+function countedScope(count: CountAs, organisationId: string): RateScope {
+  return { kind: count, organisationId };
 }

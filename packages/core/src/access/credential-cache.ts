@@ -41,8 +41,8 @@ import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from '../deps.js';
-import { counterKey, freshnessKeys, type FreshnessKeys } from './counter-keys.js';
-import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
+import { freshnessKeys, type FreshnessKeys } from './counter-keys.js';
+import { COUNTER_TTL_MS, scopeCounterKey, type RateScope } from './rate-limit.js';
 import { BoundedCalls, type Bounded } from './timeout.js';
 
 /** Entries kept at most (oldest filled goes first), as the SQLite reader's READ_CACHE_MAX_ENTRIES. */
@@ -68,6 +68,12 @@ interface Observation {
  * 'refuse' (not a valid key: no call, nothing counted, the answer is 401).
  */
 export type CountPlan = 'count' | 'confirm' | 'refuse';
+
+/**
+ * Which of the credential's organisation's counters a 'count' plan counts: its rate limit, or its
+ * introspection ceiling (C-271; the same slot, so the same round trip).
+ */
+export type CountAs = Extract<RateScope['kind'], 'organisation' | 'introspection'>;
 
 /** A credential lookup's answer: what the store answers for the digest, and the count made with it. */
 export interface CredentialRead {
@@ -144,11 +150,11 @@ export class CredentialCache {
 
   /**
    * The credential of `digest` as the store would answer it now, and, when `planFor` answers
-   * 'count' for it, the request counted against its organisation in `window`. A key that is no
+   * 'count' for it, the request counted against its organisation (its counter `countAs`) in `window`. A key that is no
    * longer valid ('refuse') stays so (revocation and expiry are final), so a cached copy of it is
    * answered without a call.
    */
-  async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan): Promise<CredentialRead> {
+  async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan, countAs: CountAs = 'organisation'): Promise<CredentialRead> {
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
     let failure: Bounded<number | null> | null = null;
 
@@ -159,7 +165,7 @@ export class CredentialCache {
       if (plan === 'refuse') return { credential: entry.credential, counted: null };
       const organisationId = entry.credential.key.organisationId;
       const generation = this.generation;
-      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window);
+      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs);
       if (outcome.kind === 'value') {
         const reply = outcome.value;
         // A fresh answer is proof by itself (and has counted the hit as planned): trusted even if
@@ -189,7 +195,7 @@ export class CredentialCache {
       if (failure !== null) {
         counted = failure;
       } else {
-        const outcome = await this.call(organisationId, null, 'always', window);
+        const outcome = await this.call(organisationId, null, 'always', window, countAs);
         counted = outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome;
       }
     } else if (plan === 'confirm' && fillUnder === null && failure === null && leased) {
@@ -212,14 +218,14 @@ export class CredentialCache {
   }
 
   /** One bounded freshness call; records what it observed, or drops the cache when it failed (not when it was late). */
-  private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
+  private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow, countAs: CountAs = 'organisation'): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const outcome = await this.bounded.run(() =>
       this.freshness.check({
         keys: this.keysOf(organisationId),
         tag,
         count,
-        counterKey: counterKey(scopeKey({ kind: 'organisation', organisationId }), window.startMs),
+        counterKey: scopeCounterKey(countAs === 'organisation' ? { kind: 'organisation', organisationId } : { kind: 'introspection', organisationId }, window.startMs),
         ttlMs: COUNTER_TTL_MS,
       }),
     );

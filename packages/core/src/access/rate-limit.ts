@@ -2,7 +2,7 @@ import { RateLimitedError } from '../domain/errors.js';
 import { noopMetrics } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
-import { counterKey } from './counter-keys.js';
+import { counterKey, introspectionCounterKey } from './counter-keys.js';
 import type { CoreDeps } from '../deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 import { LogThrottle } from '../log-throttle.js';
@@ -42,6 +42,11 @@ export function scopeKey(scope: RateScope): string {
     case 'introspection':
       return `intro:${scope.organisationId}`;
   }
+}
+
+/** The name of `scope`'s counter in the window starting at `windowStartMs` (counter-keys.ts). */
+export function scopeCounterKey(scope: RateScope, windowStartMs: number): string {
+  return scope.kind === 'introspection' ? introspectionCounterKey(scope.organisationId, windowStartMs) : counterKey(scopeKey(scope), windowStartMs);
 }
 
 /**
@@ -104,7 +109,7 @@ export class RateLimiter {
       this.metrics.rateLimitDecision(scope.kind, 'limited');
       return decide(limit + 1, limit, window, nowMs);
     }
-    const outcome = this.count(key, window.startMs);
+    const outcome = this.count(scope, window.startMs);
     if (!(outcome instanceof Promise)) return this.decideAfter(scope, key, limit, window, outcome, nowMs);
     return outcome.then((answer) => this.decideAfter(scope, key, limit, window, answer));
   }
@@ -177,10 +182,10 @@ export class RateLimiter {
    * One hit through the port. A synchronous answer (in-process counter) is used as it is; only a
    * promise is raced against rateCounterTimeoutMs (no timer, no extra promises per request otherwise).
    */
-  private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
+  private count(scope: RateScope, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
     let answer: number | Promise<number>;
     try {
-      answer = this.deps.counter.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
+      answer = this.deps.counter.hit(scopeCounterKey(scope, windowStartMs), COUNTER_TTL_MS);
     } catch (error) {
       return { kind: 'error', error };
     }
