@@ -62,6 +62,7 @@ export {
 export {
   CredentialCache,
   CREDENTIAL_CACHE_MAX_ENTRIES,
+  type CountAs,
   type CountPlan,
   type CredentialRead,
   type CredentialCacheLease,

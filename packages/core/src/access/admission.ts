@@ -191,7 +191,7 @@ export class Admission {
   }
 
   private requireLimiter(): RateLimiter {
-    if (this.limiter === null) throw new Error('admit() needs the rate limiter (AdmissionParts.limiter)');
+    if (this.limiter === null) throw new Error('admit() and inspect() need the rate limiter (AdmissionParts.limiter)');
     return this.limiter;
   }
 
