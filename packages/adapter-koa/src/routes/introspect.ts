@@ -17,12 +17,12 @@ import { isJsonContentType, isUtf8ContentType, MALFORMED_JSON, parseJson, readBy
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
 
-export const INTROSPECT_PATH = '/v1/introspect';
+const INTROSPECT_PATH = '/v1/introspect';
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
-export const ISSUE_REPEATED_FIELD = 'must be given once';
+const ISSUE_REPEATED_FIELD = 'must be given once';
 /** Longest form field name: a longer one (JSON sent as a form, say) is no field of this body, and is not echoed back. */
 const MAX_FORM_NAME_LENGTH = 100;
-export const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
+const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -39,7 +39,7 @@ function isFormContentType(contentType: string): boolean {
  * `false` as booleans (any other text stays text, which the core refuses). Bytes that are not UTF-8
  * are 400 like malformed JSON.
  */
-export function parseForm(raw: Uint8Array): Record<string, unknown> {
+function parseForm(raw: Uint8Array): Record<string, unknown> {
   let text: string;
   try {
     text = utf8.decode(raw);

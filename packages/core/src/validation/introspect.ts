@@ -8,9 +8,9 @@ export const MAX_INTROSPECTED_TOKEN_LENGTH = 512;
 export const ISSUE_INTROSPECTED_TOKEN = `must be a string of 1 to ${MAX_INTROSPECTED_TOKEN_LENGTH} characters`;
 export const ISSUE_INTROSPECT_COUNT = 'must be true or false';
 export const ISSUE_INTROSPECT_SOURCE_ADDRESS = 'must be an IPv4 or IPv6 address';
-export const ISSUE_INTROSPECT_TOKEN_TYPE_HINT = `must be a string of at most ${MAX_INTROSPECTED_TOKEN_LENGTH} characters`;
+const ISSUE_INTROSPECT_TOKEN_TYPE_HINT = `must be a string of at most ${MAX_INTROSPECTED_TOKEN_LENGTH} characters`;
 
-export interface IntrospectInput {
+interface IntrospectInput {
   readonly token: string;
   readonly count: boolean;
   /** The address the token's holder called the asking service from, or null. */
