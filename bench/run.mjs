@@ -3,7 +3,7 @@
 //
 //   pnpm bench                         full run (~6-9 min), rewrites the figures in docs/performance.md
 //   pnpm bench -- --quick --dry        smoke run (~1-2 min, small data sets), writes nothing
-//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, a-w2, b, b' (or b-off), b-w2, b-heap, p, c, d, e, g; f comes with them)
+//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, a-w2, b, b' (or b-off), b-w2, b-heap, p, c, d, e, g, i; f comes with them)
 //
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
@@ -60,12 +60,12 @@ const settings = {
   pageLimit: 20,
   cliRuns: opt.quick ? 3 : 10,
 };
-const ALL = ['a', 'a-info', 'a-metrics', 'a-w2', 'b', 'b-off', 'b-w2', 'b-heap', 'p', 'c', 'd', 'e', 'g'];
+const ALL = ['a', 'a-info', 'a-metrics', 'a-w2', 'b', 'b-off', 'b-w2', 'b-heap', 'p', 'c', 'd', 'e', 'g', 'i'];
 const only = opt.only ? new Set(opt.only.split(',').map((s) => (s.trim() === "b'" ? 'b-off' : s.trim()))) : new Set(ALL);
 for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--only: unknown scenario ${id} (know ${ALL.join(', ')})`);
 const writeDocs = !opt.dry && (!opt.quick || opt.write);
 const RAISED = '1000000000';
-const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, bHeap: 0.95, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6 };
+const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, bHeap: 0.95, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6, iA: 0.8, iB: 0.7 };
 const B_HEAP_TITLE = '(b) heap limit as shipped vs unbounded: Postgres + Redis';
 const UNBOUNDED_HEAP = '--max-old-space-size=4096';
 const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
@@ -127,6 +127,34 @@ async function preflight(url, authorization, expectStatus, what) {
     throw new Error(`pre-flight ${what}: HTTP ${r.status} (expected ${expectStatus}): ${r.text.slice(0, 300)}`);
   }
   return r;
+}
+
+/**
+ * (i): a system organisation and its key holding only keys:introspect (the gateway), made with the
+ * CLI in the store `env` names; the POST body that introspects `token`.
+ */
+function introspectionFixture(env, token) {
+  const orgId = idOf(cosAdmin(['org', 'create', '--name', 'Bench Gateway', '--slug', 'bench-gateway', '--system'], env));
+  const key = rawKeyOf(cosAdmin(['key', 'issue', orgId, '--label', 'gateway', '--scopes', 'keys:introspect'], env));
+  if (!orgId || !key) throw new Error('(i) org create --system / key issue --json printed no id / key');
+  return { authorization: `Bearer ${key}`, post: { body: JSON.stringify({ token }), contentType: 'application/json' } };
+}
+
+/** (i)'s pre-flight: the introspection answers 200 with the token active, counted against the raised ceiling. */
+async function preflightIntrospection(base, gateway, what) {
+  const res = await fetch(`${base}/v1/introspect`, { method: 'POST', headers: { authorization: gateway.authorization, 'content-type': gateway.post.contentType }, body: gateway.post.body });
+  const text = await res.text();
+  if (res.status !== 200 || !text.startsWith('{"active":true')) throw new Error(`pre-flight ${what}: HTTP ${res.status}: ${text.slice(0, 300)}`);
+  if (res.headers.get('x-ratelimit-limit') !== RAISED) throw new Error(`pre-flight ${what}: X-RateLimit-Limit is ${res.headers.get('x-ratelimit-limit')}`);
+}
+
+/** (i)'s note: CPU per introspection against the authenticated GET of `other` on the same stack. */
+function cpuNote(scenario, other) {
+  const mine = scenario.result?.a.cpuUsPerReq;
+  const theirs = other?.result?.a.cpuUsPerReq;
+  if (Number.isFinite(mine) && Number.isFinite(theirs)) {
+    scenario.notes.push(`CPU per introspection ${mine.toFixed(0)} µs vs ${theirs.toFixed(0)} µs per authenticated GET on the same stack (${(100 * (mine / theirs - 1)).toFixed(0)} %; the issue's bound: within 10 %)`);
+  }
 }
 
 /** Copies a SQLite database file (the writers have exited, so the WAL is checkpointed). */
@@ -228,6 +256,7 @@ try {
   const orgPath = `/v1/organisations/${orgId}`;
 
   const want = (id) => only.has(id);
+  const gatewayA = want('i') ? introspectionFixture(baseEnv, tenantKey) : null;
   // (d): real keys of the tenant organisation, in both stores; their raw form only in dFiles.keys
   // (mode 0600, in the scratch directory), one `Bearer ...` per line, for the load generator to cycle.
   const dFiles = { lookup: path.join(work, 'd-lookup.sqlite'), small: path.join(work, 'd-small.sqlite'), large: path.join(work, 'd-large.sqlite'), keys: path.join(work, 'd-keys.txt') };
@@ -263,7 +292,7 @@ try {
   // --- service (a) and the baseline answering the very same JSON ---
   const embedded = (name, env = {}) => ({
     name,
-    env: { DATABASE_URL: `sqlite:${baseFile}`, RATE_LIMIT_PER_MINUTE: RAISED, ...env },
+    env: { DATABASE_URL: `sqlite:${baseFile}`, RATE_LIMIT_PER_MINUTE: RAISED, INTROSPECTION_RATE_LIMIT_PER_MINUTE: RAISED, ...env },
     logFile: path.join(work, `${name}.log`),
   });
   step('starting the embedded service and the bare Koa baseline');
@@ -286,6 +315,22 @@ try {
       profileWith: embedded('a-prof'),
     });
     recordMemory('(a) embedded', svcA);
+  }
+  if (gatewayA !== null) {
+    const s = newScenario('i', "(i) introspection of a cached key on (a)'s stack: SQLite + in-process counter", 'service', 'bare Koa', `≥ ${TARGET.iA} ×`);
+    try {
+      await preflightIntrospection(svcA.base, gatewayA, '(i) POST /v1/introspect (embedded)');
+      await measure(s, {
+        a: { label: 'introspect (SQLite)', url: `${svcA.base}/v1/introspect`, authorization: gatewayA.authorization, post: gatewayA.post, process: svcA },
+        b: koaSide,
+        target: TARGET.iA,
+        profileWith: embedded('i-prof'),
+      });
+      cpuNote(s, scenarios.find((x) => x.id === 'a'));
+    } catch (err) {
+      s.failed ??= err.message;
+      log(`  !! ${s.title} failed: ${err.message}`);
+    }
   }
   await stop(svcA);
 
@@ -470,7 +515,7 @@ try {
     await stop(svc);
   }
 
-  if (want('b') || want('b-off') || want('b-w2') || want('b-heap') || want('p')) {
+  if (want('b') || want('b-off') || want('b-w2') || want('b-heap') || want('p') || want('i')) {
     const { databaseUrl: dbUrl, redisUrl } = infraUrls();
     const [pg, redis] = await Promise.all([checkPostgres(dbUrl), checkRedis(redisUrl)]);
     const bScenarios = [];
@@ -483,6 +528,7 @@ try {
       if (want('b-w2')) newScenario('b-w2', '(b) two workers: Postgres + Redis, `--workers 2` vs 1', '', '', 'none: the ratio to one worker').skipped = reason;
       if (want('b-heap')) newScenario('b-heap', B_HEAP_TITLE, '', '', `≥ ${TARGET.bHeap} ×`).skipped = reason;
       if (want('p')) newScenario('p', '(p) revocation propagation across two instances', '', '', P_TARGET).skipped = reason;
+      if (want('i')) newScenario('i-b', "(i) introspection of a cached key on (b)'s stack: Postgres + Redis", '', '', `≥ ${TARGET.iB} ×`).skipped = reason;
       log(`(b) skipped: ${reason}`);
     } else {
       infraLine = `${pg.version}, ${redis.version}, both on this machine${clusterNodes !== undefined ? `; (b) and (p) on the Redis Cluster ${clusterNodes}` : ''}`;
@@ -585,6 +631,29 @@ try {
           }
         }
         if (want('p')) await measurePropagation({ env, orgId: pgOrgId, ownerKey: pgKey });
+        if (want('i')) {
+          const s = newScenario('i-b', "(i) introspection of a cached key on (b)'s stack: Postgres + Redis", 'service', 'bare Koa', `≥ ${TARGET.iB} ×`);
+          let svc;
+          try {
+            const gateway = introspectionFixture(env, pgKey);
+            const iOptions = { name: 'i-b', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED, INTROSPECTION_RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'i-b.log') };
+            svc = await start(iOptions);
+            await preflightIntrospection(svc.base, gateway, '(i) POST /v1/introspect (Postgres)');
+            await measure(s, {
+              a: { label: 'introspect (Postgres + Redis)', url: `${svc.base}/v1/introspect`, authorization: gateway.authorization, post: gateway.post, process: svc },
+              b: koaSide,
+              target: TARGET.iB,
+              profileWith: { ...iOptions, name: 'i-b-prof' },
+            });
+            cpuNote(s, scenarios.find((x) => x.id === 'b'));
+            recordMemory('(i) Postgres + Redis', svc);
+          } catch (err) {
+            s.failed ??= err.message;
+            log(`  !! ${s.title} failed: ${err.message}`);
+          } finally {
+            await stop(svc);
+          }
+        }
       } catch (err) {
         const s = scenarios.find((x) => x.id === 'b') ?? newScenario('b', '(b) production: Postgres + Redis', 'service', 'bare Koa', `≥ ${TARGET.b} ×`);
         s.failed ??= err.message;

@@ -26,7 +26,7 @@ export async function main() {
       health: store.health,
       counter: new InProcessRateCounter(),
       // The host's own scope names, `resource:action`: the closed set is now the eight built-in
-      // scopes plus these.
+      // scopes, keys:introspect (for system organisations' keys only) and these.
       scopes: ['reports:read'],
     });
     const tenant = await core.organisations.create(OPERATOR, { name: 'Tenant One', slug: 'tenant-one' });

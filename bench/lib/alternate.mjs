@@ -37,13 +37,13 @@ function check(side, result) {
 }
 
 /**
- * a, b: { label, url, authorization?, expect?, allowance?, target? }. Returns medians per side and
+ * a, b: { label, url, authorization?, post?, expect?, allowance?, target? }. Returns medians per side and
  * the ratios a/b of throughput and of p99 latency.
  */
 export async function alternate(generator, { a, b, rounds, durationS, warmupS, connections, log }) {
   const run = async (side, seconds) => {
     const cpu0 = side.process?.cpuSeconds();
-    const r = await runLoad(generator, { url: side.url, durationS: seconds, connections, authorization: side.authorization });
+    const r = await runLoad(generator, { url: side.url, durationS: seconds, connections, authorization: side.authorization, post: side.post });
     const cpu1 = side.process?.cpuSeconds();
     // CPU time the server process spent per answered request: unlike req/s, it barely moves when
     // other processes compete for the cores.

@@ -41,11 +41,13 @@ function autocannonVersion() {
  * `next` (0 when absent). The run then sets `next` past every value it may have sent, so that the
  * next run with the same ring carries on where this one stopped: a server loaded with one ring sees
  * one unbroken round-robin across warm-up and measured runs, never a restart at the first value.
+ * `post` ({ body, contentType }, optional): every request is a POST of that body (it may hold a key:
+ * like `authorization`, it goes through the environment, never the command line); otherwise a GET.
  */
-export async function runLoad(generator, { url, durationS, connections, authorization }) {
+export async function runLoad(generator, { url, durationS, connections, authorization, post }) {
   return generator.name === 'wrk'
-    ? runWrk({ url, durationS, connections, authorization })
-    : runAutocannon({ url, durationS, connections, authorization });
+    ? runWrk({ url, durationS, connections, authorization, post })
+    : runAutocannon({ url, durationS, connections, authorization, post });
 }
 
 /** The values of a key ring's file, read once per ring. */
@@ -58,15 +60,19 @@ function ringValues(ring) {
 }
 const isRing = (authorization) => authorization !== null && typeof authorization === 'object';
 
-function runWrk({ url, durationS, connections, authorization }) {
+function runWrk({ url, durationS, connections, authorization, post }) {
   // One thread (-t1): the script's counter, hence the round-robin, spans every connection.
   const args = ['-t1', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', WRK_SCRIPT, url];
   const ring = isRing(authorization) ? authorization : null;
   const count = ring ? ringValues(ring).length : 0;
   const start = ring ? (ring.next ?? 0) % count : 0;
-  const env = ring
-    ? { ...process.env, BENCH_AUTH: '', BENCH_AUTH_FILE: ring.file, BENCH_AUTH_START: String(start) }
-    : { ...process.env, BENCH_AUTH: authorization ?? '', BENCH_AUTH_FILE: '' };
+  const env = {
+    ...(ring
+      ? { ...process.env, BENCH_AUTH: '', BENCH_AUTH_FILE: ring.file, BENCH_AUTH_START: String(start) }
+      : { ...process.env, BENCH_AUTH: authorization ?? '', BENCH_AUTH_FILE: '' }),
+    BENCH_BODY: post?.body ?? '',
+    BENCH_CONTENT_TYPE: post?.contentType ?? '',
+  };
   return new Promise((resolve, reject) => {
     const child = spawn('wrk', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -98,9 +104,10 @@ function runWrk({ url, durationS, connections, authorization }) {
   });
 }
 
-async function runAutocannon({ url, durationS, connections, authorization }) {
+async function runAutocannon({ url, durationS, connections, authorization, post }) {
   const { default: autocannon } = await import('autocannon');
-  const options = { url, connections, duration: durationS };
+  const options = { url, connections, duration: durationS, ...(post ? { method: 'POST', body: post.body } : {}) };
+  const bodyHeaders = post ? { 'content-type': post.contentType } : {};
   const ring = isRing(authorization) ? authorization : null;
   if (ring) {
     const values = ringValues(ring);
@@ -115,12 +122,12 @@ async function runAutocannon({ url, durationS, connections, authorization }) {
           const value = values[n];
           n = (n + 1) % values.length;
           ring.next = n;
-          return { ...request, headers: { ...request.headers, authorization: value } };
+          return { ...request, headers: { ...request.headers, ...bodyHeaders, authorization: value } };
         },
       },
     ];
   } else {
-    options.headers = authorization ? { authorization } : {};
+    options.headers = { ...bodyHeaders, ...(authorization ? { authorization } : {}) };
   }
   const result = await autocannon(options);
   return {

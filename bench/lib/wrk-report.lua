@@ -6,6 +6,13 @@
 --   BENCH_AUTH_START the 0-based line of BENCH_AUTH_FILE the first request carries (default 0), so that
 --                    consecutive runs can carry on the same round-robin (bench/lib/load.mjs)
 -- BENCH_AUTH_FILE wins when both are set.
+--   BENCH_BODY, BENCH_CONTENT_TYPE: when BENCH_BODY is set, every request is a POST of it with that type
+local body = os.getenv("BENCH_BODY")
+if body ~= nil and #body > 0 then
+  wrk.method = "POST"
+  wrk.body = body
+  wrk.headers["Content-Type"] = os.getenv("BENCH_CONTENT_TYPE")
+end
 local auth = os.getenv("BENCH_AUTH")
 local authFile = os.getenv("BENCH_AUTH_FILE")
 

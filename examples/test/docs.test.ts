@@ -1,18 +1,26 @@
 /**
  * No code in the docs that the tests do not run: every code block of docs/embedding.md
  * is either an example file, byte for byte, or the command that runs one, and those commands are
- * run here exactly as written.
+ * run here exactly as written. The one example in another language, the shell gateway that checks
+ * keys through POST /v1/introspect (examples/check-key.sh), is run here against a live service.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { OPERATOR } from '@cos/core';
+import { createTestCore } from '@cos/core/testing';
+import { createKoaApp } from '@cos/adapter-koa';
 
 const run = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DOC = join(ROOT, 'docs', 'embedding.md');
+/** The gateway in another language: a POSIX shell script with curl, shown in the doc and run below. */
+const SHELL_EXAMPLE = 'examples/check-key.sh';
 const COMMAND = /^node --import tsx --conditions=source (examples\/[\w.-]+\.ts)$/;
 
 interface Block {
@@ -72,7 +80,7 @@ describe('docs/embedding.md: every code block is tested', () => {
 
   it('shows the command of each example once, and each command runs standalone and prints main()\'s result', async function () {
     this.timeout(90_000);
-    const commands = blocks.filter((b) => b.lang === 'sh' && !b.install).map((b) => b.body.trim());
+    const commands = blocks.filter((b) => b.lang === 'sh' && !b.install && b.marker === undefined).map((b) => b.body.trim());
     const files = commands.map((c) => COMMAND.exec(c)?.[1]);
     expect(files, 'sh blocks must each be one `node --import tsx --conditions=source examples/…` line').to.deep.equal(
       exampleFiles,
@@ -97,5 +105,42 @@ describe('docs/embedding.md: every code block is tested', () => {
     expect(second.created.location).to.match(/^\/compliance\/v1\/organisations\//);
     expect(third.statuses).to.deep.equal([200, 200, 429, 200, 401]);
     expect([fourth.reportWithScope.status, fourth.reportWithoutScope.status]).to.deep.equal([200, 403]);
+  });
+
+  it('includes the shell gateway (examples/check-key.sh) verbatim, and it checks keys through POST /v1/introspect against a live service', async function () {
+    this.timeout(60_000);
+    const shell = blocks.filter((b) => b.marker === SHELL_EXAMPLE);
+    expect(shell.map((b) => b.lang)).to.deep.equal(['sh']);
+    expect(shell[0]!.body).to.equal(readFileSync(join(ROOT, SHELL_EXAMPLE), 'utf8'));
+
+    const tc = createTestCore({ config: { rateLimitPerMinute: 2 } });
+    const system = await tc.core.organisations.create(OPERATOR, { name: 'Platform', slug: 'platform' }, { isSystem: true });
+    const gateway = await tc.core.apiKeys.issue(OPERATOR, system.id, { label: 'gateway', scopes: ['keys:introspect'] });
+    const tenant = await tc.core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
+    const client = await tc.core.apiKeys.issue(OPERATOR, tenant.id, { label: 'client' });
+    const revoked = await tc.core.apiKeys.issue(OPERATOR, tenant.id, { label: 'revoked' });
+    await tc.core.apiKeys.revoke(OPERATOR, tenant.id, revoked.key.id);
+    const server = createServer(createKoaApp({ core: tc.core, logger: tc.logger }, { serviceVersion: '0.0.0' }).callback());
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const check = (token: string, env: Record<string, string> = {}) =>
+      new Promise<{ code: number | null; stdout: string }>((done, fail) => {
+        const child = spawn('sh', [join(ROOT, SHELL_EXAMPLE)], { env: { PATH: process.env['PATH'] ?? '', COS_URL: url, COS_INTROSPECT_KEY: gateway.rawKey, ...env } });
+        let stdout = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.on('error', fail);
+        child.on('close', (code) => done({ code, stdout }));
+        child.stdin.end(`${token}\n`);
+      });
+    try {
+      expect(await check(client.rawKey)).to.deep.equal({ code: 0, stdout: `${tenant.id}\n` });
+      expect((await check(revoked.rawKey)).code, 'a revoked key').to.equal(1);
+      expect((await check('not a key; rm -rf /')).code, 'anything else').to.equal(1);
+      expect((await check(client.rawKey)).code, "the organisation's second request: still within 2").to.equal(0);
+      expect((await check(client.rawKey)).code, 'the third: over the limit').to.equal(2);
+      expect((await check(client.rawKey, { COS_INTROSPECT_KEY: client.rawKey })).code, 'a gateway key without keys:introspect: 403').to.equal(3);
+    } finally {
+      await new Promise((done) => server.close(done));
+    }
   });
 });

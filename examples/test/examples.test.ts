@@ -127,7 +127,8 @@ describe('examples: embedding (docs/embedding.md)', () => {
   it('example 4 (C-60): a host route guarded by a scope the host declared; the set stays closed; v1 scopes and host scopes open only their own routes', async () => {
     const r = await customScope();
     expect(r.scopes).to.include('reports:read').and.to.include('organisations:read');
-    expect(r.scopes).to.have.length(9);
+    // The eight built-in scopes, keys:introspect (system organisations' keys only) and the host's one.
+    expect(r.scopes).to.have.length(10);
     expect(r.undeclared).to.deep.equal([{ field: 'scopes', issue: 'must be a non-empty array of known scopes without duplicates' }]);
     expect(r.reportWithScope.status).to.equal(200);
     expect(r.reportWithScope.body).to.deep.include({ scopes: ['reports:read'], report: 'all green' });

@@ -26,6 +26,7 @@ import { publicRateLimitStep } from './middleware/rate-limit.js';
 import { beginRequest } from './middleware/request-id.js';
 import { createSourceAddress } from './middleware/source-address.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
+import { introspectRoutes } from './routes/introspect.js';
 import { createRouteKit } from './routes/kit.js';
 import { memberRoutes } from './routes/members.js';
 import { auditEventRoutes } from './routes/audit-events.js';
@@ -97,6 +98,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...auditEventRoutes(kit),
     ...apiKeyRoutes(kit),
     ...webhookRoutes(kit),
+    ...introspectRoutes(kit),
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, sourceAddress, logger) : []),
   ]);
   const refuseRate = createRateLimitResponder(errorsUrl);

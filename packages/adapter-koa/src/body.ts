@@ -41,17 +41,27 @@ import { wellFormedBody } from './well-formed.js';
 import { payloadTooLarge, RefusedRequestError, unsupportedContentEncoding, unsupportedMediaType } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
-const MALFORMED_JSON = 'malformed JSON';
-const NOT_AN_OBJECT = 'must be a JSON object';
+export const MALFORMED_JSON = 'malformed JSON';
+export const NOT_AN_OBJECT = 'must be a JSON object';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
 
 /** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
-function isJsonContentType(header: string): boolean {
-  const { type, parameters } = parseContentType(header);
-  if (!JSON_MEDIA_TYPE.test(type)) return false;
-  const charset = parameters.charset?.toLowerCase();
+export function isJsonContentType(header: string): boolean {
+  return isUtf8ContentType(header, (type) => JSON_MEDIA_TYPE.test(type));
+}
+
+/** True when `header`'s media type passes `isType` and its charset is absent or utf-8 (false for a header that does not parse). */
+export function isUtf8ContentType(header: string, isType: (type: string) => boolean): boolean {
+  let parsed: ReturnType<typeof parseContentType>;
+  try {
+    parsed = parseContentType(header);
+  } catch {
+    return false;
+  }
+  if (!isType(parsed.type)) return false;
+  const charset = parsed.parameters.charset?.toLowerCase();
   return charset === undefined || charset === 'utf-8' || charset === 'utf8';
 }
 
@@ -135,13 +145,18 @@ function invalidBody(issue: string): ValidationError {
  * 400 "must be a JSON object" when neither a body nor a Content-Type was sent.
  */
 export async function readJsonBytes(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+  return readBytesOfType(req, limitBytes, isJsonContentType);
+}
+
+/** readJsonBytes for a route that also takes other media types: `accepts` says which (415 otherwise). */
+export async function readBytesOfType(req: IncomingMessage, limitBytes: number, accepts: (contentType: string) => boolean): Promise<Buffer> {
   const contentType = req.headers['content-type'];
   const bodyPresent = hasBody(req);
   if (contentType === undefined) {
     if (bodyPresent) throw unsupportedMediaType();
     throw invalidBody(NOT_AN_OBJECT);
   }
-  if (!isJsonContentType(contentType)) throw unsupportedMediaType();
+  if (!accepts(contentType)) throw unsupportedMediaType();
   const encoding = req.headers['content-encoding']?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== '' && encoding !== 'identity') throw unsupportedContentEncoding();
 

@@ -7,8 +7,11 @@
 import { expect } from 'chai';
 import { createWorld, MISSING_ID, UNKNOWN_KEY, type World } from './support/world.js';
 
-/** `any-key`: any valid key, no organisation in the path (GET /me). */
-type Scope = 'public' | 'platform-only' | 'organisation' | 'any-key';
+/**
+ * `any-key`: any valid key, no organisation in the path (GET /me). `introspect`: a platform key
+ * holding keys:introspect (C-270), which no key of this matrix holds: its success is in introspect.test.ts.
+ */
+type Scope = 'public' | 'platform-only' | 'organisation' | 'any-key' | 'introspect';
 
 interface Operation {
   readonly name: string;
@@ -156,6 +159,7 @@ const OPERATIONS: readonly Operation[] = [
     path: (o) => `/v1/organisations/${o}/rate-limit`,
     json: { requests_per_minute: 600 },
   },
+  { name: 'POST /introspect', method: 'POST', scope: 'introspect', ok: 200, path: () => '/v1/introspect', json: { token: UNKNOWN_KEY } },
 ];
 
 /** Authenticated by the scanner's signature, not a key: its own matrix is in secret-scanning.test.ts. */
@@ -187,7 +191,7 @@ const CALLERS: readonly Caller[] = [
     name: "a standard key on its own organisation",
     authorization: (w) => `Bearer ${w.own.key}`,
     target: (w) => w.own,
-    expect: (op) => (op.scope === 'platform-only' ? 403 : op.ok),
+    expect: (op) => (op.scope === 'platform-only' || op.scope === 'introspect' ? 403 : op.ok),
   },
   {
     name: "a standard key on another organisation",
@@ -205,7 +209,7 @@ const CALLERS: readonly Caller[] = [
     name: 'a platform key',
     authorization: (w) => `Bearer ${w.platform.key}`,
     target: (w) => w.own,
-    expect: (op) => op.ok,
+    expect: (op) => (op.scope === 'introspect' ? 403 : op.ok),
   },
 ];
 
@@ -235,7 +239,7 @@ describe('adapter-koa: authorisation matrix (spec §4, §5; C-32, C-33, C-34)', 
             expect(res.body).to.deep.equal({ error: 'UNAUTHORIZED', message: 'Missing or invalid API key', details: [] });
           }
           if (expected === 403) expect(res.body.error).to.equal('FORBIDDEN');
-          if (expected === 403 && op.scope === 'platform-only') {
+          if (expected === 403 && (op.scope === 'platform-only' || (op.scope === 'introspect' && !caller.name.includes('platform')))) {
             expect(res.body.message).to.equal('This operation requires a platform-org API key');
           }
         });

@@ -158,6 +158,7 @@ export function coreConfigOf(config: AppConfig): Partial<CoreConfig> {
     rateCounterTimeoutMs: config.redisTimeoutMs,
     maxActiveKeysPerOrg: config.maxActiveKeysPerOrg,
     secretScanningRateLimitPerMinute: config.secretScanningRateLimitPerMinute,
+    introspectionRateLimitPerMinute: config.introspectionRateLimitPerMinute,
     webhookAllowHttp: config.webhookAllowHttp,
     webhookAllowPrivate: config.webhookAllowPrivate,
     keyUsageFlushIntervalMs: config.keyUsageFlushMs,

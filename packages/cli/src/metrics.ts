@@ -208,7 +208,7 @@ export class PrometheusMetrics implements Metrics {
     const decisions = new SeriesCounter(
       registry,
       'cos_rate_limit_decisions_total',
-      'Rate-limit decisions by scope (organisation, unauthenticated, source, secret_scanning) and decision (allowed, limited); a fail-open is allowed.',
+      'Rate-limit decisions by scope (organisation, unauthenticated, source, secret_scanning, introspection) and decision (allowed, limited); a fail-open is allowed.',
       ['scope', 'decision'],
     );
     this.failOpen = new SeriesCounter(

@@ -12,6 +12,8 @@ export interface CoreConfig {
   readonly healthTimeoutMs: number;
   /** Signed secret-scanning alerts per UTC minute, one global counter (SECRET_SCANNING_RATE_LIMIT_PER_MINUTE). */
   readonly secretScanningRateLimitPerMinute: number;
+  /** POST /v1/introspect calls per calling organisation and UTC minute (INTROSPECTION_RATE_LIMIT_PER_MINUTE). */
+  readonly introspectionRateLimitPerMinute: number;
   /** last_used_at: a use is written within this (less a margin), ms: the precision of the field (KeyUsage). */
   readonly keyUsageFlushIntervalMs: number;
   /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP; default only https://). */
@@ -27,6 +29,7 @@ export const DEFAULT_CORE_CONFIG: CoreConfig = Object.freeze({
   maxActiveKeysPerOrg: 1000,
   healthTimeoutMs: 1000,
   secretScanningRateLimitPerMinute: 600,
+  introspectionRateLimitPerMinute: 100_000,
   keyUsageFlushIntervalMs: 60_000,
   webhookAllowHttp: false,
   webhookAllowPrivate: false,

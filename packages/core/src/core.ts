@@ -12,6 +12,7 @@ import { systemClock, cryptoRandom, silentLogger, noopMetrics } from './defaults
 import { ApiKeys } from './operations/api-keys.js';
 import { AuditTrail } from './operations/audit-trail.js';
 import { Admission, Authenticator } from './access/admission.js';
+import { Introspection } from './access/introspection.js';
 import { Bootstrap } from './operations/bootstrap.js';
 import { CredentialCache, type CredentialCacheLease } from './access/credential-cache.js';
 import { FENCE_WARN_INTERVAL_MS, FencedUnitOfWork, type FenceMode } from './access/credential-fence.js';
@@ -102,6 +103,8 @@ export interface Core {
   readonly keyPolicies: KeyPolicies;
   /** Organisations' own rate limits, their plans (C-240). */
   readonly rateLimits: RateLimits;
+  /** POST /v1/introspect (C-272): another service asks about a key, through `admission`'s own lookup. */
+  readonly introspection: Introspection;
 }
 
 export interface CreateCoreOptions {
@@ -260,5 +263,6 @@ export function createCore(options: CreateCoreOptions): Core {
     scopes,
     keyPolicies: new KeyPolicies(deps),
     rateLimits: new RateLimits(deps),
+    introspection: new Introspection(admission),
   };
 }

@@ -55,9 +55,11 @@ export {
   Authenticator,
   principalOf,
   statusOf,
+  type AdmissionCount,
   type AdmissionParts,
   type AuthenticatorParts,
   type KeyUseRecorder,
+  type Inspection,
   type AdmissionResult,
   type Admitted,
   type Refused,
@@ -65,6 +67,7 @@ export {
 export {
   CredentialCache,
   CREDENTIAL_CACHE_MAX_ENTRIES,
+  type CountAs,
   type CountPlan,
   type CredentialRead,
   type CredentialCacheLease,
@@ -87,6 +90,8 @@ export {
 export { CommandFence, CommandFenceRefusal, type CommandRedis } from './access/command-fence.js';
 export { RateLimiter, type RateScope } from './access/rate-limit.js';
 export { TurnBatch, type TurnBatchParts } from './access/turn-batch.js';
+export { Introspection, type ActiveTokenView, type InactiveTokenView, type IntrospectionView } from './access/introspection.js';
+export { MAX_INTROSPECTED_TOKEN_LENGTH, ISSUE_INTROSPECTED_TOKEN, ISSUE_INTROSPECT_COUNT, ISSUE_INTROSPECT_SOURCE_ADDRESS } from './validation/introspect.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
 export { Health, type HealthReport } from './operations/health.js';

@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import {
   ALL_BUILTIN_SCOPES,
+  PLATFORM_ONLY_SCOPES,
   OPERATION_SCOPES,
   authoriseRevocation,
   hasScope,
@@ -42,7 +43,7 @@ const ORGANISATION_OPERATIONS: readonly OrganisationOperation[] = [
   'webhooks.read',
   'webhooks.write',
 ];
-const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace', 'organisations.rate_limit.replace'];
+const PLATFORM_OPERATIONS: readonly Operation[] = ['organisations.list', 'organisations.create', 'organisations.key_policy.replace', 'organisations.rate_limit.replace', 'keys.introspect'];
 const OPERATOR_OPERATIONS: readonly Operation[] = [
   'organisations.create_system',
   'organisations.classify',
@@ -73,7 +74,7 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
   const ownOrg = '0b9e5a1c-2f4d-4e6a-8b7c-9d0e1f2a3b4c';
   const foreignOrg = '7c6d5e4f-3a2b-4c1d-9e8f-0a1b2c3d4e5f';
   const standard: Principal = { kind: 'api_key', keyId: 'k1', keyPrefix: 'svc_live_abc', organisationId: ownOrg, isPlatform: false, scopes: ALL_BUILTIN_SCOPES };
-  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true, scopes: ALL_BUILTIN_SCOPES };
+  const platform: Principal = { kind: 'api_key', keyId: 'k2', keyPrefix: 'svc_live_def', organisationId: foreignOrg, isPlatform: true, scopes: [...ALL_BUILTIN_SCOPES, ...PLATFORM_ONLY_SCOPES] };
 
   it('C-33: the operation names are a closed set, each given exactly one access rule', () => {
     expect([...OPERATIONS].sort()).to.deep.equal(
@@ -124,7 +125,7 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
     expect(Object.keys(OPERATION_SCOPES).sort()).to.deep.equal([...keyOps].sort());
     for (const op of keyOps) {
       const needed = OPERATION_SCOPES[op];
-      for (const held of ALL_BUILTIN_SCOPES) {
+      for (const held of [...ALL_BUILTIN_SCOPES, ...PLATFORM_ONLY_SCOPES]) {
         const principal: Principal = { ...(platform as KeyPrincipal), scopes: [held] };
         let error: unknown = null;
         try {
@@ -156,8 +157,8 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
   });
 
   it('C-60: declared scope names join the closed set once, checked at start-up', () => {
-    expect(knownScopes(['reports:read'])).to.deep.equal([...ALL_BUILTIN_SCOPES, 'reports:read'].sort());
-    for (const bad of [['organisations:read'], ['reports:read', 'reports:read'], ['Reports:read'], ['reports'], ['reports:read write'], [''], [7 as unknown as string]]) {
+    expect(knownScopes(['reports:read'])).to.deep.equal([...ALL_BUILTIN_SCOPES, ...PLATFORM_ONLY_SCOPES, 'reports:read'].sort());
+    for (const bad of [['organisations:read'], ['keys:introspect'], ['reports:read', 'reports:read'], ['Reports:read'], ['reports'], ['reports:read write'], [''], [7 as unknown as string]]) {
       expect(() => knownScopes(bad), JSON.stringify(bad)).to.throw(TypeError);
     }
   });
@@ -195,6 +196,7 @@ describe('core: authorise (C-33, C-34, spec §5.3-§5.5)', () => {
       'webhooks.read': (c, p, id) => c.webhooks.show(p, id),
       'webhooks.write': (c, p, id) => c.webhooks.put(p, id, {}),
       'notifications.manage': (c, p) => c.notifications.retry(p, 'not-a-uuid'),
+      'keys.introspect': (c, p) => c.introspection.introspect(p, {}),
     };
     const auditBefore = (await f.core.audit.list(OPERATOR, { limit: 100 })).items.length;
     let refused = 0;

@@ -19,7 +19,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
 describe('use case: scopes declared by an embedding service (C-60)', () => {
   it('C-60: a declared scope can be held, inherited and required; an undeclared one is 400 scopes; the operator default is the eight built-in scopes', async () => {
     const { core } = createTestCore({ scopes: ['reports:read', 'reports:write'] });
-    expect(core.scopes).to.deep.equal([...ALL_BUILTIN_SCOPES, 'reports:read', 'reports:write'].sort());
+    expect(core.scopes).to.deep.equal([...ALL_BUILTIN_SCOPES, 'keys:introspect', 'reports:read', 'reports:write'].sort());
     const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });
     const plain = await core.apiKeys.issue(OPERATOR, org.id, { label: 'plain' });
     expect(plain.key.scopes).to.deep.equal([...ALL_BUILTIN_SCOPES]);

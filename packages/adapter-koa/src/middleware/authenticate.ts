@@ -11,19 +11,19 @@
  * has been counted). The adapter keeps nothing across requests.
  */
 import type Koa from 'koa';
-import { networkRefusal, type Core, type KeyPrincipal } from '@cos/core';
+import { networkRefusal, type AdmissionCount, type Core, type KeyPrincipal } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 import type { RateLimitResponder } from './errors.js';
 import type { SourceAddress } from './source-address.js';
 
 /** The admitted principal, or undefined once the request has been answered with 429; throws the 401. */
-export type AdmitStep = (ctx: Koa.Context, state: CosRequestState) => Promise<KeyPrincipal | undefined>;
+export type AdmitStep = (ctx: Koa.Context, state: CosRequestState, counts?: AdmissionCount) => Promise<KeyPrincipal | undefined>;
 
 export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: RateLimitResponder): AdmitStep {
   const admission = core.admission;
-  return async (ctx, state) => {
+  return async (ctx, state, counts) => {
     // The address only for a refused key or a key restricted to networks (source-address.ts).
-    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx));
+    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx), counts);
     const decision = answer.decision;
     state.decision = decision;
     if (!decision.allowed) {

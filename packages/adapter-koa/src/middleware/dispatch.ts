@@ -58,7 +58,7 @@ export function createDispatch(
         await route.handle(ctx, state);
         return;
       }
-      const principal = await admit(ctx, state);
+      const principal = await admit(ctx, state, route.counts);
       if (principal === undefined) return;
       if (route.method === 'DELETE') {
         // It acts: it runs once a body sent anyway has arrived, so a framing error in it is the answer

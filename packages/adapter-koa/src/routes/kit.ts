@@ -8,6 +8,8 @@ import { originalPath } from '../paths.js';
 
 export interface RouteKit {
   readonly core: Core;
+  /** Largest accepted request body in bytes (C-10), for a route that reads its body itself. */
+  readonly bodyLimitBytes: number;
   /** A JSON response. */
   json(ctx: Koa.Context, status: number, body: unknown): void;
   /** A JSON response whose body is already serialised. */
@@ -64,6 +66,7 @@ export function createRouteKit(core: Core, bodyLimitBytes: number, idempotency?:
   };
   return {
     core,
+    bodyLimitBytes,
     json,
     jsonText,
     created(ctx, id, body) {

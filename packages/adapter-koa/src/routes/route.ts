@@ -5,7 +5,7 @@
  * known path with another method (405 + `Allow`, C-9).
  */
 import type Koa from 'koa';
-import type { KeyPrincipal } from '@cos/core';
+import type { AdmissionCount, KeyPrincipal } from '@cos/core';
 import type { CosRequestState } from '../state.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -23,7 +23,14 @@ export type SignedHandler = (ctx: Koa.Context, state: CosRequestState) => Promis
 
 export type Route =
   | { readonly access: 'public'; readonly method: HttpMethod; readonly template: string; readonly handle: PublicHandler }
-  | { readonly access: 'key'; readonly method: HttpMethod; readonly template: string; readonly handle: KeyHandler }
+  | {
+      readonly access: 'key';
+      readonly method: HttpMethod;
+      readonly template: string;
+      readonly handle: KeyHandler;
+      /** What the admitted request counts against (the organisation's limit unless said otherwise). */
+      readonly counts: AdmissionCount;
+    }
   | { readonly access: 'signed'; readonly method: HttpMethod; readonly template: string; readonly handle: SignedHandler };
 
 export const publicRoute = (method: HttpMethod, template: string, handle: PublicHandler): Route => ({
@@ -33,11 +40,12 @@ export const publicRoute = (method: HttpMethod, template: string, handle: Public
   handle,
 });
 
-export const keyRoute = (method: HttpMethod, template: string, handle: KeyHandler): Route => ({
+export const keyRoute = (method: HttpMethod, template: string, handle: KeyHandler, counts: AdmissionCount = 'organisation'): Route => ({
   access: 'key',
   method,
   template,
   handle,
+  counts,
 });
 
 export const signedRoute = (method: HttpMethod, template: string, handle: SignedHandler): Route => ({

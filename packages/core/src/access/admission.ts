@@ -24,6 +24,11 @@
  * The Authenticator is the embedders' step (`authenticate()`, then `rateLimiter.enforce`): steps 1-4
  * against the store, nothing counted. Both run steps 1-3 through one private lookup (lookUp below),
  * so the sequence and its refusals are written once.
+ *
+ * `inspect()` is steps 2-5 for a token another service was given (introspection.ts, C-272): the
+ * same lookup and status check, counted against the token's organisation only when asked. An
+ * introspecting caller is admitted by `admit(…, 'introspection')`: its request counts against its
+ * organisation's introspection ceiling instead of the organisation's own limit (C-271).
  */
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, scopesOf, type KeyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
@@ -33,7 +38,7 @@ import { windowAt, type RateDecision, type RateWindow } from '../domain/rate-win
 import { noopMetrics } from '../defaults.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
-import type { CredentialCache, CredentialRead } from './credential-cache.js';
+import type { CountAs, CredentialCache, CredentialRead } from './credential-cache.js';
 import type { CoreDeps } from '../deps.js';
 import type { RateLimiter, RateScope } from './rate-limit.js';
 
@@ -63,6 +68,25 @@ export interface Refused {
 }
 
 export type AdmissionResult = Admitted | Refused;
+
+/**
+ * What an admitted request counts against: its organisation's limit (every route), or its
+ * organisation's introspection ceiling (POST /v1/introspect, C-271).
+ */
+export type AdmissionCount = CountAs;
+
+/** A token as a direct request with it would find it (inspect()). */
+export type Inspection =
+  | { readonly active: false }
+  | {
+      readonly active: true;
+      readonly credential: Credential;
+      readonly principal: KeyPrincipal;
+      /** The request counted against the token's organisation; null when it was not to be counted. */
+      readonly decision: RateDecision | null;
+    };
+
+const INACTIVE: Inspection = Object.freeze({ active: false });
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -205,37 +229,76 @@ export class Admission {
    * Admits or refuses the request carrying `authorization`, coming from `sourceAddress` (or a
    * function answering it, called only for a refused key: an admitted request needs no address),
    * and counts it exactly once (see the module comment). Never throws for a bad key; a failing
-   * store rejects (503), and a failing counter fails open (C-54).
+   * store rejects (503), and a failing counter fails open (C-54). `counts`: what an admitted request
+   * is counted against (AdmissionCount).
    */
-  async admit(authorization: string | undefined, sourceAddress: string | (() => string)): Promise<AdmissionResult> {
-    const limiter = this.limiter;
-    const found = await lookUp(this.deps, this.metrics, authorization, async (digest, now): Promise<AdmissionRead> => {
-      const cache = this.cache;
-      if (cache === null) return { credential: await this.deps.stores.apiKeys.findCredential(digest), counted: null, window: null };
-      // The cache reads the store on a miss and counts in its round trip as planned here: only a
-      // valid key, and nothing for an organisation known over its limit.
-      const window = windowAt(now.getTime());
-      const read = await cache.find(digest, window, (credential) => {
-        if (statusOf(credential, digest, now) !== 'active') return 'refuse';
-        return limiter.isBlocked(organisationScope(credential.organisation), window.startMs) ? 'confirm' : 'count';
-      });
-      return { credential: read.credential, counted: read.counted, window };
-    });
+  async admit(authorization: string | undefined, sourceAddress: string | (() => string), counts: AdmissionCount = 'organisation'): Promise<AdmissionResult> {
+    const found = await lookUp(this.deps, this.metrics, authorization, (digest, now) => this.read(digest, now, counts));
     if (!found.active) {
       const address = typeof sourceAddress === 'string' ? sourceAddress : sourceAddress();
-      return { admitted: false, decision: await limiter.check({ kind: 'source', address }), refusal: found.refusal };
+      return { admitted: false, decision: await this.limiter.check({ kind: 'source', address }), refusal: found.refusal };
     }
     const { credential, now, read } = found;
-    const scope = organisationScope(credential.organisation);
-    let decision: RateDecision | Promise<RateDecision> =
-      read.counted !== null && read.window !== null ? limiter.conclude(scope, read.window, read.counted) : limiter.checkAt(scope, now.getTime());
+    let decision = this.decide(credential, now, read, counts);
     if (decision instanceof Promise) decision = await decision;
     this.usage?.record(credential.key.id, now);
     return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
   }
+
+  /**
+   * A token presented to another service (C-272): digested and read whatever it is (a string that
+   * is not even a key's shape is looked up as well, so the answer's timing does not tell a malformed
+   * token from an unknown one), checked as admit() checks a key, and with `count` counted against its
+   * organisation and recorded as used exactly as a direct request would be (an organisation over its
+   * limit gives a decision that is not allowed; the token stays active). Nothing is counted for a
+   * token that is not active, nor against any source address.
+   */
+  async inspect(token: string, count: boolean): Promise<Inspection> {
+    const now = this.deps.clock.now();
+    const digest = digestKey(token);
+    const read = await this.read(digest, now, count ? 'organisation' : null);
+    const credential = read.credential;
+    if (credential === null || statusOf(credential, digest, now) !== 'active') return INACTIVE;
+    if (!count) return { active: true, credential, principal: principalOf(credential), decision: null };
+    let decision = this.decide(credential, now, read, 'organisation');
+    if (decision instanceof Promise) decision = await decision;
+    this.usage?.record(credential.key.id, now);
+    return { active: true, credential, principal: principalOf(credential), decision };
+  }
+
+  /**
+   * The one read of a digest: the store, or the credential cache, which reads the store on a miss
+   * and counts in its round trip as planned here: only a valid key, against the counter `count` (the
+   * organisation's limit or its introspection ceiling), and nothing for a counter known over its
+   * limit or when `count` is null (the cache still confirms a cached copy, so the answer is as fresh).
+   */
+  private async read(digest: string, now: Date, count: CountAs | null): Promise<AdmissionRead> {
+    const cache = this.cache;
+    if (cache === null) return { credential: await this.deps.stores.apiKeys.findCredential(digest), counted: null, window: null };
+    const limiter = this.limiter;
+    const window = windowAt(now.getTime());
+    const read = await cache.find(
+      digest,
+      window,
+      (credential) => {
+        if (statusOf(credential, digest, now) !== 'active') return 'refuse';
+        return count !== null && !limiter.isBlocked(countedScope(count, credential.organisation), window.startMs) ? 'count' : 'confirm';
+      },
+      count ?? 'organisation',
+    );
+    return { credential: read.credential, counted: read.counted, window };
+  }
+
+  /** The decision of the counter `count` for an active credential: counted in the read's round trip, or by the limiter now. */
+  private decide(credential: Credential, now: Date, read: AdmissionRead, count: CountAs): RateDecision | Promise<RateDecision> {
+    const scope = countedScope(count, credential.organisation);
+    return read.counted !== null && read.window !== null ? this.limiter.conclude(scope, read.window, read.counted) : this.limiter.checkAt(scope, now.getTime());
+  }
 }
 
-/** The organisation's scope with the limit read with its record (C-240). */
-function organisationScope(organisation: Organisation): RateScope {
-  return { kind: 'organisation', organisationId: organisation.id, limitPerMinute: organisation.rateLimitPerMinute };
+/** The organisation's counter `count` as a rate scope: its limit read with its record (C-240), or its introspection ceiling (C-271). */
+function countedScope(count: CountAs, organisation: Organisation): RateScope {
+  return count === 'organisation'
+    ? { kind: 'organisation', organisationId: organisation.id, limitPerMinute: organisation.rateLimitPerMinute }
+    : { kind: 'introspection', organisationId: organisation.id };
 }

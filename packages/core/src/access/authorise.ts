@@ -16,7 +16,7 @@
 import type { AuditActor } from '../domain/audit.js';
 import { FOREIGN_ORGANISATION_MESSAGE, ForbiddenError, PLATFORM_REQUIRED_MESSAGE } from '../domain/errors.js';
 import type { KeyPrincipal, Principal } from '../domain/principal.js';
-import { MISSING_SCOPE_MESSAGE, missingScopeIssue, type BuiltinScope } from '../domain/scopes.js';
+import { MISSING_SCOPE_MESSAGE, missingScopeIssue, type BuiltinScope, type PlatformOnlyScope } from '../domain/scopes.js';
 
 export const OPERATOR_REQUIRED_MESSAGE = 'This operation is reserved to the service operator';
 
@@ -37,12 +37,13 @@ export type OrganisationOperation =
   | 'webhooks.read'
   | 'webhooks.write';
 
-/** List and create organisations (spec §5.5): a platform key or the operator. */
+/** List and create organisations (spec §5.5), set a plan, introspect a key (C-270): a platform key or the operator. */
 export type PlatformOperation =
   | 'organisations.list'
   | 'organisations.create'
   | 'organisations.key_policy.replace'
-  | 'organisations.rate_limit.replace';
+  | 'organisations.rate_limit.replace'
+  | 'keys.introspect';
 
 /** Members add/remove, classify, audit list, system organisations: the operator (CLI) only. */
 export type OperatorOperation =
@@ -81,6 +82,7 @@ const ACCESS_TABLE: Readonly<Record<Operation, Access>> = {
   'organisations.create': 'platform',
   'organisations.key_policy.replace': 'platform',
   'organisations.rate_limit.replace': 'platform',
+  'keys.introspect': 'platform',
   'organisations.create_system': 'operator',
   'organisations.classify': 'operator',
   'members.add': 'operator',
@@ -97,7 +99,7 @@ const ACCESS: ReadonlyMap<string, Access> = new Map(Object.entries(ACCESS_TABLE)
  * (no key reaches them). Revoking a key needs api_keys:write, except the calling key itself
  * (authoriseRevocation).
  */
-export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformOperation, BuiltinScope>> = Object.freeze({
+export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformOperation, BuiltinScope | PlatformOnlyScope>> = Object.freeze({
   'organisations.get': 'organisations:read',
   'organisations.list': 'organisations:read',
   'organisations.key_policy.get': 'organisations:read',
@@ -116,6 +118,7 @@ export const OPERATION_SCOPES: Readonly<Record<OrganisationOperation | PlatformO
   'audit_events.list': 'audit:read',
   'webhooks.read': 'webhooks:read',
   'webhooks.write': 'webhooks:write',
+  'keys.introspect': 'keys:introspect',
 });
 const SCOPE_OF: ReadonlyMap<string, string> = new Map(Object.entries(OPERATION_SCOPES));
 

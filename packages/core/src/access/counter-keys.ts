@@ -5,7 +5,9 @@
  * every instance, whatever its version of an adapter, counts and fences under the same names.
  *
  * - a rate-limit counter: `{<scope>}:<windowStartMs>` with the scope `org:<id>`, `unauth`,
- *   `src:<address>` or `scan` (RateLimiter's scopeKey);
+ *   `src:<address>` or `scan` (RateLimiter's scopeKey); an organisation's introspection counter
+ *   `{org:<id>}:introspect:<windowStartMs>`, in the organisation's slot, so that the call confirming
+ *   an introspecting key's freshness counts it in the same round trip;
  * - an organisation's freshness token and changes in progress: `{org:<id>}:cc:token`,
  *   `{org:<id>}:cc:changes` (next to its counters: one hash tag, one Redis Cluster slot);
  * - the markers of whether the store lost its data, per Redis Cluster hash slot:
@@ -19,6 +21,11 @@ import type { FreshnessKeys } from '../ports/credential-freshness.js';
 /** The counter of `scope` (a scope key, e.g. `org:<id>`) in the window starting at `windowStartMs`. */
 export function counterKey(scope: string, windowStartMs: number): string {
   return `{${scope}}:${windowStartMs}`;
+}
+
+/** The introspection counter of `organisationId` in the window starting at `windowStartMs` (C-271). */
+export function introspectionCounterKey(organisationId: string, windowStartMs: number): string {
+  return `{org:${organisationId}}:introspect:${windowStartMs}`;
 }
 
 /** Redis Cluster's hash slots. */

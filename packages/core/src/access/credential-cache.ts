@@ -31,7 +31,9 @@
  *   until a later reply; every request then reads the store and counting fails open as without the
  *   cache (C-54).
  * - An organisation over its limit (known locally) is checked with a call that counts nothing, so
- *   a revoked key still gets its 401 (C-33) and a valid one its 429 without a store read.
+ *   a revoked key still gets its 401 (C-33) and a valid one its 429 without a store read. A lookup
+ *   that counts nothing ('confirm': that organisation, or an introspection) and misses makes such a
+ *   call after its store read, so that the organisation's token is observed and its next miss fills.
  * - A lease (optional) gates the whole cache: while it is not held nothing is trusted or filled
  *   (every request reads the store and is counted as on a miss), and whenever it is lost or taken
  *   anew the cache starts empty. Writers that fence only when they know caches are in use (operator
@@ -42,8 +44,8 @@ import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessKeys, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from '../deps.js';
-import { counterKey, freshnessKeys } from './counter-keys.js';
-import { COUNTER_TTL_MS, scopeKey } from './rate-limit.js';
+import { counterKey, freshnessKeys, introspectionCounterKey } from './counter-keys.js';
+import { COUNTER_TTL_MS, scopeKey, type RateScope } from './rate-limit.js';
 import type { Bounded } from './timeout.js';
 import { TurnBatch } from './turn-batch.js';
 
@@ -85,6 +87,12 @@ interface Observation {
  * 'refuse' (not a valid key: no call, nothing counted, the answer is 401).
  */
 export type CountPlan = 'count' | 'confirm' | 'refuse';
+
+/**
+ * Which of the credential's organisation's counters a 'count' plan counts: its rate limit, or its
+ * introspection ceiling (C-271; the same slot, so the same round trip).
+ */
+export type CountAs = Extract<RateScope['kind'], 'organisation' | 'introspection'>;
 
 /** A credential lookup's answer: what the store answers for the digest, and the count made with it. */
 export interface CredentialRead {
@@ -168,11 +176,11 @@ export class CredentialCache {
 
   /**
    * The credential of `digest` as the store would answer it now, and, when `planFor` answers
-   * 'count' for it, the request counted against its organisation in `window`. A key that is no
+   * 'count' for it, the request counted against its organisation (its counter `countAs`) in `window`. A key that is no
    * longer valid ('refuse') stays so (revocation and expiry are final), so a cached copy of it is
    * answered without a call.
    */
-  async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan): Promise<CredentialRead> {
+  async find(digest: string, window: RateWindow, planFor: (credential: Credential) => CountPlan, countAs: CountAs = 'organisation'): Promise<CredentialRead> {
     const arrival = ++this.lookups;
     let fillUnder: { organisationId: string; token: string; generation: number } | null = null;
     let failure: Bounded<number | null> | null = null;
@@ -184,7 +192,7 @@ export class CredentialCache {
       if (plan === 'refuse') return { credential: entry.credential, counted: null };
       const organisationId = entry.credential.key.organisationId;
       const generation = this.generation;
-      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window);
+      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs);
       if (outcome.kind === 'value') {
         const reply = outcome.value;
         // A fresh answer is proof by itself (and has counted the hit as planned): trusted even if
@@ -217,9 +225,13 @@ export class CredentialCache {
       if (failure !== null) {
         counted = failure;
       } else {
-        const outcome = await this.call(organisationId, null, 'always', window);
+        const outcome = await this.call(organisationId, null, 'always', window, countAs);
         counted = outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome;
       }
+    } else if (plan === 'confirm' && fillUnder === null && failure === null && leased) {
+      // Nothing to count, but the organisation's token observed now lets its next miss fill: a
+      // caller that never counts (an introspection, C-271) would otherwise never be cached.
+      await this.call(organisationId, null, 'never', window);
     }
     // leaseHeld() before the generation check: a lease lost or renewed since the read started bumps the generation.
     if (plan !== 'refuse' && fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
@@ -255,13 +267,15 @@ export class CredentialCache {
 
   /**
    * One freshness check, sent with the other checks of this turn (TurnBatch: one call per
-   * organisation, one bounded wait per call); records what it observed, or drops the cache when it
-   * failed (not when it was late).
+   * organisation and counter, one bounded wait per call); records what it observed, or drops the
+   * cache when it failed (not when it was late). `countAs`: the counter a counted hit goes to, the
+   * organisation's or its introspection counter (C-271), both in the organisation's slot.
    */
-  private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow): Promise<Bounded<FreshnessReply>> {
+  private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow, countAs: CountAs = 'organisation'): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const names = this.keysOf(organisationId, window.startMs);
-    const outcome = await this.batch.check({ keys: names.keys, tag, count, counterKey: names.counterKey, ttlMs: COUNTER_TTL_MS });
+    const counter = countAs === 'organisation' ? names.counterKey : introspectionCounterKey(organisationId, window.startMs);
+    const outcome = await this.batch.check({ keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS });
     if (outcome.kind !== 'value') {
       if (outcome.kind === 'error' && !lateCall(outcome.error)) this.clear();
       return outcome;

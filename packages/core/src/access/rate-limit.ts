@@ -2,7 +2,7 @@ import { RateLimitedError } from '../domain/errors.js';
 import { noopMetrics } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
-import { counterKey } from './counter-keys.js';
+import { counterKey, introspectionCounterKey } from './counter-keys.js';
 import type { CoreDeps } from '../deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 import type { TurnBatch } from './turn-batch.js';
@@ -10,8 +10,9 @@ import { LogThrottle } from '../log-throttle.js';
 
 /**
  * What is counted (C-50): an organisation, the global unauthenticated counter, a source address
- * (401s), or the secret-scanning alerts whose signature verified (their own global counter, so a
- * burst of alerts never competes with /health and /version).
+ * (401s), the secret-scanning alerts whose signature verified (their own global counter, so a
+ * burst of alerts never competes with /health and /version), or the introspection calls of a
+ * system organisation's keys (C-271: their own counter, never the organisation's).
  */
 export type RateScope =
   | {
@@ -25,7 +26,8 @@ export type RateScope =
     }
   | { readonly kind: 'unauthenticated' }
   | { readonly kind: 'source'; readonly address: string }
-  | { readonly kind: 'secret_scanning' };
+  | { readonly kind: 'secret_scanning' }
+  | { readonly kind: 'introspection'; readonly organisationId: string };
 
 /** Counters outlive their window a little so that a late hit still lands in the right window. */
 export const COUNTER_TTL_MS = 2 * WINDOW_MS;
@@ -35,7 +37,7 @@ export const COUNTER_TTL_MS = 2 * WINDOW_MS;
  */
 export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
 
-/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan` (its counters' names: counter-keys.ts). */
+/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan`, `intro:<id>` (its counters' names: counter-keys.ts). */
 export function scopeKey(scope: RateScope): string {
   switch (scope.kind) {
     case 'organisation':
@@ -46,7 +48,14 @@ export function scopeKey(scope: RateScope): string {
       return `src:${scope.address}`;
     case 'secret_scanning':
       return 'scan';
+    case 'introspection':
+      return `intro:${scope.organisationId}`;
   }
+}
+
+/** The name of `scope`'s counter in the window starting at `windowStartMs` (counter-keys.ts). */
+function scopeCounterKey(scope: RateScope, windowStartMs: number): string {
+  return scope.kind === 'introspection' ? introspectionCounterKey(scope.organisationId, windowStartMs) : counterKey(scopeKey(scope), windowStartMs);
 }
 
 /**
@@ -93,13 +102,15 @@ export class RateLimiter {
   /**
    * Limit for a scope: organisation -> its own limit when it has one (C-240), else
    * rateLimitPerMinute; source -> rateLimitPerMinute; unauthenticated -> unauthRateLimitPerMinute;
-   * secret_scanning -> secretScanningRateLimitPerMinute.
+   * secret_scanning -> secretScanningRateLimitPerMinute; introspection ->
+   * introspectionRateLimitPerMinute.
    */
   limitFor(scope: RateScope): number {
     const config = this.deps.config;
     if (scope.kind === 'organisation') return scope.limitPerMinute ?? config.rateLimitPerMinute;
     if (scope.kind === 'unauthenticated') return config.unauthRateLimitPerMinute;
     if (scope.kind === 'secret_scanning') return config.secretScanningRateLimitPerMinute;
+    if (scope.kind === 'introspection') return config.introspectionRateLimitPerMinute;
     return config.rateLimitPerMinute;
   }
 
@@ -130,7 +141,7 @@ export class RateLimiter {
       this.metrics.rateLimitDecision(scope.kind, 'limited');
       return decide(limit + 1, limit, window, nowMs);
     }
-    const outcome = this.count(key, window.startMs);
+    const outcome = this.count(scope, window.startMs);
     if (!(outcome instanceof Promise)) return this.decideAfter(scope, key, limit, window, outcome, nowMs);
     return outcome.then((answer) => this.decideAfter(scope, key, limit, window, answer));
   }
@@ -213,11 +224,11 @@ export class RateLimiter {
    * promise); the first promise is raced against rateCounterTimeoutMs, and from then on hits go
    * through the turn's batch, bounded once per call.
    */
-  private count(key: string, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
-    if (this.countsLater && this.batch !== null) return this.batch.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
+  private count(scope: RateScope, windowStartMs: number): Bounded<number> | Promise<Bounded<number>> {
+    if (this.countsLater && this.batch !== null) return this.batch.hit(scopeCounterKey(scope, windowStartMs), COUNTER_TTL_MS);
     let answer: number | Promise<number>;
     try {
-      answer = this.deps.counter.hit(counterKey(key, windowStartMs), COUNTER_TTL_MS);
+      answer = this.deps.counter.hit(scopeCounterKey(scope, windowStartMs), COUNTER_TTL_MS);
     } catch (error) {
       return { kind: 'error', error };
     }

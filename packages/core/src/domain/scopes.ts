@@ -20,6 +20,28 @@ export const BUILTIN_SCOPES = Object.freeze([
 
 export type BuiltinScope = (typeof BUILTIN_SCOPES)[number];
 
+/**
+ * Scopes only keys of a system organisation may hold (C-270), never held by default: a key holds
+ * one only when it is issued or rolled naming it. `keys:introspect` lets a key ask whether another
+ * key is valid (POST /v1/introspect).
+ */
+export const PLATFORM_ONLY_SCOPES = Object.freeze(['keys:introspect'] as const);
+
+export type PlatformOnlyScope = (typeof PLATFORM_ONLY_SCOPES)[number];
+
+/** The scope of POST /v1/introspect. */
+export const KEYS_INTROSPECT_SCOPE: PlatformOnlyScope = 'keys:introspect';
+
+/** The detail of the 400 of a key of a standard organisation asking for a platform-only scope. */
+export function platformOnlyScopeIssue(scope: string): string {
+  return `${scope} may be held only by keys of a system organisation`;
+}
+
+/** True for a scope only keys of a system organisation may hold. */
+export function isPlatformOnlyScope(scope: string): boolean {
+  return (PLATFORM_ONLY_SCOPES as readonly string[]).includes(scope);
+}
+
 /** `resource:action`: lower-case letters, digits and `_`, each part 1..40 characters. */
 export const SCOPE_NAME_PATTERN = /^[a-z][a-z0-9_]{0,39}:[a-z][a-z0-9_]{0,39}$/;
 
@@ -29,12 +51,13 @@ export function sortedScopes(scopes: Iterable<string>): readonly string[] {
 }
 
 /**
- * The closed set of one process: the built-in scopes plus those an embedding service declares.
+ * The closed set of one process: the built-in scopes, the platform-only ones, plus those an
+ * embedding service declares.
  * A declared name must match SCOPE_NAME_PATTERN and must not repeat a built-in one (TypeError: a
  * programming error of the embedder, found at start-up).
  */
 export function knownScopes(declared: readonly string[] = []): readonly string[] {
-  const builtin = new Set<string>(BUILTIN_SCOPES);
+  const builtin = new Set<string>([...BUILTIN_SCOPES, ...PLATFORM_ONLY_SCOPES]);
   const seen = new Set<string>();
   for (const name of declared) {
     if (typeof name !== 'string' || !SCOPE_NAME_PATTERN.test(name)) {
@@ -43,7 +66,7 @@ export function knownScopes(declared: readonly string[] = []): readonly string[]
     if (builtin.has(name) || seen.has(name)) throw new TypeError(`scope ${name} is declared twice`);
     seen.add(name);
   }
-  return sortedScopes([...BUILTIN_SCOPES, ...declared]);
+  return sortedScopes([...BUILTIN_SCOPES, ...PLATFORM_ONLY_SCOPES, ...declared]);
 }
 
 /** What a stored key without recorded scopes holds: every built-in scope (C-56: v1 keys answer as before). */

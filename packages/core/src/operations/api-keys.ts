@@ -16,7 +16,7 @@ import { ConflictError, ForbiddenError, NotFoundError, organisationNotFound, Val
 import { DEFAULT_KEY_POLICY, lifetimeText, type KeyPolicy } from '../domain/key-policy.js';
 import type { Organisation } from '../domain/organisation.js';
 import type { KeyPrincipal, Principal } from '../domain/principal.js';
-import { ALL_BUILTIN_SCOPES, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
+import { ALL_BUILTIN_SCOPES, isPlatformOnlyScope, platformOnlyScopeIssue, SCOPE_ESCALATION_MESSAGE } from '../domain/scopes.js';
 import type { OuterStores } from '../ports/unit-of-work.js';
 import type { IssueKeyInput } from '../validation/api-key.js';
 import { checkIssueKey, checkPatchKey, checkRollKey } from '../validation/api-key.js';
@@ -91,6 +91,26 @@ function refuseEscalation(principal: Principal, scopes: readonly string[]): void
   if (principal.kind !== 'api_key') return;
   const held = new Set(principal.scopes);
   if (!scopes.every((s) => held.has(s))) throw new ForbiddenError(SCOPE_ESCALATION_MESSAGE);
+}
+
+/**
+ * 400 `scopes` (C-270) when a key of a standard organisation is to hold a platform-only scope it
+ * names (`asked`).
+ */
+function refusePlatformOnly(organisation: Organisation, asked: readonly string[] | null): void {
+  if (organisation.isSystem || asked === null) return;
+  const scope = asked.find(isPlatformOnlyScope);
+  if (scope !== undefined) throw new ValidationError([{ field: 'scopes', issue: platformOnlyScopeIssue(scope) }]);
+}
+
+/**
+ * The scopes a key issued without naming any holds: its issuer's (the operator's: every built-in
+ * scope), less the platform-only ones when the key is not a system organisation's (C-270): a
+ * platform key inherits nothing a standard key may not hold.
+ */
+function inheritedScopes(organisation: Organisation, principal: Principal): readonly string[] {
+  if (principal.kind !== 'api_key') return ALL_BUILTIN_SCOPES;
+  return organisation.isSystem ? principal.scopes : principal.scopes.filter((s) => !isPlatformOnlyScope(s));
 }
 
 /**
@@ -169,6 +189,7 @@ export async function issueKeyIn(
   principal: Principal = { kind: 'operator' },
 ): Promise<IssuedKey> {
   const organisation = await requireOrganisation(stores.organisations, organisationId);
+  refusePlatformOnly(organisation, input.scopes ?? null);
   const policy = await keyPolicyIn(stores, organisationId);
   refuseEnvironment(policy, input.environment);
   const cap = await expiryCap(stores, principal, policy, now);
@@ -181,7 +202,7 @@ export async function issueKeyIn(
   }
   const max = deps.config.maxActiveKeysPerOrg;
   if ((await stores.apiKeys.countActive(organisationId, now)) >= max) throw new ConflictError(maxActiveKeysMessage(max));
-  const scopes = input.scopes ?? (principal.kind === 'api_key' ? principal.scopes : ALL_BUILTIN_SCOPES);
+  const scopes = input.scopes ?? inheritedScopes(organisation, principal);
   const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
   const allowedCidrs = await newKeyCidrs(stores, principal, input.allowedCidrs);
   const metadata = input.metadata ?? {};
@@ -240,6 +261,7 @@ export class ApiKeys {
       if (old === null) throw new NotFoundError(KEY_NOT_FOUND_MESSAGE, { resource: 'api_key' });
       const scopes = input.scopes ?? scopesOf(old);
       refuseEscalation(principal, scopes);
+      if (input.scopes?.some(isPlatformOnlyScope) === true) refusePlatformOnly(await requireOrganisation(stores.organisations, org), input.scopes);
       const policy = await keyPolicyIn(stores, org);
       const environment = keyEnvironmentOf(old);
       refuseEnvironment(policy, environment);

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CredentialFreshness, FreshnessCount } from '../../ports/credential-freshness.js';
 import type { RateCounter } from '../../ports/rate-counter.js';
-import { counterKey, freshnessKeys } from '../../access/counter-keys.js';
+import { counterKey, freshnessKeys, introspectionCounterKey } from '../../access/counter-keys.js';
 
 export interface FreshnessHarness {
   /** Two clients of one shared store (two instances). */
@@ -82,6 +82,18 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       expect((await many(h.first, token, 'never', 5)).count).to.equal(null);
       expect(await h.second.hit(counterKey(`org:${org}`, window), TTL, 2)).to.equal(9);
       expect((await check(h.first, org, token, 'if-fresh')).count).to.equal(10);
+    });
+
+    it("C-271: counts in the organisation's introspection counter when given it (the same slot), never in its rate-limit counter", async () => {
+      const org = randomUUID();
+      const token = await settledToken(h.first, org);
+      const introspection = introspectionCounterKey(org, window);
+      const counted = (c: CredentialFreshness, tag: string | null, count: FreshnessCount) =>
+        c.check({ keys: freshnessKeys(org), tag, count, counterKey: introspection, ttlMs: TTL });
+      expect(await counted(h.first, token, 'if-fresh')).to.deep.equal({ count: 1, token, settled: true, fresh: true });
+      expect((await counted(h.second, null, 'always')).count).to.equal(2);
+      expect(await h.second.hit(introspection, TTL), 'the counter RateCounter.hit counts for the scope').to.equal(3);
+      expect((await check(h.first, org, token, 'if-fresh')).count, "the organisation's own counter").to.equal(1);
     });
 
     it('a change replaces the token at its begin and again at its end, and the organisation is not settled in between', async () => {

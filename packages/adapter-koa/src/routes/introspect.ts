@@ -1,0 +1,83 @@
+/**
+ * POST /v1/introspect (RFC 7662 shape): another service of the platform asks about a key its client
+ * presented. The caller is admitted like any key, but its request counts against its organisation's
+ * introspection ceiling instead of the organisation's own limit (the route's `counts`); the core
+ * authorises it (a system organisation's key holding `keys:introspect`: 403 otherwise) before the
+ * body is read.
+ *
+ * The body is JSON (`{"token": …, "count": …, "source_address": …}`) or, as RFC 7662 §2.1 has it,
+ * form-encoded (`token=…&count=true`). Form values are text: `count` is `true` or `false`, every
+ * field at most once, names at most 100 characters (400 otherwise). Any other media type is 415, like every body of the API. An
+ * introspection is a read: it takes no Idempotency-Key, and its answer is never cached (no-store).
+ */
+import type { IncomingMessage } from 'node:http';
+import type Koa from 'koa';
+import { authorise, ValidationError } from '@cos/core';
+import { isJsonContentType, isUtf8ContentType, MALFORMED_JSON, parseJson, readBytesOfType, NOT_AN_OBJECT } from '../body.js';
+import type { RouteKit } from './kit.js';
+import { keyRoute, type Route } from './route.js';
+
+const INTROSPECT_PATH = '/v1/introspect';
+const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
+const ISSUE_REPEATED_FIELD = 'must be given once';
+/** Longest form field name: a longer one (JSON sent as a form, say) is no field of this body, and is not echoed back. */
+const MAX_FORM_NAME_LENGTH = 100;
+const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function isIntrospectionType(contentType: string): boolean {
+  return isJsonContentType(contentType) || isFormContentType(contentType);
+}
+
+function isFormContentType(contentType: string): boolean {
+  return isUtf8ContentType(contentType, (type) => type === FORM_MEDIA_TYPE);
+}
+
+/**
+ * A form-encoded body as the object the JSON body would be: each field once, `count`'s `true` and
+ * `false` as booleans (any other text stays text, which the core refuses). Bytes that are not UTF-8
+ * are 400 like malformed JSON.
+ */
+function parseForm(raw: Uint8Array): Record<string, unknown> {
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw new ValidationError([{ field: 'body', issue: MALFORMED_JSON }]);
+  }
+  const fields: Record<string, unknown> = {};
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (name.length > MAX_FORM_NAME_LENGTH) throw new ValidationError([{ field: 'body', issue: ISSUE_FORM_NAME }]);
+    if (Object.hasOwn(fields, name)) throw new ValidationError([{ field: name, issue: ISSUE_REPEATED_FIELD }]);
+    fields[name] = name === 'count' && (value === 'true' || value === 'false') ? value === 'true' : value;
+  }
+  return fields;
+}
+
+async function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+  const raw = await readBytesOfType(req, limitBytes, isIntrospectionType);
+  const contentType = req.headers['content-type'];
+  if (contentType !== undefined && isFormContentType(contentType)) return parseForm(raw);
+  const parsed = parseJson(raw);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ValidationError([{ field: 'body', issue: NOT_AN_OBJECT }]);
+  return parsed as Record<string, unknown>;
+}
+
+export function introspectRoutes(kit: RouteKit): Route[] {
+  const { core } = kit;
+  return [
+    keyRoute(
+      'POST',
+      INTROSPECT_PATH,
+      async (ctx: Koa.Context, _params, principal) => {
+        authorise(principal, 'keys.introspect');
+        const body = await readIntrospectionBody(ctx.req, kit.bodyLimitBytes);
+        const answer = await core.introspection.introspect(principal, body);
+        ctx.set('Cache-Control', 'no-store');
+        kit.json(ctx, 200, answer);
+      },
+      'introspection',
+    ),
+  ];
+}

@@ -1,0 +1,91 @@
+/**
+ * Token introspection (RFC 7662 shape; C-270..C-273): another service of the platform asks whether a
+ * key its client presented is valid, for which organisation, with which scopes, and whether it is
+ * over its limit. The caller is a key of a system organisation holding `keys:introspect` (403
+ * otherwise, by the one authorisation table).
+ *
+ * There is no second way of checking a key: the token goes through the admission's own lookup
+ * (Admission.inspect: the credential cache and its freshness call, the status check, the counters),
+ * so a key revoked at any instance is inactive on the next introspection at every instance, exactly
+ * as its next direct request is refused.
+ *
+ * Every token that is not active (unknown, malformed, revoked, expired) gets the same answer,
+ * exactly `{"active": false}`: no reason (RFC 7662 §2.2), and each is digested and looked up the same
+ * way, compared in constant time.
+ */
+import { keyEnvironmentOf, type KeyEnvironment } from '../domain/api-key.js';
+import type { Principal } from '../domain/principal.js';
+import { encodeScopes } from '../domain/scopes.js';
+import { checkIntrospect } from '../validation/introspect.js';
+import { unwrap } from '../validation/issues.js';
+import type { Admission } from './admission.js';
+import { authorise } from './authorise.js';
+
+/** The answer for a token that is not active: nothing else (RFC 7662 §2.2). */
+export interface InactiveTokenView {
+  active: false;
+}
+
+/** The answer for an active key (RFC 7662 §2.2 members, plus the key's own). */
+export interface ActiveTokenView {
+  active: true;
+  token_type: 'api_key';
+  organisation_id: string;
+  key_id: string;
+  key_prefix: string;
+  environment: KeyEnvironment;
+  /** The key's scopes, space-separated (RFC 7662 `scope`). */
+  scope: string;
+  /** Issued at, epoch seconds. */
+  iat: number;
+  /** Expires at, epoch seconds; absent for a key that never expires. */
+  exp?: number;
+  /** With `count: true`: the token's organisation's window after this request. */
+  rate_limit?: { limit: number; remaining: number; reset: number };
+  /** With `count: true`, only when the window is exhausted: the asking service answers its client 429. */
+  rate_limited?: true;
+}
+
+export type IntrospectionView = InactiveTokenView | ActiveTokenView;
+
+const INACTIVE: InactiveTokenView = Object.freeze({ active: false });
+
+function epochSeconds(at: Date): number {
+  return Math.floor(at.getTime() / 1000);
+}
+
+export class Introspection {
+  constructor(private readonly admission: Pick<Admission, 'inspect'>) {}
+
+  /**
+   * POST /v1/introspect, body {token, count?, source_address?}: 403 unless the caller may
+   * introspect, then 400 for a body that is not one, then the token's answer. With `count` the
+   * request is counted against the token's organisation and recorded as the key's use, as a direct
+   * request would be; the answer then carries `rate_limit`, and `rate_limited: true` when that
+   * window is exhausted (the token stays active: the asking service answers its client 429).
+   */
+  async introspect(principal: Principal, body: unknown): Promise<IntrospectionView> {
+    authorise(principal, 'keys.introspect');
+    const input = unwrap(checkIntrospect(body));
+    const found = await this.admission.inspect(input.token, input.count);
+    if (!found.active) return INACTIVE;
+    const { key } = found.credential;
+    const view: ActiveTokenView = {
+      active: true,
+      token_type: 'api_key',
+      organisation_id: key.organisationId,
+      key_id: key.id,
+      key_prefix: key.keyPrefix,
+      environment: keyEnvironmentOf(key),
+      scope: encodeScopes(found.principal.scopes),
+      iat: epochSeconds(key.createdAt),
+    };
+    if (key.expiresAt !== null) view.exp = epochSeconds(key.expiresAt);
+    const decision = found.decision;
+    if (decision !== null) {
+      view.rate_limit = { limit: decision.limit, remaining: decision.remaining, reset: decision.resetEpochSeconds };
+      if (!decision.allowed) view.rate_limited = true;
+    }
+    return view;
+  }
+}
