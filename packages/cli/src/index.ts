@@ -4,7 +4,7 @@
  */
 export type { PrometheusMetrics } from './metrics.js';
 export type { ScannerKeyFile, ScannerKeyUrl, ScannerKeyUrlOptions } from './scanner-keys.js';
-export { bindComponent, buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS, ServiceContainer, type ContainerOverrides, type Token, type Tokens } from './container.js';
+export { bindComponent, buildContainer, closeContainer, coreOf, storeOf, limiterOf, CLI_TOKENS, ServiceContainer, type ContainerOverrides, type ServeComponents, type Token, type Tokens } from './container.js';
 export { createStore, createLimiter, createHttpApp, composeCore } from './compose.js';
 export type { CorePorts, HttpApp, LimiterHandle, LimiterKind, PortOverrides, StoreKind } from './compose.js';
 export { loadConfig, coreConfigOf, ConfigError, CONFIG_TABLE, LOG_LEVELS } from './config.js';
