@@ -15,6 +15,7 @@ export * from './domain/principal.js';
 export { storableText, wellFormedStrings, wellFormedText } from './domain/text.js';
 export * from './domain/scopes.js';
 export * from './domain/key-policy.js';
+export * from './domain/usage.js';
 export type * from './ports/index.js';
 export * from './config.js';
 export * from './tokens.js';

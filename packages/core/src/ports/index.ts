@@ -15,3 +15,4 @@ export type { WebhookStore } from './webhook-store.js';
 export type { WebhookHostResolver, WebhookRequest, WebhookResult, WebhookSender } from './webhook-sender.js';
 export type { CredentialFreshness, FreshnessCheck, FreshnessCount, FreshnessReply } from './credential-freshness.js';
 export type { IdempotencyClaim, IdempotencyClaimRequest, IdempotencyRecord, IdempotencyStore, IdempotentResponse } from './idempotency-store.js';
+export type { UsageBucket, UsageCount, UsageRange, UsageStore } from './usage-store.js';
