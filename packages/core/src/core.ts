@@ -184,6 +184,7 @@ export function createCore(options: CreateCoreOptions): Core {
       : null;
   const keyUsage = new KeyUsage({
     apiKeys: deps.stores.apiKeys,
+    usage: deps.stores.usage,
     clock: deps.clock,
     logger: deps.logger,
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,

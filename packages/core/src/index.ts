@@ -46,7 +46,7 @@ export {
 } from './operations/api-keys.js';
 export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
 export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';
-export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './workers/key-usage.js';
+export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps, type UsageOutcome } from './workers/key-usage.js';
 export {
   Admission,
   // The name the authenticate() step had before admission was one module (embedders construct it with { stores, clock }).

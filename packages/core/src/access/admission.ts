@@ -157,7 +157,7 @@ export class Admission {
     const scope = organisationScope(credential.key.organisationId);
     let decision: RateDecision | Promise<RateDecision> = counted !== null && window !== null ? limiter.conclude(scope, window, counted) : limiter.checkAt(scope, now.getTime());
     if (decision instanceof Promise) decision = await decision;
-    this.usage?.record(credential.key.id, now);
+    this.usage?.record(credential.key.id, now, decision.allowed ? 'answered' : 'rate_limited');
     return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
   }
 
