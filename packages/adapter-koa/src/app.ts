@@ -29,6 +29,7 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { createRouteKit } from './routes/kit.js';
 import { memberRoutes } from './routes/members.js';
 import { auditEventRoutes } from './routes/audit-events.js';
+import { usageRoutes } from './routes/usage.js';
 import { metaRoutes } from './routes/meta.js';
 import { organisationRoutes } from './routes/organisations.js';
 import { compileRoutes } from './routes/route.js';
@@ -87,6 +88,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...auditEventRoutes(kit),
+    ...usageRoutes(kit),
     ...apiKeyRoutes(kit),
     ...webhookRoutes(kit),
     ...(options.secretScanning !== undefined ? secretScanningRoutes(kit, options.secretScanning, koaSourceAddress, logger) : []),

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { WEBHOOK_EVENT_TYPES } from '@cos/core';
 import { apiKeyRoutes } from '../src/routes/api-keys.js';
 import { auditEventRoutes } from '../src/routes/audit-events.js';
+import { usageRoutes } from '../src/routes/usage.js';
 import type { RouteKit } from '../src/routes/kit.js';
 import { memberRoutes } from '../src/routes/members.js';
 import { metaRoutes } from '../src/routes/meta.js';
@@ -63,6 +64,7 @@ function routerOperations(): string[] {
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...auditEventRoutes(kit),
+    ...usageRoutes(kit),
     ...apiKeyRoutes(kit),
     ...webhookRoutes(kit),
     ...secretScanningRoutes(kit, { keys: () => ({ keys: new Map() }) } as never, () => '127.0.0.1', {} as never),
@@ -111,6 +113,8 @@ describe('adapter-koa: docs/openapi.yaml', () => {
         'GET /organisations/{org_id}/key-policy',
         'PUT /organisations/{org_id}/key-policy',
         'GET /organisations/{org_id}/audit-events',
+        'GET /organisations/{org_id}/api-keys/{key_id}/usage',
+        'GET /organisations/{org_id}/usage',
       ].sort(),
     );
     const selfService = extensions.filter((o) => (doc.operation(o)['tags'] as string[]).includes('self-service'));

@@ -21,9 +21,11 @@ import { Health } from './operations/health.js';
 import { Idempotency } from './operations/idempotency.js';
 import { KeyUsage } from './workers/key-usage.js';
 import { DEFAULT_NOTIFICATION_RETENTION_MS, NotificationRetention } from './workers/notification-retention.js';
+import { DEFAULT_USAGE_RETENTION_MS, UsageRetention } from './workers/usage-retention.js';
 import { WebhookDelivery, type WebhookDeliveryOptions } from './workers/webhook-delivery.js';
 import { Members } from './operations/members.js';
 import { Organisations } from './operations/organisations.js';
+import { Usage } from './operations/usage.js';
 import { Notifications } from './operations/notifications.js';
 import { RateLimiter } from './access/rate-limit.js';
 import { SecretScanning } from './operations/secret-scanning.js';
@@ -65,6 +67,13 @@ export interface Core {
    * `await stop()` on graceful shutdown.
    */
   readonly notificationRetention: NotificationRetention;
+  /** Usage counts per key (and summed per organisation), by hour or UTC day. */
+  readonly usage: Usage;
+  /**
+   * The usage counts' retention: deletes the hours past CreateCoreOptions.usageRetentionMs. A
+   * long-running host calls `start()` once serving and `await stop()` on graceful shutdown.
+   */
+  readonly usageRetention: UsageRetention;
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
@@ -138,6 +147,8 @@ export interface CreateCoreOptions {
   readonly webhookDelivery?: Partial<WebhookDeliveryOptions>;
   /** How long delivered and failed notifications are kept (default DEFAULT_NOTIFICATION_RETENTION_MS). */
   readonly notificationRetentionMs?: number;
+  /** How long usage counts are kept (default DEFAULT_USAGE_RETENTION_MS). */
+  readonly usageRetentionMs?: number;
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
@@ -209,6 +220,12 @@ export function createCore(options: CreateCoreOptions): Core {
     logger,
     retentionMs: options.notificationRetentionMs ?? DEFAULT_NOTIFICATION_RETENTION_MS,
   });
+  const usageRetention = new UsageRetention({
+    usage: deps.stores.usage,
+    clock,
+    logger,
+    retentionMs: options.usageRetentionMs ?? DEFAULT_USAGE_RETENTION_MS,
+  });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
@@ -219,6 +236,8 @@ export function createCore(options: CreateCoreOptions): Core {
     keyUsage,
     webhookDelivery,
     notificationRetention,
+    usage: new Usage(deps),
+    usageRetention,
     rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),

@@ -42,6 +42,7 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
     webhooks: guard('webhooks', s.webhooks, current),
     outbox: guard('outbox', s.outbox, current),
     idempotency: guard('idempotency', s.idempotency, current),
+    usage: guard('usage', s.usage, current),
   });
   return {
     stores: wrapStores(inner.stores),

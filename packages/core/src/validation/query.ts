@@ -105,7 +105,8 @@ export interface AuditEventsQuery {
 /** ISO 8601 with date, time and a zone (Z or ±hh:mm), e.g. 2026-06-10T12:00:00Z. */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
-function instant(value: unknown): Date | null {
+/** An ISO_INSTANT string as a Date; null for anything else. */
+export function instant(value: unknown): Date | null {
   if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
   const at = new Date(value);
   return Number.isNaN(at.getTime()) ? null : at;
