@@ -18,6 +18,7 @@ import {
   InProcessRateCounter,
   noopMetrics,
   type NotificationRetention,
+  type UsageRetention,
   systemClock,
   TOKENS,
   type Clock,
@@ -107,6 +108,8 @@ export const CLI_TOKENS = Object.freeze({
   HttpApp: token<HttpApp>('cos.cli.HttpApp'),
   /** Deletes the notifications past NOTIFICATION_RETENTION; `serve` starts it, closing stops it. */
   NotificationRetention: token<NotificationRetention>('cos.cli.NotificationRetention'),
+  /** Deletes the usage counts past USAGE_RETENTION; `serve` starts it, closing stops it. */
+  UsageRetention: token<UsageRetention>('cos.cli.UsageRetention'),
   /** The core's webhook outbox sender (null without a sender); `serve` starts it, closing stops it. */
   WebhookDelivery: token<WebhookDelivery | null>('cos.cli.WebhookDelivery'),
 });
@@ -259,6 +262,13 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   );
   bindComponent(
     c,
+    T.UsageRetention,
+    [T.Core],
+    (core) => core.usageRetention,
+    (retention) => retention.stop(),
+  );
+  bindComponent(
+    c,
     T.WebhookDelivery,
     [T.Core],
     (core) => core.webhookDelivery,
@@ -293,6 +303,7 @@ function bindCore(c: ServiceContainer, how: 'bind' | 'rebind' = 'bind'): void {
         webhookSender: webhookSenderOf(config),
         webhookDelivery: webhookDeliveryOptionsOf(config),
         notificationRetentionMs: config.notificationRetentionMs,
+        usageRetentionMs: config.usageRetentionMs,
       }),
     (core) => core.keyUsage.stop(),
     how,

@@ -95,6 +95,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   let shutdown: (signal: NodeJS.Signals | 'primary' | 'second', relayed?: NodeJS.Signals) => void = () => undefined;
   let delivery: import('@cos/core').WebhookDelivery | null = null;
   let retention: import('@cos/core').NotificationRetention | undefined;
+  let usageRetention: import('@cos/core').UsageRetention | undefined;
   let storeKind = 'unknown';
   let maxConnections = 0;
   try {
@@ -106,6 +107,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
     if (applied.length > 0) logger.info({ store: store.dialect, migrations: applied }, 'applied pending migrations');
     const core = container.get(T.Core);
     retention = container.get(T.NotificationRetention);
+    usageRetention = container.get(T.UsageRetention);
     // Only the first worker of a start bootstraps (and, on SQLite, migrates first: the others start after it).
     if (opts.bootstrap === true && firstWorkerOfStart()) {
       const result = await core.bootstrap.run();
@@ -149,6 +151,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   const server = running;
   const sender = delivery;
   const purger = retention!;
+  const usagePurger = usageRetention!;
   sender?.start();
   container.get(T.Core).keyUsage.start();
   // Expired Idempotency-Key answers are deleted at start and then every IDEMPOTENCY_SWEEP_INTERVAL_MS
@@ -166,6 +169,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
   const idempotencySweeper = setInterval(sweepIdempotency, IDEMPOTENCY_SWEEP_INTERVAL_MS);
   idempotencySweeper.unref();
   purger.start();
+  usagePurger.start();
   lifecycle.daemon = true;
   // A signal reaches a worker directly (a terminal's Ctrl-C goes to the whole process group) and
   // from the primary as a message: the primary's first stop starts the drain once, its second
@@ -192,7 +196,7 @@ async function serveWorker(opts: ServeOptions, json: boolean, config: AppConfig,
         clearInterval(idempotencySweeper);
         redisStart.stop();
         // The workers stop claiming while the requests in flight finish (their close is idempotent).
-        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender?.stop(), purger.stop()]);
+        const [{ forced }] = await Promise.all([server.stop(SHUTDOWN_GRACE_MS), sender?.stop(), purger.stop(), usagePurger.stop()]);
         // The container closes the rest, dependants first: the last_used_at of the requests just
         // finished (the core's KeyUsage), the instance's registration, then the Redis connection and the pool.
         await closeContainer(container);
