@@ -111,6 +111,7 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   overlap_seconds: '--overlap',
   since: '--since',
   until: '--until',
+  granularity: '--granularity',
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);
