@@ -46,15 +46,7 @@ export {
 } from './operations/api-keys.js';
 export { Usage } from './operations/usage.js';
 export { UsageRetention, DEFAULT_USAGE_RETENTION_MS, type UsageRetentionDeps } from './workers/usage-retention.js';
-export {
-  checkUsageQuery,
-  DEFAULT_USAGE_SPAN_MS,
-  MAX_USAGE_SPAN_DAYS,
-  USAGE_GRANULARITIES,
-  ISSUE_GRANULARITY,
-  ISSUE_SINCE_FUTURE,
-  usageSpanIssue,
-} from './validation/usage.js';
+export { DEFAULT_USAGE_SPAN_MS, MAX_USAGE_SPAN_DAYS } from './validation/usage.js';
 export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
 export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps, type UsageOutcome } from './workers/key-usage.js';

@@ -5,11 +5,6 @@ export type UsageGranularity = 'hour' | 'day';
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 24 * HOUR_MS;
 
-/** The start of the hour holding `ms` (epoch ms). */
-export function hourOf(ms: number): number {
-  return ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS);
-}
-
 /** The start of the bucket of `granularity` holding `ms` (epoch ms; days are UTC days). */
 export function bucketOf(ms: number, granularity: UsageGranularity): number {
   const size = granularity === 'hour' ? HOUR_MS : DAY_MS;

@@ -12,14 +12,13 @@ import type { UsageRange } from '../ports/usage-store.js';
 import { invalid, isJsonObject, valid, type Checked } from './issues.js';
 import { instant, ISSUE_QUERY, ISSUE_TIMESTAMP, ISSUE_UNTIL } from './query.js';
 
-export const USAGE_GRANULARITIES: readonly UsageGranularity[] = ['hour', 'day'];
 /** How far back `since` goes when it is not given. */
 export const DEFAULT_USAGE_SPAN_MS: Readonly<Record<UsageGranularity, number>> = { hour: DAY_MS, day: 30 * DAY_MS };
 /** The longest range (until - since) of one query. */
 export const MAX_USAGE_SPAN_DAYS: Readonly<Record<UsageGranularity, number>> = { hour: 31, day: 366 };
-export const ISSUE_GRANULARITY = 'must be one of hour, day';
-export const ISSUE_SINCE_FUTURE = 'must be in the past when until is not given';
-export const usageSpanIssue = (granularity: UsageGranularity): string =>
+const ISSUE_GRANULARITY = 'must be one of hour, day';
+const ISSUE_SINCE_FUTURE = 'must be in the past when until is not given';
+const usageSpanIssue = (granularity: UsageGranularity): string =>
   `must be at most ${MAX_USAGE_SPAN_DAYS[granularity]} days before until with granularity ${granularity}`;
 
 export function checkUsageQuery(query: unknown, now: Date): Checked<UsageRange> {
