@@ -30,6 +30,7 @@ import { introspectRoutes } from './routes/introspect.js';
 import { createRouteKit } from './routes/kit.js';
 import { memberRoutes } from './routes/members.js';
 import { auditEventRoutes } from './routes/audit-events.js';
+import { usageRoutes } from './routes/usage.js';
 import { metaRoutes } from './routes/meta.js';
 import { organisationRoutes } from './routes/organisations.js';
 import { compileRoutes } from './routes/route.js';
@@ -96,6 +97,7 @@ function createPipeline(deps: HttpDeps, options: HttpOptions): Koa.Middleware {
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...auditEventRoutes(kit),
+    ...usageRoutes(kit),
     ...apiKeyRoutes(kit),
     ...webhookRoutes(kit),
     ...introspectRoutes(kit),

@@ -160,6 +160,15 @@ const OPERATIONS: readonly Operation[] = [
     json: { requests_per_minute: 600 },
   },
   { name: 'POST /introspect', method: 'POST', scope: 'introspect', ok: 200, path: () => '/v1/introspect', json: { token: UNKNOWN_KEY } },
+  // Usage counts (an extension beyond v1).
+  {
+    name: 'GET /organisations/{org_id}/api-keys/{key_id}/usage',
+    method: 'GET',
+    scope: 'organisation',
+    ok: 200,
+    path: (o, k) => `/v1/organisations/${o}/api-keys/${k}/usage`,
+  },
+  { name: 'GET /organisations/{org_id}/usage', method: 'GET', scope: 'organisation', ok: 200, path: (o) => `/v1/organisations/${o}/usage` },
 ];
 
 /** Authenticated by the scanner's signature, not a key: its own matrix is in secret-scanning.test.ts. */
@@ -257,6 +266,8 @@ describe('adapter-koa: authorisation matrix (spec §4, §5; C-32, C-33, C-34)', 
       ['POST', `/v1/organisations/${MISSING_ID}/api-keys`],
       ['GET', `/v1/organisations/${MISSING_ID}/api-keys/${MISSING_ID}`],
       ['DELETE', `/v1/organisations/${MISSING_ID}/api-keys/${MISSING_ID}`],
+      ['GET', `/v1/organisations/${MISSING_ID}/api-keys/${MISSING_ID}/usage`],
+      ['GET', `/v1/organisations/${MISSING_ID}/usage`],
     ] as const;
     const bodies: Record<string, unknown> = { PUT: { name: 'x' }, PATCH: { name: 'x' }, POST: { label: 'x' } };
     for (const [method, path] of paths) {

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { WEBHOOK_EVENT_TYPES } from '@cos/core';
 import { apiKeyRoutes } from '../src/routes/api-keys.js';
 import { auditEventRoutes } from '../src/routes/audit-events.js';
+import { usageRoutes } from '../src/routes/usage.js';
 import type { RouteKit } from '../src/routes/kit.js';
 import { introspectRoutes } from '../src/routes/introspect.js';
 import { memberRoutes } from '../src/routes/members.js';
@@ -64,6 +65,7 @@ function routerOperations(): string[] {
     ...organisationRoutes(kit),
     ...memberRoutes(kit),
     ...auditEventRoutes(kit),
+    ...usageRoutes(kit),
     ...apiKeyRoutes(kit),
     ...webhookRoutes(kit),
     ...introspectRoutes(kit),
@@ -117,6 +119,8 @@ describe('adapter-koa: docs/openapi.yaml', () => {
         'PUT /organisations/{org_id}/rate-limit',
         'GET /organisations/{org_id}/audit-events',
         'POST /introspect',
+        'GET /organisations/{org_id}/api-keys/{key_id}/usage',
+        'GET /organisations/{org_id}/usage',
       ].sort(),
     );
     const selfService = extensions.filter((o) => (doc.operation(o)['tags'] as string[]).includes('self-service'));

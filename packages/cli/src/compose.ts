@@ -174,6 +174,8 @@ export interface CorePorts {
   readonly webhookDelivery?: Partial<WebhookDeliveryOptions>;
   /** NOTIFICATION_RETENTION (AppConfig.notificationRetentionMs). */
   readonly notificationRetentionMs?: number;
+  /** USAGE_RETENTION (AppConfig.usageRetentionMs). */
+  readonly usageRetentionMs?: number;
 }
 
 /**
@@ -204,6 +206,7 @@ export function composeCore(ports: CorePorts): Core {
     ...(ports.webhookSender !== undefined ? { webhookSender: ports.webhookSender } : {}),
     ...(ports.webhookDelivery !== undefined ? { webhookDelivery: ports.webhookDelivery } : {}),
     ...(ports.notificationRetentionMs !== undefined ? { notificationRetentionMs: ports.notificationRetentionMs } : {}),
+    ...(ports.usageRetentionMs !== undefined ? { usageRetentionMs: ports.usageRetentionMs } : {}),
     config: ports.config,
     webhookHosts: ports.webhookHosts ?? systemWebhookHosts,
   });

@@ -19,6 +19,7 @@ import {
   type IdempotencySweep,
   type InstanceRegistrar,
   type NotificationRetention,
+  type UsageRetention,
   systemClock,
   TOKENS,
   type Clock,
@@ -107,6 +108,8 @@ export const CLI_TOKENS = Object.freeze({
   HttpApp: token<HttpApp>('cos.cli.HttpApp'),
   /** Deletes the notifications past NOTIFICATION_RETENTION; `serve` starts it, closing stops it. */
   NotificationRetention: token<NotificationRetention>('cos.cli.NotificationRetention'),
+  /** Deletes the usage counts past USAGE_RETENTION; `serve` starts it, closing stops it. */
+  UsageRetention: token<UsageRetention>('cos.cli.UsageRetention'),
   /** The core's webhook outbox sender (null without a sender); `serve` starts it, closing stops it. */
   WebhookDelivery: token<WebhookDelivery | null>('cos.cli.WebhookDelivery'),
   /** Deletes expired Idempotency-Key answers; `serve` starts it, closing stops it. */
@@ -273,6 +276,7 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
         webhookSender: webhookSenderOf(config),
         webhookDelivery: webhookDeliveryOptionsOf(config),
         notificationRetentionMs: config.notificationRetentionMs,
+        usageRetentionMs: config.usageRetentionMs,
       }),
     // Closing the core writes the keys' pending last uses.
     (core) => core.keyUsage.stop(),
@@ -298,6 +302,13 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   );
   bindComponent(
     c,
+    T.UsageRetention,
+    [T.Core],
+    (core) => core.usageRetention,
+    (retention) => retention.stop(),
+  );
+  bindComponent(
+    c,
     T.WebhookDelivery,
     [T.Core],
     (core) => core.webhookDelivery,
@@ -313,11 +324,11 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   bindComponent(
     c,
     T.Serve,
-    [T.Core, T.HttpApp, T.WebhookDelivery, T.NotificationRetention, T.IdempotencySweep, T.ScannerKeys, T.ScannerKeyUrl, T.PrometheusMetrics, T.Limiter, T.ServiceVersion],
-    (core, app, delivery, retention, sweep, scannerKeys, scannerKeyUrl, prometheus, limiter, version): ServeComponents => ({
+    [T.Core, T.HttpApp, T.WebhookDelivery, T.NotificationRetention, T.UsageRetention, T.IdempotencySweep, T.ScannerKeys, T.ScannerKeyUrl, T.PrometheusMetrics, T.Limiter, T.ServiceVersion],
+    (core, app, delivery, retention, usageRetention, sweep, scannerKeys, scannerKeyUrl, prometheus, limiter, version): ServeComponents => ({
       core,
       app,
-      workers: [...(delivery === null ? [] : [delivery]), sweep, retention],
+      workers: [...(delivery === null ? [] : [delivery]), sweep, retention, usageRetention],
       scannerKeys,
       scannerKeyUrl,
       prometheus,

@@ -113,6 +113,7 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   until: '--until',
   metadata: '--metadata',
   allowed_cidrs: '--allowed-cidrs',
+  granularity: '--granularity',
 };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);

@@ -23,9 +23,11 @@ import { Idempotency } from './operations/idempotency.js';
 import { IdempotencySweep } from './workers/idempotency-sweep.js';
 import { KeyUsage } from './workers/key-usage.js';
 import { DEFAULT_NOTIFICATION_RETENTION_MS, NotificationRetention } from './workers/notification-retention.js';
+import { DEFAULT_USAGE_RETENTION_MS, UsageRetention } from './workers/usage-retention.js';
 import { WebhookDelivery, type WebhookDeliveryOptions } from './workers/webhook-delivery.js';
 import { Members } from './operations/members.js';
 import { Organisations } from './operations/organisations.js';
+import { Usage } from './operations/usage.js';
 import { Notifications } from './operations/notifications.js';
 import { RateLimiter } from './access/rate-limit.js';
 import { TurnBatch } from './access/turn-batch.js';
@@ -79,6 +81,13 @@ export interface Core {
    * and `await stop()` on graceful shutdown.
    */
   readonly idempotencySweep: IdempotencySweep;
+  /** Usage counts per key (and summed per organisation), by hour or UTC day. */
+  readonly usage: Usage;
+  /**
+   * The usage counts' retention: deletes the hours past CreateCoreOptions.usageRetentionMs. A
+   * long-running host calls `start()` once serving and `await stop()` on graceful shutdown.
+   */
+  readonly usageRetention: UsageRetention;
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
@@ -157,6 +166,8 @@ export interface CreateCoreOptions {
   readonly notificationRetentionMs?: number;
   /** Time between two sweeps of expired Idempotency-Key answers (default DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS). */
   readonly idempotencySweepIntervalMs?: number;
+  /** How long usage counts are kept (default DEFAULT_USAGE_RETENTION_MS). */
+  readonly usageRetentionMs?: number;
 }
 
 /** Bound on one fence call (begin/end of a credential change): a write may wait longer than a read. */
@@ -208,6 +219,7 @@ export function createCore(options: CreateCoreOptions): Core {
       : null;
   const keyUsage = new KeyUsage({
     apiKeys: deps.stores.apiKeys,
+    usage: deps.stores.usage,
     clock: deps.clock,
     logger: deps.logger,
     flushIntervalMs: deps.config.keyUsageFlushIntervalMs,
@@ -239,6 +251,12 @@ export function createCore(options: CreateCoreOptions): Core {
     logger,
     ...(options.idempotencySweepIntervalMs !== undefined ? { intervalMs: options.idempotencySweepIntervalMs } : {}),
   });
+  const usageRetention = new UsageRetention({
+    usage: deps.stores.usage,
+    clock,
+    logger,
+    retentionMs: options.usageRetentionMs ?? DEFAULT_USAGE_RETENTION_MS,
+  });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
@@ -250,6 +268,8 @@ export function createCore(options: CreateCoreOptions): Core {
     webhookDelivery,
     notificationRetention,
     idempotencySweep,
+    usage: new Usage(deps),
+    usageRetention,
     rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),

@@ -17,6 +17,7 @@ export * from './domain/scopes.js';
 export * from './domain/key-policy.js';
 export { addressAllowed, cidrsWithin, parseCidr, MAX_ALLOWED_CIDRS, ISSUE_CIDR, type CidrParse } from './domain/key-network.js';
 export { networkRefusal, NETWORK_REFUSED_MESSAGE, ISSUE_SOURCE_ADDRESS } from './access/network-check.js';
+export * from './domain/usage.js';
 export type * from './ports/index.js';
 export * from './config.js';
 export * from './tokens.js';
@@ -45,6 +46,9 @@ export {
   expiresAtCapIssue,
   type ExpiryCap,
 } from './operations/api-keys.js';
+export { Usage } from './operations/usage.js';
+export { UsageRetention, DEFAULT_USAGE_RETENTION_MS, type UsageRetentionDeps } from './workers/usage-retention.js';
+export { DEFAULT_USAGE_SPAN_MS, MAX_USAGE_SPAN_DAYS } from './validation/usage.js';
 export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
 export { RateLimits, rateLimitOf, type OrganisationRateLimit } from './operations/rate-limits.js';
 export { ISSUE_REQUESTS_PER_MINUTE } from './validation/rate-limit.js';

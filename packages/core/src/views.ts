@@ -13,6 +13,7 @@ import type { NaceSection, Organisation } from './domain/organisation.js';
 import type { IssuedKey } from './operations/api-keys.js';
 import type { Page } from './operations/page.js';
 import type { OrganisationRateLimit } from './operations/rate-limits.js';
+import type { UsageBucket } from './ports/usage-store.js';
 
 export interface OrganisationView {
   id: string;
@@ -342,4 +343,20 @@ export function notificationView(n: Notification): NotificationView {
 
 export function listView<T, V>(page: Page<T>, view: (item: T) => V): ListView<V> {
   return { data: page.items.map(view), meta: { next_cursor: page.nextCursor } };
+}
+
+/** One bucket of the usage routes: its start (a whole hour or midnight UTC) and its counts. */
+export interface UsageBucketView {
+  start: string;
+  requests: number;
+  rate_limited: number;
+}
+
+export function usageBucketView(b: UsageBucket): UsageBucketView {
+  return { start: isoTimestamp(b.start), requests: b.requests, rate_limited: b.rateLimited };
+}
+
+/** The usage routes' answer: every bucket of the range in one page (the range is bounded), so next_cursor is null. */
+export function usageView(buckets: readonly UsageBucket[]): ListView<UsageBucketView> {
+  return listView({ items: [...buckets], nextCursor: null }, usageBucketView);
 }

@@ -8,17 +8,36 @@
  * the caller; stop() writes what is left.
  */
 import { expect } from 'chai';
-import { KeyUsage, KEY_USAGE_WARN_INTERVAL_MS, type KeyUse } from '@cos/core';
+import { KeyUsage, KEY_USAGE_WARN_INTERVAL_MS, type KeyUse, type UsageCount } from '@cos/core';
 import { CapturingLogger, FakeClock } from '@cos/core/testing';
 
 const MINUTE = 60_000;
 
+/** Both stores KeyUsage writes to: last uses (ApiKeyStore.recordUses) and counts (UsageStore.add). */
 class RecordingKeys {
   readonly batches: KeyUse[][] = [];
+  readonly countBatches: UsageCount[][] = [];
   failing = false;
+  countsFailing = false;
   async recordUses(uses: readonly KeyUse[]): Promise<void> {
     if (this.failing) throw new Error('database unavailable');
     this.batches.push([...uses]);
+  }
+  async add(counts: readonly UsageCount[]): Promise<void> {
+    if (this.failing || this.countsFailing) throw new Error('database unavailable');
+    this.countBatches.push([...counts]);
+  }
+  /** What a store adding every batch holds: `${keyId} ${hour ISO}` -> [requests, rateLimited]. */
+  counted(): Record<string, [number, number]> {
+    const sums: Record<string, [number, number]> = {};
+    for (const b of this.countBatches) {
+      for (const c of b) {
+        const id = `${c.keyId} ${c.hourStart.toISOString()}`;
+        const [r, l] = sums[id] ?? [0, 0];
+        sums[id] = [r + c.requests, l + c.rateLimited];
+      }
+    }
+    return sums;
   }
   /** What a store keeping the latest time per key holds. */
   stored(keyId: string): number | undefined {
@@ -37,7 +56,7 @@ describe('core: KeyUsage (last_used_at in batches)', () => {
     clock = new FakeClock();
     keys = new RecordingKeys();
     logger = new CapturingLogger();
-    usage = new KeyUsage({ apiKeys: keys, clock, logger });
+    usage = new KeyUsage({ apiKeys: keys, usage: keys, clock, logger });
   });
   afterEach(() => usage.stop());
 
@@ -204,7 +223,7 @@ describe('core: KeyUsage (last_used_at in batches)', () => {
   });
 
   it('start() flushes on its own once due, without any further use (real timer, clock-decided)', async () => {
-    usage = new KeyUsage({ apiKeys: keys, clock, logger, flushIntervalMs: 1_200 });
+    usage = new KeyUsage({ apiKeys: keys, usage: keys, clock, logger, flushIntervalMs: 1_200 });
     await use('quiet');
     usage.record('quiet', clock.now());
     usage.start();
@@ -212,5 +231,75 @@ describe('core: KeyUsage (last_used_at in batches)', () => {
     clock.advance(1_200 - usage.marginMs);
     await new Promise((resolve) => setTimeout(resolve, 20 * usage.minGapMs));
     expect(keys.batches).to.have.length(2);
+  });
+
+  describe('usage counts per key and hour (requests answered, refused with 429)', () => {
+    const request = async (keyId: string, outcome: 'answered' | 'rate_limited'): Promise<void> => {
+      usage.record(keyId, clock.now(), outcome);
+      await usage.flushIfDue();
+    };
+
+    it('counts ride along with the uses: one add per flush carrying every key, nothing written per request', async () => {
+      clock.set(new Date('2026-11-25T15:10:00.000Z'));
+      await request('a', 'answered'); // a first use: written at once, with its count
+      expect(keys.counted()).to.deep.equal({ 'a 2026-11-25T15:00:00.000Z': [1, 0] });
+      for (let i = 0; i < 50; i++) {
+        clock.advance(100);
+        await request('a', i % 10 === 0 ? 'rate_limited' : 'answered');
+        await request('b', 'answered');
+      }
+      expect(keys.countBatches, 'b rode along with nothing new of a: a waits for its interval').to.have.length(2);
+      clock.advance(MINUTE);
+      await usage.flushIfDue();
+      expect(keys.countBatches).to.have.length(3);
+      expect(keys.countBatches.length).to.equal(keys.batches.length);
+      expect(keys.counted()).to.deep.equal({ 'a 2026-11-25T15:00:00.000Z': [46, 5], 'b 2026-11-25T15:00:00.000Z': [50, 0] });
+      expect(usage.pendingKeys).to.equal(0);
+    });
+
+    it('an hour boundary between two flushes gives two rows for the key; a record() without an outcome notes the use only', async () => {
+      clock.set(new Date('2026-11-25T15:59:59.000Z'));
+      await request('a', 'answered');
+      clock.advance(500);
+      await request('a', 'rate_limited');
+      usage.record('a', clock.now());
+      clock.advance(1_000); // 16:00:00.500
+      await request('a', 'answered');
+      await request('a', 'answered');
+      usage.record('a', new Date('2026-11-25T15:59:59.900Z'), 'answered'); // a request that started before the hour
+      await usage.stop();
+      expect(keys.counted()).to.deep.equal({
+        'a 2026-11-25T15:00:00.000Z': [2, 1],
+        'a 2026-11-25T16:00:00.000Z': [2, 0],
+      });
+    });
+
+    it('counts whose write failed are kept and added once at a later flush; counts written are never written again', async () => {
+      clock.set(new Date('2026-11-25T15:10:00.000Z'));
+      keys.countsFailing = true;
+      await request('a', 'answered');
+      expect(keys.batches, 'the use was written').to.have.length(1);
+      expect(logger.entries.at(-1)!.message).to.match(/usage counts flush failed/);
+      await request('a', 'rate_limited');
+      keys.countsFailing = false;
+      clock.advance(usage.marginMs);
+      await usage.flushIfDue();
+      expect(keys.counted()).to.deep.equal({ 'a 2026-11-25T15:00:00.000Z': [1, 1] });
+      await request('a', 'answered');
+      await usage.stop();
+      expect(keys.counted()).to.deep.equal({ 'a 2026-11-25T15:00:00.000Z': [2, 1] });
+    });
+
+    it('a whole flush failing keeps both the use and the counts; the retry writes each once', async () => {
+      clock.set(new Date('2026-11-25T15:10:00.000Z'));
+      keys.failing = true;
+      await request('a', 'answered');
+      await request('a', 'answered');
+      keys.failing = false;
+      clock.advance(usage.marginMs);
+      await usage.flushIfDue();
+      expect(rows(keys.batches[0])).to.deep.equal([['a', Date.parse('2026-11-25T15:10:00.000Z')]]);
+      expect(keys.counted()).to.deep.equal({ 'a 2026-11-25T15:00:00.000Z': [2, 0] });
+    });
   });
 });

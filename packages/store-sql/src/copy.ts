@@ -32,8 +32,8 @@ export interface CopiedTable {
 /**
  * Every table the copy carries, parents before the tables that reference them. Each is durable state
  * an instance on the target must find: credentials, lineage and scopes, key policies, the audit chain,
- * webhook endpoints with their sealed secrets, the outbox, exposures already reported, and idempotency
- * records (replays keep replaying).
+ * webhook endpoints with their sealed secrets, the outbox, exposures already reported, idempotency
+ * records (replays keep replaying), and the keys' usage history (what the usage routes answer).
  */
 export const COPIED_TABLES: readonly CopiedTable[] = Object.freeze([
   { name: 'organisations', key: ['id'], booleans: ['is_system'] },
@@ -45,6 +45,7 @@ export const COPIED_TABLES: readonly CopiedTable[] = Object.freeze([
   { name: 'api_key_exposures', key: ['key_id', 'url_hash'] },
   { name: 'audit_entries', key: ['id'] },
   { name: 'idempotency_keys', key: ['organisation_id', 'idem_key'] },
+  { name: 'key_usage', key: ['key_id', 'hour_start'] },
 ]);
 
 /**

@@ -23,10 +23,12 @@ forEachTarget('copyDatabase', (target) => {
     await store.stores.organisations.create(system);
     await store.stores.organisations.create(plain);
     // Every column of api_keys is carried, metadata and allowed_cidrs included (C-260, C-262).
-    for (let i = 0; i < 5; i += 1) {
-      const attributes = i % 2 === 0 ? { metadata: { owner: `team-${i}`, 'ci.job': 'deploy' }, allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'] } : {};
-      await store.stores.apiKeys.insert(issuedKey(plain.id, attributes).key);
-    }
+    const keys = Array.from({ length: 5 }, (_, i) =>
+      issuedKey(plain.id, i % 2 === 0 ? { metadata: { owner: `team-${i}`, 'ci.job': 'deploy' }, allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'] } : {}).key,
+    );
+    for (const key of keys) await store.stores.apiKeys.insert(key);
+    // Usage history is copied: a count over 2^31 checks the big integer on the way.
+    await store.stores.usage.add(keys.slice(0, 3).map((k, i) => ({ keyId: k.id, hourStart: new Date(Date.UTC(2026, 2, 1, i)), requests: 3_000_000_000 + i, rateLimited: i })));
     return { store, orgIds: [system.id, plain.id] };
   }
 
@@ -65,7 +67,11 @@ forEachTarget('copyDatabase', (target) => {
     await checkCopyEnds(store, into);
     const result = await copyDatabase(store, into, { batchSize: 2 });
     expect(result.migrated).to.deep.equal([]);
-    expect(Object.fromEntries(result.tables.map((t) => [t.table, t.rows]))).to.include({ organisations: 2, api_keys: 5 });
+    expect(Object.fromEntries(result.tables.map((t) => [t.table, t.rows]))).to.include({ organisations: 2, api_keys: 5, key_usage: 3 });
+    const usageRange = { since: new Date(Date.UTC(2026, 2, 1)), until: new Date(Date.UTC(2026, 2, 2)), granularity: 'hour' as const };
+    const copiedUsage = await into.stores.usage.forOrganisation(orgIds[1]!, usageRange);
+    expect(copiedUsage).to.have.length(3);
+    expect(copiedUsage).to.deep.equal(await store.stores.usage.forOrganisation(orgIds[1]!, usageRange));
     for (const id of orgIds) expect(await into.stores.organisations.findById(id)).to.deep.equal(await store.stores.organisations.findById(id));
     const copiedKeys = await into.stores.apiKeys.list(orgIds[1]!, { limit: 100, after: null });
     expect(copiedKeys).to.deep.equal(await store.stores.apiKeys.list(orgIds[1]!, { limit: 100, after: null }));

@@ -43,6 +43,7 @@ export function faultyStore(inner: StoreHarness): FaultyStore {
     webhooks: guard('webhooks', s.webhooks, current),
     outbox: guard('outbox', s.outbox, current),
     idempotency: guard('idempotency', s.idempotency, current),
+    usage: guard('usage', s.usage, current),
   }) as S;
   return {
     stores: wrapStores(inner.stores),

@@ -6,6 +6,7 @@ import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
 import { DURATION_GRAMMAR, durationMs, durationSeconds, TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
+import { registerKeyUsage } from './key-usage.js';
 import { fetchPaged, inOrganisation, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 
 /** `--unused-for`: active keys whose last use (or, never used, whose creation) is before `cutoff`. */
@@ -107,7 +108,7 @@ interface IssueOptions {
 }
 
 export function registerKey(program: Command): void {
-  const key = program.command('key').description('API keys of an organisation: issue, list, roll, update, revoke');
+  const key = program.command('key').description('API keys of an organisation: issue, list, roll, update, revoke, usage');
 
   withJson(
     key
@@ -293,4 +294,5 @@ export function registerKey(program: Command): void {
         });
       }),
   );
+  registerKeyUsage(key);
 }

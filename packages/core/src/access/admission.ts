@@ -33,6 +33,7 @@
 import { KEY_LENGTH, digestKey, digestsEqual, isWellFormedKey, keyStatus, scopesOf, type KeyStatus } from '../domain/api-key.js';
 import { UnauthorizedError } from '../domain/errors.js';
 import type { Organisation } from '../domain/organisation.js';
+import type { UsageOutcome } from '../domain/usage.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import { windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
 import { noopMetrics } from '../defaults.js';
@@ -127,7 +128,7 @@ export function principalOf(credential: Credential): KeyPrincipal {
 
 /** Told of every key that authenticates (KeyUsage: last_used_at, written in batches), never of a refused one. */
 export interface KeyUseRecorder {
-  record(keyId: string, at: Date): void;
+  record(keyId: string, at: Date, outcome?: UsageOutcome): void;
 }
 
 type LookupDeps = Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>;
@@ -241,7 +242,7 @@ export class Admission {
     const { credential, now, read } = found;
     let decision = this.decide(credential, now, read, counts);
     if (decision instanceof Promise) decision = await decision;
-    this.usage?.record(credential.key.id, now);
+    this.usage?.record(credential.key.id, now, decision.allowed ? 'answered' : 'rate_limited');
     return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
   }
 
@@ -262,7 +263,7 @@ export class Admission {
     if (!count) return { active: true, credential, principal: principalOf(credential), decision: null };
     let decision = this.decide(credential, now, read, 'organisation');
     if (decision instanceof Promise) decision = await decision;
-    this.usage?.record(credential.key.id, now);
+    this.usage?.record(credential.key.id, now, decision.allowed ? 'answered' : 'rate_limited');
     return { active: true, credential, principal: principalOf(credential), decision };
   }
 

@@ -16,3 +16,4 @@ export type { WebhookHostResolver, WebhookRequest, WebhookResult, WebhookSender 
 export type { CredentialFreshness, FreshnessCheck, FreshnessCount, FreshnessKeys, FreshnessReply } from './credential-freshness.js';
 export type { IdempotencyClaim, IdempotencyClaimRequest, IdempotencyRecord, IdempotencyStore, IdempotentResponse } from './idempotency-store.js';
 export type { InstanceRecord, InstanceRegistration, InstanceRegistry } from './instance-registry.js';
+export type { UsageBucket, UsageCount, UsageRange, UsageStore } from './usage-store.js';

@@ -4,6 +4,7 @@ import type { IdempotencyStore } from './idempotency-store.js';
 import type { MemberStore } from './member-store.js';
 import type { OrganisationStore } from './organisation-store.js';
 import type { Outbox } from './outbox.js';
+import type { UsageStore } from './usage-store.js';
 import type { WebhookStore } from './webhook-store.js';
 
 /**
@@ -20,6 +21,8 @@ export interface Stores {
   readonly outbox: Outbox;
   /** Kept answers of requests made with an Idempotency-Key (outside any unit of work). */
   readonly idempotency: IdempotencyStore;
+  /** Usage counts per key and hour (written by KeyUsage outside any unit of work). */
+  readonly usage: UsageStore;
 }
 
 /**

@@ -24,6 +24,17 @@ export interface Tables {
   readonly keyPolicies: Map<string, KeyPolicy>;
   /** Idempotency records by `${organisationId} ${key}`, with the token of their claim. */
   readonly idempotency: Map<string, IdempotencyRow>;
+  /** Usage counts by `${keyId} ${hourStartMs}`. */
+  readonly usage: Map<string, UsageRow>;
+}
+
+/** One key's counts for one hour (replaced, never mutated, so a shallow copy of the map is a snapshot). */
+export interface UsageRow {
+  readonly keyId: string;
+  readonly organisationId: string;
+  readonly hourMs: number;
+  readonly requests: number;
+  readonly rateLimited: number;
 }
 
 interface IdempotencyRow {
@@ -53,6 +64,7 @@ export function emptyTables(): Tables {
     exposures: new Set(),
     keyPolicies: new Map(),
     idempotency: new Map(),
+    usage: new Map(),
   };
 }
 
@@ -69,6 +81,7 @@ export function cloneTables(t: Tables): Tables {
     exposures: new Set(t.exposures),
     keyPolicies: new Map(t.keyPolicies),
     idempotency: new Map(t.idempotency),
+    usage: new Map(t.usage),
   };
 }
 

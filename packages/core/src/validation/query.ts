@@ -15,9 +15,9 @@ export const MAX_LIMIT = 100;
 export const ISSUE_LIMIT = `must be an integer from 1 to ${MAX_LIMIT}`;
 export const ISSUE_CURSOR = 'must be a string';
 export const ISSUE_KIND = `must be one of ${AUDIT_KINDS.join(', ')}`;
-const ISSUE_QUERY = 'must be an object';
-const ISSUE_TIMESTAMP = 'must be an ISO 8601 timestamp with a time zone';
-const ISSUE_UNTIL = 'must be later than since';
+export const ISSUE_QUERY = 'must be an object';
+export const ISSUE_TIMESTAMP = 'must be an ISO 8601 timestamp with a time zone';
+export const ISSUE_UNTIL = 'must be later than since';
 
 const limit = z
   .union([z.number(), z.string().regex(/^[0-9]{1,4}$/).transform(Number)], { error: ISSUE_LIMIT })
@@ -105,7 +105,8 @@ export interface AuditEventsQuery {
 /** ISO 8601 with date, time and a zone (Z or ±hh:mm), e.g. 2026-06-10T12:00:00Z. */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
-function instant(value: unknown): Date | null {
+/** An ISO_INSTANT string as a Date; null for anything else. */
+export function instant(value: unknown): Date | null {
   if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
   const at = new Date(value);
   return Number.isNaN(at.getTime()) ? null : at;

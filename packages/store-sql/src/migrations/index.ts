@@ -23,6 +23,7 @@ import { rareKindIndex } from './0012_audit_rare_kind_index.js';
 import { redisIdentity } from './0013_redis_identity.js';
 import { auditSeqChecks } from './0014_audit_seq_checks.js';
 import { organisationRateLimit } from './0015_organisation_rate_limit.js';
+import { keyUsage } from './0016_key_usage.js';
 import { keyMetadataCidrs } from './0017_key_metadata_cidrs.js';
 import type { SqlMigration } from './migration.js';
 
@@ -47,6 +48,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   redisIdentity,
   auditSeqChecks,
   organisationRateLimit,
+  keyUsage,
   keyMetadataCidrs,
 ]);
 

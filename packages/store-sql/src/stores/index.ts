@@ -6,6 +6,7 @@ import { SqlIdempotencyStore } from './idempotency-store.js';
 import { SqlMemberStore } from './member-store.js';
 import { SqlOrganisationStore } from './organisation-store.js';
 import { SqlOutbox } from './outbox.js';
+import { SqlUsageStore } from './usage-store.js';
 import { SqlWebhookStore } from './webhook-store.js';
 
 /** The stores over one connection (the pool, or a unit of work's transaction). */
@@ -18,5 +19,6 @@ export function createStores(ctx: StoreContext): Stores {
     webhooks: new SqlWebhookStore(ctx),
     outbox: new SqlOutbox(ctx),
     idempotency: new SqlIdempotencyStore(ctx),
+    usage: new SqlUsageStore(ctx),
   });
 }

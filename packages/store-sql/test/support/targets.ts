@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createSqlStore, type SqlDialect, type SqlStore, type SqlStoreConfig } from '@cos/store-sql';
 import knexFactory, { type Knex } from 'knex';
 
-export const TABLES = ['organisations', 'members', 'api_keys', 'audit_entries', 'webhook_endpoints', 'webhook_outbox', 'api_key_exposures', 'instance_registry', 'organisation_key_policies', 'idempotency_keys'] as const;
+export const TABLES = ['organisations', 'members', 'api_keys', 'audit_entries', 'webhook_endpoints', 'webhook_outbox', 'api_key_exposures', 'instance_registry', 'organisation_key_policies', 'idempotency_keys', 'key_usage'] as const;
 
 export interface Target {
   readonly name: string;
@@ -94,7 +94,7 @@ function postgresTarget(url: string): Target {
         shared = schema;
       }
       // DELETE rather than TRUNCATE: on tables this small it is far cheaper (no new relfilenodes).
-      for (const t of ['idempotency_keys', 'organisation_key_policies', 'api_key_exposures', 'webhook_outbox', 'webhook_endpoints', 'audit_entries', 'api_keys', 'members', 'organisations']) await adminKnex().raw(`DELETE FROM "${shared}".${t}`);
+      for (const t of ['key_usage', 'idempotency_keys', 'organisation_key_policies', 'api_key_exposures', 'webhook_outbox', 'webhook_endpoints', 'audit_entries', 'api_keys', 'members', 'organisations']) await adminKnex().raw(`DELETE FROM "${shared}".${t}`);
       return createSqlStore({ databaseUrl: url, schema: shared, ...options });
     },
     async openUnmigrated(options) {

@@ -42,13 +42,16 @@ export async function tableNames(knex: Knex): Promise<string[]> {
 /**
  * Bookkeeping that any request may write in the background and that is no state change of the
  * request itself: a key's last successful use (a first use is written at once, C-22's records show
- * it as `last_used_at`) and a caching instance's heartbeat. Left out of snapshots.
+ * it as `last_used_at`), the usage counts written with it (every request of a key counts) and a
+ * caching instance's heartbeat. Left out of snapshots.
  */
 const BOOKKEEPING: Readonly<Record<string, readonly string[]>> = { api_keys: ['last_used_at'], instance_registry: ['heartbeat_at'] };
+const BOOKKEEPING_TABLES: ReadonlySet<string> = new Set(['key_usage']);
 
 export async function snapshot(knex: Knex, tables?: readonly string[]): Promise<Snapshot> {
   const out: Snapshot = {};
   for (const table of tables ?? (await tableNames(knex))) {
+    if (BOOKKEEPING_TABLES.has(table)) continue;
     const rows = (await knex.select('*').from(table)) as Record<string, unknown>[];
     const left = BOOKKEEPING[table] ?? [];
     out[table] = rows

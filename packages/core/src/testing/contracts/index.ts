@@ -14,6 +14,7 @@ export { describeOutbox, expectNotification } from './outbox.js';
 export { describeRateCounter } from './rate-counter.js';
 export { describeStoreContract } from './store.js';
 export { describeUnitOfWork } from './unit-of-work.js';
+export { describeUsageStore } from './usage-store.js';
 export { describeWebhookStore, expectWebhookEndpoint } from './webhook-store.js';
 export { describeWebhookHostResolver, describeWebhookSender } from './webhook-sender.js';
 export { describeCredentialFreshness, type FreshnessHarness } from './credential-freshness.js';

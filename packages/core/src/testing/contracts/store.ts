@@ -7,6 +7,7 @@ import { describeMemberStore } from './member-store.js';
 import { describeOrganisationStore } from './organisation-store.js';
 import { describeOutbox } from './outbox.js';
 import { describeUnitOfWork } from './unit-of-work.js';
+import { describeUsageStore } from './usage-store.js';
 import { describeWebhookStore } from './webhook-store.js';
 
 /** Every store contract: what a store implementation (in-memory, SQLite, Postgres) must pass. */
@@ -19,6 +20,7 @@ export function describeStoreContract(name: string, factory: StoreHarnessFactory
     describeWebhookStore(name, factory);
     describeOutbox(name, factory);
     describeIdempotencyStore(name, factory);
+    describeUsageStore(name, factory);
     describeUnitOfWork(name, factory);
     describeHealthProbe(name, factory);
   });

@@ -6,6 +6,7 @@ import { InMemoryIdempotencyStore } from './idempotency-store.js';
 import { InMemoryMemberStore } from './member-store.js';
 import { InMemoryOrganisationStore } from './organisation-store.js';
 import { InMemoryOutbox } from './outbox.js';
+import { InMemoryUsageStore } from './usage-store.js';
 import { InMemoryWebhookStore } from './webhook-store.js';
 
 /** The stores over one session (auto-commit, or a unit of work's transaction). */
@@ -18,5 +19,6 @@ export function storesOver(session: Session): Stores {
     webhooks: new InMemoryWebhookStore(session),
     outbox: new InMemoryOutbox(session),
     idempotency: new InMemoryIdempotencyStore(session),
+    usage: new InMemoryUsageStore(session),
   });
 }
