@@ -39,6 +39,7 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
         environment: 'live',
         scope: key.scopes!.join(' '),
         iat: Math.floor(key.createdAt.getTime() / 1000),
+        metadata: {},
       });
       expect(res.headers.get('cache-control')).to.equal('no-store');
     });
@@ -176,10 +177,34 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
       }
     });
 
-    it('a valid source_address is accepted', async () => {
+    it('a valid source_address is accepted; for a key without networks it is always allowed', async () => {
       for (const address of ['203.0.113.9', '2001:db8::1', '::ffff:203.0.113.9']) {
-        expect((await introspect({ token: w.own.key, source_address: address })).body.active).to.equal(true);
+        expect((await introspect({ token: w.own.key, source_address: address })).body).to.include({ active: true, source_address_allowed: true });
       }
+      expect((await introspect({ token: w.own.key })).body, 'no source_address: no answer for it').to.not.have.property('source_address_allowed');
+    });
+
+    it('C-262: source_address_allowed says whether the key\'s networks hold the address (an IPv4-mapped address as its IPv4 form); the key\'s metadata is in the record; an inactive token is still only {"active": false}', async () => {
+      const issued = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, {
+        label: 'office',
+        allowed_cidrs: ['203.0.113.0/24', '2001:db8::/32'],
+        metadata: { owner: 'team-payments' },
+      });
+      const cases: [string, boolean][] = [
+        ['203.0.113.9', true],
+        ['::ffff:203.0.113.9', true],
+        ['2001:db8::1', true],
+        ['198.51.100.7', false],
+        ['::ffff:198.51.100.7', false],
+        ['2001:db9::1', false],
+      ];
+      for (const [address, allowed] of cases) {
+        const res = await introspect({ token: issued.rawKey, source_address: address });
+        expect(res.body, address).to.include({ active: true, source_address_allowed: allowed });
+        expect(res.body.metadata, address).to.deep.equal({ owner: 'team-payments' });
+      }
+      await w.tc.core.apiKeys.revoke(OPERATOR, w.own.orgId, issued.key.id);
+      expect((await introspect({ token: issued.rawKey, source_address: '198.51.100.7' })).text).to.equal('{"active":false}');
     });
 
     it('malformed JSON, a body that is not an object, another media type', async () => {

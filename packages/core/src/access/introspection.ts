@@ -13,7 +13,8 @@
  * exactly `{"active": false}`: no reason (RFC 7662 §2.2), and each is digested and looked up the same
  * way, compared in constant time.
  */
-import { keyEnvironmentOf, type KeyEnvironment } from '../domain/api-key.js';
+import { keyEnvironmentOf, metadataOf, type KeyEnvironment } from '../domain/api-key.js';
+import { addressAllowed } from '../domain/key-network.js';
 import type { Principal } from '../domain/principal.js';
 import { encodeScopes } from '../domain/scopes.js';
 import { checkIntrospect } from '../validation/introspect.js';
@@ -40,6 +41,10 @@ export interface ActiveTokenView {
   iat: number;
   /** Expires at, epoch seconds; absent for a key that never expires. */
   exp?: number;
+  /** The key's metadata (`{}` for none). */
+  metadata: Readonly<Record<string, string>>;
+  /** With `source_address`: whether the key's networks allow that address (always true for a key without restrictions). */
+  source_address_allowed?: boolean;
   /** With `count: true`: the token's organisation's window after this request. */
   rate_limit?: { limit: number; remaining: number; reset: number };
   /** With `count: true`, only when the window is exhausted: the asking service answers its client 429. */
@@ -59,7 +64,8 @@ export class Introspection {
 
   /**
    * POST /v1/introspect, body {token, count?, source_address?}: 403 unless the caller may
-   * introspect, then 400 for a body that is not one, then the token's answer. With `count` the
+   * introspect, then 400 for a body that is not one, then the token's answer. With `source_address`
+   * the answer says whether the key's networks allow it (`source_address_allowed`). With `count` the
    * request is counted against the token's organisation and recorded as the key's use, as a direct
    * request would be; the answer then carries `rate_limit`, and `rate_limited: true` when that
    * window is exhausted (the token stays active: the asking service answers its client 429).
@@ -79,8 +85,11 @@ export class Introspection {
       environment: keyEnvironmentOf(key),
       scope: encodeScopes(found.principal.scopes),
       iat: epochSeconds(key.createdAt),
+      metadata: metadataOf(key),
     };
     if (key.expiresAt !== null) view.exp = epochSeconds(key.expiresAt);
+    // The same check a direct request from that address meets (C-262), without counting anything more.
+    if (input.sourceAddress !== null) view.source_address_allowed = addressAllowed(key, input.sourceAddress);
     const decision = found.decision;
     if (decision !== null) {
       view.rate_limit = { limit: decision.limit, remaining: decision.remaining, reset: decision.resetEpochSeconds };
