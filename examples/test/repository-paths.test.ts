@@ -8,7 +8,9 @@
  *  - no source file under packages/[name]/src cites an issue number: decisions and their history
  *    live in docs/decisions/, comments say what the code does and why;
  *  - no test, test support, example, bench or script file cites one either: a test title names the
- *    contract rule (C-n) it checks, or says what it checks.
+ *    contract rule (C-n) it checks, or says what it checks;
+ *  - no source file under packages/[name]/src is longer than 400 lines (the port contract suites
+ *    excepted).
  * Reads files only: no process, no network.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -163,6 +165,17 @@ describe('repository paths and source comments', () => {
     );
     expect(sources.length).to.be.greaterThan(100);
     expect(issueCitations(sources)).to.deep.equal([]);
+  });
+
+  it('no source file under packages/*/src is longer than 400 lines, the port contract suites excepted (a longer file is split along its seams)', () => {
+    const sources = PACKAGES.flatMap((p) => (existsSync(join(ROOT, 'packages', p, 'src')) ? filesUnder(join(ROOT, 'packages', p, 'src'), (n) => n.endsWith('.ts')) : []));
+    const long = sources
+      .filter((file) => !relative(ROOT, file).split(sep).join('/').includes('/src/testing/contracts/'))
+      .map((file) => ({ file: relative(ROOT, file), lines: readFileSync(file, 'utf8').split('\n').length - 1 }))
+      .filter((f) => f.lines > 400)
+      .map((f) => `${f.file}: ${f.lines} lines`);
+    expect(sources.length, 'source files found').to.be.greaterThan(100);
+    expect(long).to.deep.equal([]);
   });
 
   it('no test, test support, example, bench or script file cites an issue number (test titles say what they check)', () => {
