@@ -4,6 +4,7 @@
  * harmless when another instance just ran it.
  */
 import type { Logger } from '../ports/logger.js';
+import { PeriodicTask } from './periodic-task.js';
 import type { Idempotency } from '../operations/idempotency.js';
 
 export const DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS = 15 * 60_000;
@@ -17,12 +18,11 @@ export interface IdempotencySweepDeps {
 
 export class IdempotencySweep {
   readonly intervalMs: number;
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private current: Promise<void> | null = null;
+  private readonly task: PeriodicTask;
 
   constructor(private readonly deps: IdempotencySweepDeps) {
     this.intervalMs = deps.intervalMs ?? DEFAULT_IDEMPOTENCY_SWEEP_INTERVAL_MS;
+    this.task = new PeriodicTask(() => this.sweepOnce(), this.intervalMs, deps.logger, 'idempotency key sweep failed; the next one retries');
   }
 
   /** One sweep; returns how many expired answers it deleted. */
@@ -34,32 +34,11 @@ export class IdempotencySweep {
 
   /** Sweeps now, then every intervalMs until stop(). */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
+    this.task.start();
   }
 
   /** Stops the timer and waits for a sweep in progress. */
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.current;
-  }
-
-  private schedule(delayMs: number): void {
-    if (!this.running) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.current = this.sweepOnce()
-        .then(
-          () => undefined,
-          (e: unknown) => {
-            this.deps.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'idempotency key sweep failed; the next one retries');
-          },
-        )
-        .then(() => this.schedule(this.intervalMs));
-    }, delayMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }

@@ -6,6 +6,7 @@
  */
 import { OPERATOR } from '../domain/principal.js';
 import type { Logger } from '../ports/logger.js';
+import { PeriodicTask } from './periodic-task.js';
 import type { Notifications } from '../operations/notifications.js';
 
 export const DEFAULT_NOTIFICATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -22,12 +23,11 @@ export interface NotificationRetentionDeps {
 
 export class NotificationRetention {
   readonly intervalMs: number;
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private current: Promise<void> | null = null;
+  private readonly task: PeriodicTask;
 
   constructor(private readonly deps: NotificationRetentionDeps) {
     this.intervalMs = deps.intervalMs ?? Math.min(MAX_PURGE_INTERVAL_MS, deps.retentionMs);
+    this.task = new PeriodicTask(() => this.purgeOnce(), this.intervalMs, deps.logger, 'webhook outbox purge failed; trying again at the next interval');
   }
 
   /** One purge; returns how many notifications it deleted. */
@@ -41,32 +41,11 @@ export class NotificationRetention {
 
   /** Purges now, then every intervalMs until stop(). */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
+    this.task.start();
   }
 
   /** Stops the timer and waits for a purge in progress. */
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.current;
-  }
-
-  private schedule(delayMs: number): void {
-    if (!this.running) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.current = this.purgeOnce()
-        .then(
-          () => undefined,
-          (e: unknown) => {
-            this.deps.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'webhook outbox purge failed; trying again at the next interval');
-          },
-        )
-        .then(() => this.schedule(this.intervalMs));
-    }, delayMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }

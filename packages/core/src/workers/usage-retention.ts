@@ -5,6 +5,7 @@
  */
 import type { Clock } from '../ports/clock.js';
 import type { Logger } from '../ports/logger.js';
+import { PeriodicTask } from './periodic-task.js';
 import type { UsageStore } from '../ports/usage-store.js';
 
 export const DEFAULT_USAGE_RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
@@ -22,12 +23,11 @@ export interface UsageRetentionDeps {
 
 export class UsageRetention {
   readonly intervalMs: number;
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private current: Promise<void> | null = null;
+  private readonly task: PeriodicTask;
 
   constructor(private readonly deps: UsageRetentionDeps) {
     this.intervalMs = deps.intervalMs ?? Math.min(MAX_PURGE_INTERVAL_MS, deps.retentionMs);
+    this.task = new PeriodicTask(() => this.purgeOnce(), this.intervalMs, deps.logger, 'usage counts purge failed; trying again at the next interval');
   }
 
   /** One purge; returns how many (key, hour) rows it deleted. */
@@ -40,32 +40,11 @@ export class UsageRetention {
 
   /** Purges now, then every intervalMs until stop(). */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
+    this.task.start();
   }
 
   /** Stops the timer and waits for a purge in progress. */
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.current;
-  }
-
-  private schedule(delayMs: number): void {
-    if (!this.running) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.current = this.purgeOnce()
-        .then(
-          () => undefined,
-          (e: unknown) => {
-            this.deps.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'usage counts purge failed; trying again at the next interval');
-          },
-        )
-        .then(() => this.schedule(this.intervalMs));
-    }, delayMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }
