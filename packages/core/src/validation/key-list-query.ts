@@ -29,7 +29,7 @@ function expiringWithinSeconds(value: unknown): number | null {
   return seconds >= 1 && seconds <= MAX_EXPIRING_WITHIN_SECONDS ? seconds : null;
 }
 
-export interface KeyListQuery extends ListQuery {
+interface KeyListQuery extends ListQuery {
   /** Only keys active now that expire within this many seconds. */
   readonly expiringWithinSeconds?: number;
 }
