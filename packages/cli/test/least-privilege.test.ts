@@ -175,7 +175,7 @@ for (const target of databaseTargets()) {
       const paged = await suite.cli('key', 'list', noticeOrg, '--expiring-within', '31d', '--limit', '1');
       expect(paged.stdout).to.include(`cos-admin key list ${noticeOrg} --limit 1 --expiring-within 31d --cursor `);
       expect((await suite.cli('key', 'list', noticeOrg, '--expiring-within', '1h')).stdout).to.include('No API key matches.');
-      for (const bad of ['P7D', '7', '0', '1x']) {
+      for (const bad of ['P7D', '7', '0', '1x', '3651d']) {
         const refused = await suite.cli('key', 'list', noticeOrg, '--expiring-within', bad);
         expect(refused.code, bad).to.equal(2);
         expect(refused.stderr, bad).to.include(`option '--expiring-within <duration>' argument '${bad}' is invalid.`);

@@ -94,7 +94,7 @@ interface ListOptions extends PagingOptions {
 
 /** `--expiring-within`: the duration in seconds, and as written (for the next page's command). */
 function expiringWithin(text: string): { readonly seconds: number; readonly text: string } {
-  return { seconds: durationSeconds()(text), text: text.trim() };
+  return { seconds: durationSeconds({ max: { ms: 3650 * 86_400_000, text: '3650d' } })(text), text: text.trim() };
 }
 
 interface RollOptions {
@@ -184,7 +184,9 @@ export function registerKey(program: Command): void {
         if (opts.transitive === true && opts.createdBy === undefined) throw new CliError('--transitive needs --created-by', { usage: true });
         const filtered = unusedForMs !== undefined || opts.createdBy !== undefined || opts.exceedingPolicy === true;
         await runCommand(jsonWanted(cmd), async ({ core, store, json }) => {
-          const fetched = await fetchPaged(filtered ? { limit: opts.limit, all: true } : opts, (query) => core.apiKeys.list(OPERATOR, orgId, { ...query, ...expiring }));
+          const fetched = await fetchPaged(filtered ? { limit: opts.limit, all: true } : opts, (query) =>
+            core.apiKeys.list(OPERATOR, orgId, { ...query, ...expiring }),
+          );
           const now = core.clock.now();
           let items = fetched.items;
           if (unusedForMs !== undefined) items = items.filter((k) => isStale(k, now, now.getTime() - unusedForMs));
