@@ -129,7 +129,7 @@ forEachTarget('migrations', (target) => {
     expect((await store.stores.organisations.findById('a0000000-0000-4000-8000-000000000000'))?.name).to.equal('Kept');
   });
 
-  it('C-6, C-13, C-31: creates the unique and keyset indexes', async () => {
+  it("C-6, C-13, C-31, C-282: creates the unique and keyset indexes, and the expiry notices scan's", async () => {
     store = await target.open();
     expect(await indexNames(store, 'organisations')).to.deep.equal([
       'organisations_created_at_id',
@@ -137,7 +137,7 @@ forEachTarget('migrations', (target) => {
       'organisations_system_created_at_id',
     ]);
     expect(await indexNames(store, 'members')).to.deep.equal(['members_organisation_created_at_id', 'members_organisation_email_unique']);
-    expect(await indexNames(store, 'api_keys')).to.deep.equal(['api_keys_created_by_created_at_id', 'api_keys_digest_unique', 'api_keys_organisation_created_at_id', 'api_keys_rolled_from_unique']);
+    expect(await indexNames(store, 'api_keys')).to.deep.equal(['api_keys_created_by_created_at_id', 'api_keys_digest_unique', 'api_keys_expiry_notice_due', 'api_keys_organisation_created_at_id', 'api_keys_rolled_from_unique']);
     expect(await indexNames(store, 'audit_entries')).to.deep.equal([
       'audit_entries_occurred_at_id',
       'audit_entries_organisation_occurred_at_id',
