@@ -23,11 +23,15 @@ describe('adapter-koa: expiring keys (C-280..C-283)', () => {
 
   describe('GET …/api-keys?expiring_within', () => {
     it('C-283: P7D and 604800 list only the keys active now that expire within 7 days, oldest first, paged', async () => {
+      // A millisecond between issues: the list's order (created_at, id) is then the order of issue.
       const soon = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'soon', expires_at: inDays(1) });
+      w.tc.clock.advance(1);
       const week = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'a week', expires_at: inDays(7) });
+      w.tc.clock.advance(1);
       await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'later', expires_at: inDays(8) });
       const revoked = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'revoked', expires_at: inDays(2) });
       await w.tc.core.apiKeys.revoke(OPERATOR, w.own.orgId, revoked.key.id);
+      // The week key was issued 2 ms ago: 7 days from now still cover it.
       for (const value of ['P7D', '604800', 'P1W', 'P6DT24H', 'PT168H']) {
         const res = await w.api.get(`${path}?expiring_within=${value}`, { key: w.own.key });
         expect(res.status, value).to.equal(200);
