@@ -9,8 +9,10 @@ import { ALL_BUILTIN_SCOPES, OPERATOR, type AuditEntry } from '@cos/core';
 import { createWorld, MISSING_ID, type World } from './support/world.js';
 
 const PAGE = { limit: 1000, after: null } as const;
-const DEFAULT = { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key' };
+const DEFAULT = { max_lifetime_seconds: null, allowed_environments: ['live', 'test'], exposure_response: 'revoke_key', expiry_notice_seconds: 604_800 };
+/** A PUT body without expiry_notice_seconds: the policy answered has the default one. */
 const STRICT = { max_lifetime_seconds: 86_400, allowed_environments: ['live'], exposure_response: 'revoke_key_and_descendants' };
+const STRICT_ANSWER = { ...STRICT, expiry_notice_seconds: 604_800 };
 
 const policyPath = (orgId: string): string => `/v1/organisations/${orgId}/key-policy`;
 
@@ -49,8 +51,8 @@ describe('adapter-koa: organisation key policy (C-62)', () => {
     it('C-62: a platform key with organisations:write replaces the policy; GET answers it; one organisation_policy_updated entry holds old and new, in the same transaction', async () => {
       const res = await put(STRICT);
       expect(res.status).to.equal(200);
-      expect(res.body).to.deep.equal(STRICT);
-      expect((await w.api.get(policyPath(w.own.orgId), { key: w.own.key })).body).to.deep.equal(STRICT);
+      expect(res.body).to.deep.equal(STRICT_ANSWER);
+      expect((await w.api.get(policyPath(w.own.orgId), { key: w.own.key })).body).to.deep.equal(STRICT_ANSWER);
       const [entry, ...more] = await policyEntries(w, w.own.orgId);
       expect(more).to.deep.equal([]);
       expect(entry).to.deep.include({
@@ -58,8 +60,8 @@ describe('adapter-koa: organisation key policy (C-62)', () => {
         keyId: null,
         actor: { type: 'api_key', keyId: w.platform.keyId },
         keyPolicy: {
-          old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key' },
-          new: { maxLifetimeSeconds: 86_400, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants' },
+          old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key', expiryNoticeSeconds: 604_800 },
+          new: { maxLifetimeSeconds: 86_400, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants', expiryNoticeSeconds: 604_800 },
         },
       });
       const again = await put({ ...DEFAULT, allowed_environments: ['test', 'live'] });
@@ -99,6 +101,11 @@ describe('adapter-koa: organisation key policy (C-62)', () => {
         [{ ...STRICT, allowed_environments: 'live' }, ['allowed_environments']],
         [{ ...STRICT, exposure_response: 'revoke_everything' }, ['exposure_response']],
         [{ ...STRICT, extra: true }, ['extra']],
+        [{ ...STRICT, expiry_notice_seconds: -1 }, ['expiry_notice_seconds']],
+        [{ ...STRICT, expiry_notice_seconds: 7_776_001 }, ['expiry_notice_seconds']],
+        [{ ...STRICT, expiry_notice_seconds: 60.5 }, ['expiry_notice_seconds']],
+        [{ ...STRICT, expiry_notice_seconds: 'P7D' }, ['expiry_notice_seconds']],
+        [{ ...STRICT, expiry_notice_seconds: null }, ['expiry_notice_seconds']],
       ];
       for (const [body, fields] of cases) {
         const res = await put(body);
@@ -108,6 +115,24 @@ describe('adapter-koa: organisation key policy (C-62)', () => {
       expect((await put({ ...STRICT, max_lifetime_seconds: 3_600 })).status, 'the bounds themselves are allowed').to.equal(200);
       expect((await put({ ...STRICT, max_lifetime_seconds: 63_072_000 })).status).to.equal(200);
       expect(await policyEntries(w, w.own.orgId)).to.have.length(2);
+    });
+
+    it('C-280: expiry_notice_seconds is optional (absent: 7 days), 0 turns notices off, 90 days is the most; it is audited with the policy', async () => {
+      const off = await put({ ...STRICT, expiry_notice_seconds: 0 });
+      expect(off.status).to.equal(200);
+      expect(off.body).to.deep.equal({ ...STRICT, expiry_notice_seconds: 0 });
+      expect((await w.api.get(policyPath(w.own.orgId), { key: w.own.key })).body.expiry_notice_seconds).to.equal(0);
+      expect((await put({ ...STRICT, expiry_notice_seconds: 7_776_000 })).body.expiry_notice_seconds).to.equal(7_776_000);
+      expect((await put(STRICT)).body.expiry_notice_seconds, 'a PUT replaces the whole policy').to.equal(604_800);
+      const notices = (await policyEntries(w, w.own.orgId)).map((e) => [e.keyPolicy?.old.expiryNoticeSeconds, e.keyPolicy?.new.expiryNoticeSeconds]);
+      expect(notices).to.have.deep.members([
+        [604_800, 0],
+        [0, 7_776_000],
+        [7_776_000, 604_800],
+      ]);
+      const events = await w.api.get(`/v1/organisations/${w.own.orgId}/audit-events?kind=organisation_policy_updated`, { key: w.own.key });
+      expect(events.status).to.equal(200);
+      expect(events.body.data.map((e: { detail: { key_policy: { new: { expiry_notice_seconds: number } } } }) => e.detail.key_policy.new.expiry_notice_seconds)).to.have.members([0, 7_776_000, 604_800]);
     });
 
     it('C-62: an unknown organisation is 404 and nothing is written', async () => {

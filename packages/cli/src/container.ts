@@ -18,6 +18,7 @@ import {
   noopMetrics,
   type IdempotencySweep,
   type InstanceRegistrar,
+  type ExpiryNotices,
   type NotificationRetention,
   type UsageRetention,
   systemClock,
@@ -110,6 +111,8 @@ export const CLI_TOKENS = Object.freeze({
   NotificationRetention: token<NotificationRetention>('cos.cli.NotificationRetention'),
   /** Deletes the usage counts past USAGE_RETENTION; `serve` starts it, closing stops it. */
   UsageRetention: token<UsageRetention>('cos.cli.UsageRetention'),
+  /** Sends the keys' expiry notices (`api_key.expiring`); `serve` starts it, closing stops it. */
+  ExpiryNotices: token<ExpiryNotices>('cos.cli.ExpiryNotices'),
   /** The core's webhook outbox sender (null without a sender); `serve` starts it, closing stops it. */
   WebhookDelivery: token<WebhookDelivery | null>('cos.cli.WebhookDelivery'),
   /** Deletes expired Idempotency-Key answers; `serve` starts it, closing stops it. */
@@ -309,6 +312,13 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   );
   bindComponent(
     c,
+    T.ExpiryNotices,
+    [T.Core],
+    (core) => core.expiryNotices,
+    (notices) => notices.stop(),
+  );
+  bindComponent(
+    c,
     T.WebhookDelivery,
     [T.Core],
     (core) => core.webhookDelivery,
@@ -324,11 +334,11 @@ export async function buildContainer(config: AppConfig, overrides: ContainerOver
   bindComponent(
     c,
     T.Serve,
-    [T.Core, T.HttpApp, T.WebhookDelivery, T.NotificationRetention, T.UsageRetention, T.IdempotencySweep, T.ScannerKeys, T.ScannerKeyUrl, T.PrometheusMetrics, T.Limiter, T.ServiceVersion],
-    (core, app, delivery, retention, usageRetention, sweep, scannerKeys, scannerKeyUrl, prometheus, limiter, version): ServeComponents => ({
+    [T.Core, T.HttpApp, T.WebhookDelivery, T.NotificationRetention, T.UsageRetention, T.ExpiryNotices, T.IdempotencySweep, T.ScannerKeys, T.ScannerKeyUrl, T.PrometheusMetrics, T.Limiter, T.ServiceVersion],
+    (core, app, delivery, retention, usageRetention, expiryNotices, sweep, scannerKeys, scannerKeyUrl, prometheus, limiter, version): ServeComponents => ({
       core,
       app,
-      workers: [...(delivery === null ? [] : [delivery]), sweep, retention, usageRetention],
+      workers: [...(delivery === null ? [] : [delivery]), sweep, retention, usageRetention, expiryNotices],
       scannerKeys,
       scannerKeyUrl,
       prometheus,

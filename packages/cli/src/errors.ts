@@ -107,6 +107,8 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   max_lifetime_seconds: '--max-lifetime',
   allowed_environments: '--environments',
   exposure_response: '--exposure-response',
+  expiry_notice_seconds: '--expiry-notice',
+  expiring_within: '--expiring-within',
   grace_period_seconds: '--grace',
   overlap_seconds: '--overlap',
   since: '--since',

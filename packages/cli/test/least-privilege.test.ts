@@ -29,7 +29,8 @@ for (const target of databaseTargets()) {
       await store?.close();
     });
 
-    const keyList = async (...args: string[]): Promise<KeyView[]> => (await suite.json<{ data: KeyView[] }>('key', 'list', orgId, ...args)).data;
+    const keyListOf = async (org: string, ...args: string[]): Promise<KeyView[]> => (await suite.json<{ data: KeyView[] }>('key', 'list', org, ...args)).data;
+    const keyList = (...args: string[]): Promise<KeyView[]> => keyListOf(orgId, ...args);
     const principalOf = (raw: string): Promise<KeyPrincipal> => core.authenticator.authenticate(`Bearer ${raw}`);
 
     it('C-60: key issue --scopes and key roll --scopes; scopes in every --json record; a SCOPES column in key list; bad scopes are refused', async () => {
@@ -93,16 +94,19 @@ for (const target of databaseTargets()) {
         max_lifetime_seconds: null,
         allowed_environments: ['live', 'test'],
         exposure_response: 'revoke_key',
+        expiry_notice_seconds: 604_800,
       });
       expect(await suite.json('org', 'policy', 'set', policyOrg, '--max-lifetime', '1d', '--environments', 'live')).to.deep.equal({
         max_lifetime_seconds: 86_400,
         allowed_environments: ['live'],
         exposure_response: 'revoke_key',
+        expiry_notice_seconds: 604_800,
       });
       expect(await suite.json('org', 'policy', 'set', policyOrg, '--exposure-response', 'revoke_key_and_descendants')).to.deep.equal({
         max_lifetime_seconds: 86_400,
         allowed_environments: ['live'],
         exposure_response: 'revoke_key_and_descendants',
+        expiry_notice_seconds: 604_800,
       });
       const human = await suite.cli('org', 'policy', 'show', policyOrg);
       expect(human.stdout).to.match(/max lifetime:\s+86400 s \(1d\)/);
@@ -117,6 +121,7 @@ for (const target of databaseTargets()) {
         max_lifetime_seconds: 86_400,
         allowed_environments: ['live'],
         exposure_response: 'revoke_key',
+        expiry_notice_seconds: 604_800,
       });
       // C-161: the refusal names the flag typed and the bound that refused it (the policy: no key issued it).
       const refused = await suite.cli('key', 'issue', policyOrg, '--label', 'too long', '--expires-in', '2d');
@@ -140,6 +145,41 @@ for (const target of databaseTargets()) {
       const tooShort = await suite.cli('org', 'policy', 'set', policyOrg, '--max-lifetime', '30m');
       expect(tooShort.code).to.equal(2);
       expect(tooShort.stderr).to.include("option '--max-lifetime <duration>' argument '30m' is invalid. It must be at least 1h.");
+    });
+
+    it('C-280, C-283: org policy set --expiry-notice (0: off, at most 90d) keeps the rest; key list --expiring-within lists the active keys expiring that soon', async () => {
+      const noticeOrg = (await suite.json<{ id: string }>('org', 'create', '--name', 'Notices', '--slug', 'notices')).id;
+      const week = await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'week', '--expires-in', '6d');
+      const month = await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'month', '--expires-in', '30d');
+      await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'forever');
+      expect(await suite.json('org', 'policy', 'set', noticeOrg, '--expiry-notice', '14d')).to.deep.equal({
+        max_lifetime_seconds: null,
+        allowed_environments: ['live', 'test'],
+        exposure_response: 'revoke_key',
+        expiry_notice_seconds: 14 * 86_400,
+      });
+      expect(await suite.json('org', 'policy', 'set', noticeOrg, '--max-lifetime', '90d')).to.include({ expiry_notice_seconds: 14 * 86_400 });
+      expect(await suite.json('org', 'policy', 'set', noticeOrg, '--expiry-notice', '0')).to.include({ expiry_notice_seconds: 0 });
+      expect((await suite.cli('org', 'policy', 'show', noticeOrg)).stdout).to.match(/expiry notice:\s+off/);
+      expect(await suite.json('org', 'policy', 'set', noticeOrg, '--expiry-notice', '1w')).to.include({ expiry_notice_seconds: 604_800 });
+      expect((await suite.cli('org', 'policy', 'show', noticeOrg)).stdout).to.match(/expiry notice:\s+604800 s \(7d\) before a key expires/);
+      for (const bad of ['91d', '7', '1.5d', 'P7D']) {
+        const refused = await suite.cli('org', 'policy', 'set', noticeOrg, '--expiry-notice', bad);
+        expect(refused.code, bad).to.equal(2);
+        expect(refused.stderr, bad).to.include(`option '--expiry-notice <duration>' argument '${bad}' is invalid.`);
+      }
+
+      expect((await keyListOf(noticeOrg, '--expiring-within', '7d')).map((k) => k.id)).to.deep.equal([week.id]);
+      expect((await keyListOf(noticeOrg, '--expiring-within', '31d')).map((k) => k.id)).to.deep.equal([week.id, month.id]);
+      expect(await keyListOf(noticeOrg, '--expiring-within', '1h')).to.deep.equal([]);
+      const paged = await suite.cli('key', 'list', noticeOrg, '--expiring-within', '31d', '--limit', '1');
+      expect(paged.stdout).to.include(`cos-admin key list ${noticeOrg} --limit 1 --expiring-within 31d --cursor `);
+      expect((await suite.cli('key', 'list', noticeOrg, '--expiring-within', '1h')).stdout).to.include('No API key matches.');
+      for (const bad of ['P7D', '7', '0', '1x', '3651d']) {
+        const refused = await suite.cli('key', 'list', noticeOrg, '--expiring-within', bad);
+        expect(refused.code, bad).to.equal(2);
+        expect(refused.stderr, bad).to.include(`option '--expiring-within <duration>' argument '${bad}' is invalid.`);
+      }
     });
   });
 }

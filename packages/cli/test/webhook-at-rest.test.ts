@@ -158,7 +158,7 @@ for (const target of databaseTargets()) {
 
       // Refused as the API refuses the same `events`: exit 2 naming --events, nothing changed.
       const auditBefore = (await cliJson<{ data: unknown[] }>(['audit', 'list', '--org', orgId, '--all'], env, cwd)).data.length;
-      const issue = 'must be ["*"] or a non-empty list of distinct event types (api_key.issued, api_key.revoked, api_key.exposed, api_key.rolled)';
+      const issue = 'must be ["*"] or a non-empty list of distinct event types (api_key.issued, api_key.revoked, api_key.exposed, api_key.rolled, api_key.expiring)';
       for (const bad of ['api_key.bogus', 'api_key.revoked,api_key.revoked', '*,api_key.revoked', ',', 'ping']) {
         const r = await runCli(['org', 'webhook', 'set', orgId, '--url', url, '--events', bad, '--disabled', '--json'], env, cwd);
         expect(r.code, `${bad}: ${r.stderr}`).to.equal(2);

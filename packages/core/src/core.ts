@@ -24,6 +24,7 @@ import { IdempotencySweep } from './workers/idempotency-sweep.js';
 import { KeyUsage } from './workers/key-usage.js';
 import { DEFAULT_NOTIFICATION_RETENTION_MS, NotificationRetention } from './workers/notification-retention.js';
 import { DEFAULT_USAGE_RETENTION_MS, UsageRetention } from './workers/usage-retention.js';
+import { ExpiryNotices } from './workers/expiry-notices.js';
 import { WebhookDelivery, type WebhookDeliveryOptions } from './workers/webhook-delivery.js';
 import { Members } from './operations/members.js';
 import { Organisations } from './operations/organisations.js';
@@ -88,6 +89,11 @@ export interface Core {
    * long-running host calls `start()` once serving and `await stop()` on graceful shutdown.
    */
   readonly usageRetention: UsageRetention;
+  /**
+   * The keys' expiry notices (`api_key.expiring`): scans once a minute. A long-running host calls
+   * `start()` once serving and `await stop()` on graceful shutdown; several may run at once.
+   */
+  readonly expiryNotices: ExpiryNotices;
   readonly rateLimiter: RateLimiter;
   readonly health: Health;
   readonly bootstrap: Bootstrap;
@@ -257,6 +263,7 @@ export function createCore(options: CreateCoreOptions): Core {
     logger,
     retentionMs: options.usageRetentionMs ?? DEFAULT_USAGE_RETENTION_MS,
   });
+  const expiryNotices = new ExpiryNotices({ stores: deps.stores, unitOfWork: deps.unitOfWork, clock, random, logger });
   return {
     organisations: new Organisations(deps),
     members: new Members(deps),
@@ -270,6 +277,7 @@ export function createCore(options: CreateCoreOptions): Core {
     idempotencySweep,
     usage: new Usage(deps),
     usageRetention,
+    expiryNotices,
     rateLimiter,
     health: new Health(deps),
     bootstrap: new Bootstrap(deps),

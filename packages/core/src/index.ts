@@ -48,11 +48,12 @@ export {
 } from './operations/api-keys.js';
 export { Usage } from './operations/usage.js';
 export { UsageRetention, DEFAULT_USAGE_RETENTION_MS, type UsageRetentionDeps } from './workers/usage-retention.js';
+export { ExpiryNotices, type ExpiryNoticesDeps, type ExpiryScan } from './workers/expiry-notices.js';
 export { DEFAULT_USAGE_SPAN_MS, MAX_USAGE_SPAN_DAYS } from './validation/usage.js';
 export { KeyPolicies, exceedsPolicy } from './operations/key-policies.js';
 export { RateLimits, rateLimitOf, type OrganisationRateLimit } from './operations/rate-limits.js';
 export { ISSUE_REQUESTS_PER_MINUTE } from './validation/rate-limit.js';
-export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE } from './validation/key-policy.js';
+export { ISSUE_MAX_LIFETIME, ISSUE_ALLOWED_ENVIRONMENTS, ISSUE_EXPOSURE_RESPONSE, ISSUE_EXPIRY_NOTICE } from './validation/key-policy.js';
 export { KeyUsage, DEFAULT_KEY_USAGE_FLUSH_MS, KEY_USAGE_WARN_INTERVAL_MS, type KeyUsageDeps } from './workers/key-usage.js';
 export {
   Admission,
@@ -143,6 +144,7 @@ export {
   ISSUE_ALERT_SOURCE,
   type AlertMatch,
 } from './validation/secret-scanning.js';
+export { ISSUE_EXPIRING_WITHIN } from './validation/key-list-query.js';
 export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL, webhookDestinationIssue } from './validation/webhook.js';
 export { encodeCursor, decodeCursor } from './validation/cursor.js';
 // Validation helpers (C-5, C-6, C-8, C-11..C-14, C-23), for adapters that validate on their own.

@@ -5,7 +5,7 @@
 import type { ApiKey, KeyEnvironment, KeyStatus } from './domain/api-key.js';
 import { keyStatus, metadataOf, scopesOf } from './domain/api-key.js';
 import type { ExposureResponse, KeyPolicy } from './domain/key-policy.js';
-import type { AuditActor, AuditEntry } from './domain/audit.js';
+import type { AuditActor, AuditEntry, AuditedKeyPolicy } from './domain/audit.js';
 import type { ChainedAuditEntry } from './domain/audit-chain.js';
 import type { Member } from './domain/member.js';
 import { fullEndpoint, type Notification, type WebhookEndpoint } from './domain/webhook.js';
@@ -61,7 +61,11 @@ export interface KeyPolicyView {
   max_lifetime_seconds: number | null;
   allowed_environments: KeyEnvironment[];
   exposure_response: ExposureResponse;
+  expiry_notice_seconds: number;
 }
+
+/** A key policy as an audit entry recorded it (entries older than expiry notices lack that field). */
+export type AuditedKeyPolicyView = Omit<KeyPolicyView, 'expiry_notice_seconds'> & { expiry_notice_seconds?: number };
 
 export interface IssuedKeyView extends ApiKeyView {
   /** The raw key: only ever in the issuance response. */
@@ -105,7 +109,7 @@ export interface AuditEntryView {
   /** Present on `api_key_exposed` entries written since key lineage (C-61): the exposed key's active descendants. */
   descendant_key_ids?: string[];
   /** Present on `organisation_policy_updated` entries only (C-62). */
-  key_policy?: { old: KeyPolicyView; new: KeyPolicyView };
+  key_policy?: { old: AuditedKeyPolicyView; new: AuditedKeyPolicyView };
   /** Present on `organisation_rate_limit_changed` entries only: requests per minute before and after (null: the default). */
   rate_limit?: { old: number | null; new: number | null };
   /** Present on `api_key_updated` entries only: the names of the fields changed. */
@@ -225,10 +229,15 @@ export function rateLimitView(r: OrganisationRateLimit): RateLimitView {
 }
 
 export function keyPolicyView(p: KeyPolicy): KeyPolicyView {
+  return { ...auditedKeyPolicyView(p), expiry_notice_seconds: p.expiryNoticeSeconds };
+}
+
+function auditedKeyPolicyView(p: AuditedKeyPolicy): AuditedKeyPolicyView {
   return {
     max_lifetime_seconds: p.maxLifetimeSeconds,
     allowed_environments: [...p.allowedEnvironments],
     exposure_response: p.exposureResponse,
+    ...(p.expiryNoticeSeconds !== undefined ? { expiry_notice_seconds: p.expiryNoticeSeconds } : {}),
   };
 }
 
@@ -251,7 +260,7 @@ export function auditEntryView(e: ChainedAuditEntry): AuditEntryView {
     ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
     ...(e.descendantKeyIds !== undefined ? { descendant_key_ids: [...e.descendantKeyIds] } : {}),
-    ...(e.keyPolicy !== undefined ? { key_policy: { old: keyPolicyView(e.keyPolicy.old), new: keyPolicyView(e.keyPolicy.new) } } : {}),
+    ...(e.keyPolicy !== undefined ? { key_policy: { old: auditedKeyPolicyView(e.keyPolicy.old), new: auditedKeyPolicyView(e.keyPolicy.new) } } : {}),
     ...(e.rateLimit !== undefined ? { rate_limit: { old: e.rateLimit.old, new: e.rateLimit.new } } : {}),
     ...(e.changedFields !== undefined ? { changed_fields: [...e.changedFields] } : {}),
     ...(e.allowedCidrs !== undefined ? { allowed_cidrs: e.allowedCidrs === null ? null : [...e.allowedCidrs] } : {}),

@@ -146,6 +146,14 @@ export class CountingApiKeyStore implements ApiKeyStore {
     this.calls++;
     return this.inner.listCreatedBy(...a);
   }
+  listExpiryNoticesDue(...a: Parameters<ApiKeyStore['listExpiryNoticesDue']>) {
+    this.calls++;
+    return this.inner.listExpiryNoticesDue(...a);
+  }
+  claimExpiryNotice(...a: Parameters<ApiKeyStore['claimExpiryNotice']>) {
+    this.calls++;
+    return this.inner.claimExpiryNotice(...a);
+  }
 }
 
 /** The stores with one of them replaced. */

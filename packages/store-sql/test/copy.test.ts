@@ -5,9 +5,13 @@
  * integers translated between the dialects' spellings).
  */
 import { expect } from 'chai';
+import { DEFAULT_KEY_POLICY } from '@cos/core';
+import { storePorts } from '@cos/core/testing/contracts';
 import { checkCopyEnds, COPIED_TABLES, copyDatabase, CopyRefused, SKIPPED_TABLES, tableCounts, tablesOf, type SqlStore } from '@cos/store-sql';
 import { issuedKey, organisation } from './support/fixtures.js';
 import { forEachTarget } from './support/targets.js';
+
+const SCAN_AT = new Date(Date.UTC(2026, 2, 1));
 
 forEachTarget('copyDatabase', (target) => {
   const open: SqlStore[] = [];
@@ -29,6 +33,13 @@ forEachTarget('copyDatabase', (target) => {
     for (const key of keys) await store.stores.apiKeys.insert(key);
     // Usage history is copied: a count over 2^31 checks the big integer on the way.
     await store.stores.usage.add(keys.slice(0, 3).map((k, i) => ({ keyId: k.id, hourStart: new Date(Date.UTC(2026, 2, 1, i)), requests: 3_000_000_000 + i, rateLimited: i })));
+    // Expiry notices are carried: the policy's notice period and which keys were noticed (C-280, C-282).
+    await storePorts(store).organisations.putKeyPolicy(system.id, { ...DEFAULT_KEY_POLICY, expiryNoticeSeconds: 30 * 86_400 }, SCAN_AT);
+    const noticed = issuedKey(system.id, { expiresAt: new Date(Date.UTC(2026, 2, 20)) }).key;
+    const due = issuedKey(system.id, { expiresAt: new Date(Date.UTC(2026, 2, 21)) }).key;
+    await store.stores.apiKeys.insert(noticed);
+    await store.stores.apiKeys.insert(due);
+    expect(await store.stores.apiKeys.claimExpiryNotice(noticed.id, SCAN_AT)).to.equal(true);
     return { store, orgIds: [system.id, plain.id] };
   }
 
@@ -67,7 +78,10 @@ forEachTarget('copyDatabase', (target) => {
     await checkCopyEnds(store, into);
     const result = await copyDatabase(store, into, { batchSize: 2 });
     expect(result.migrated).to.deep.equal([]);
-    expect(Object.fromEntries(result.tables.map((t) => [t.table, t.rows]))).to.include({ organisations: 2, api_keys: 5, key_usage: 3 });
+    expect(Object.fromEntries(result.tables.map((t) => [t.table, t.rows]))).to.include({ organisations: 2, api_keys: 7, key_usage: 3, organisation_key_policies: 1 });
+    expect(await into.stores.organisations.findKeyPolicy(orgIds[0]!)).to.deep.equal(await store.stores.organisations.findKeyPolicy(orgIds[0]!));
+    const dueOn = async (s: SqlStore): Promise<string[]> => (await s.stores.apiKeys.listExpiryNoticesDue(SCAN_AT, 10)).map((k) => k.id);
+    expect(await dueOn(into), 'the noticed key stays noticed; the other is still due').to.deep.equal(await dueOn(store)).and.to.have.length(1);
     const usageRange = { since: new Date(Date.UTC(2026, 2, 1)), until: new Date(Date.UTC(2026, 2, 2)), granularity: 'hour' as const };
     const copiedUsage = await into.stores.usage.forOrganisation(orgIds[1]!, usageRange);
     expect(copiedUsage).to.have.length(3);

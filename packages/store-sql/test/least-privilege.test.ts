@@ -116,11 +116,11 @@ function describeLeastPrivilege(name: string, open: () => Promise<StoreHarness>)
     it('C-62: the policy is replaced and audited (old and new) in one unit of work, and applied at issue and roll', async () => {
       const testKey = await f.core.apiKeys.issue(OPERATOR, f.orgId, { label: 'test', environment: 'test' });
       const policy = await f.core.keyPolicies.replace(f.platform, f.orgId, STRICT);
-      expect(policy).to.deep.equal({ maxLifetimeSeconds: 86_400, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants' });
+      expect(policy).to.deep.equal({ maxLifetimeSeconds: 86_400, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants', expiryNoticeSeconds: 604_800 });
       expect(await f.core.keyPolicies.get(f.owner, f.orgId)).to.deep.equal(policy);
       const [entry] = await store.stores.audit.list({ kind: 'organisation_policy_updated' }, PAGE);
       expect(entry?.keyPolicy).to.deep.equal({
-        old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key' },
+        old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key', expiryNoticeSeconds: 604_800 },
         new: policy,
       });
       const now = f.tc.clock.now().getTime();

@@ -82,6 +82,12 @@ forEachTarget('query plans', (target) => {
     expect(await onlyQuery((s) => s.members.list(orgId, { limit: 20, after: position }))).to.include('members_organisation_created_at_id');
   });
 
+  it('C-282: the expiry notices scan is one query on the partial index api_keys_expiry_notice_due; the expiring key list uses the per-organisation index', async () => {
+    expect(await onlyQuery((s) => s.apiKeys.listExpiryNoticesDue(at(0), 500))).to.include('api_keys_expiry_notice_due');
+    const expiring = { expiring: { now: at(0), until: at(7 * 86_400_000) } };
+    expect(await onlyQuery((s) => s.apiKeys.list(orgId, { limit: 20, after: position }, expiring))).to.include('api_keys_organisation_created_at_id');
+  });
+
   it('C-6: audit pages use the (occurred_at, id) index, or the per-organisation one when filtered', async () => {
     expect(await onlyQuery((s) => s.audit.list({}, { limit: 20, after: position }))).to.include('audit_entries_occurred_at_id');
     expect(await onlyQuery((s) => s.audit.list({ organisationId: orgId }, { limit: 20, after: position }))).to.include(

@@ -89,6 +89,12 @@ interface ListOptions extends PagingOptions {
   createdBy?: string;
   transitive?: boolean;
   exceedingPolicy?: boolean;
+  expiringWithin?: { readonly seconds: number; readonly text: string };
+}
+
+/** `--expiring-within`: the duration in seconds, and as written (for the next page's command). */
+function expiringWithin(text: string): { readonly seconds: number; readonly text: string } {
+  return { seconds: durationSeconds({ max: { ms: 3650 * 86_400_000, text: '3650d' } })(text), text: text.trim() };
 }
 
 interface RollOptions {
@@ -166,12 +172,21 @@ export function registerKey(program: Command): void {
         '--exceeding-policy',
         "only active keys that would not be issued today under the organisation's key policy (environment not allowed, or expiry further off than its maximum lifetime); looks through every key (as --all)",
       )
+      .option(
+        '--expiring-within <duration>',
+        `only active keys that expire within that long from now, ${DURATION_GRAMMAR}, e.g. 7d (the API's expiring_within)`,
+        expiringWithin,
+      )
       .action(async (orgId: string, opts: ListOptions, cmd: Command) => {
         const unusedForMs = opts.unusedFor;
+        // Filtered by the core as the API's `expiring_within` (whole seconds), so pages stay pages.
+        const expiring = opts.expiringWithin === undefined ? {} : { expiring_within: String(opts.expiringWithin.seconds) };
         if (opts.transitive === true && opts.createdBy === undefined) throw new CliError('--transitive needs --created-by', { usage: true });
         const filtered = unusedForMs !== undefined || opts.createdBy !== undefined || opts.exceedingPolicy === true;
         await runCommand(jsonWanted(cmd), async ({ core, store, json }) => {
-          const fetched = await fetchPaged(filtered ? { limit: opts.limit, all: true } : opts, (query) => core.apiKeys.list(OPERATOR, orgId, query));
+          const fetched = await fetchPaged(filtered ? { limit: opts.limit, all: true } : opts, (query) =>
+            core.apiKeys.list(OPERATOR, orgId, { ...query, ...expiring }),
+          );
           const now = core.clock.now();
           let items = fetched.items;
           if (unusedForMs !== undefined) items = items.filter((k) => isStale(k, now, now.getTime() - unusedForMs));
@@ -202,10 +217,12 @@ export function registerKey(program: Command): void {
                   orNone(v.last_used_at, 'never'),
                   v.scopes.join(','),
                 ]),
-                filtered ? 'No API key matches.' : 'No API keys.',
+                filtered || opts.expiringWithin !== undefined ? 'No API key matches.' : 'No API keys.',
               ),
               ...(all.length > 0 && page.nextCursor === null ? [`(${plural(all.length, 'key')}, ${views.filter((v) => v.is_active).length} active)`] : []),
-              ...(page.nextCursor !== null ? [`More keys: ${nextPageCommand(`key list ${orgId}`, { limit: opts.limit }, page.nextCursor)}`] : []),
+              ...(page.nextCursor !== null
+                ? [`More keys: ${nextPageCommand(`key list ${orgId}`, { limit: opts.limit, 'expiring-within': opts.expiringWithin?.text }, page.nextCursor)}`]
+                : []),
             ].join('\n'),
           );
         });

@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
-import { keyPolicyView, lifetimeText, listView, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
+import { keyPolicyView, lifetimeText, listView, MAX_EXPIRY_NOTICE_SECONDS, MAX_POLICY_LIFETIME_SECONDS, MIN_POLICY_LIFETIME_SECONDS, NACE_SECTIONS, OPERATOR, organisationView, type KeyPolicy, type Organisation } from '@cos/core';
 import { CliError } from '../errors.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { DURATION_GRAMMAR, listOf, naceSection, parseDuration, uuid } from '../values.js';
+import { DURATION_GRAMMAR, durationSeconds, listOf, naceSection, parseDuration, uuid } from '../values.js';
 import { fetchPaged, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
 import { registerLimit } from './org-limit.js';
 import { registerWebhook } from './webhook.js';
@@ -95,6 +95,7 @@ function policyText(orgId: string, p: KeyPolicy): string {
     ['max lifetime', p.maxLifetimeSeconds === null ? 'none' : `${p.maxLifetimeSeconds} s (${lifetimeText(p.maxLifetimeSeconds)})`],
     ['environments', p.allowedEnvironments.join(', ')],
     ['exposure response', p.exposureResponse],
+    ['expiry notice', p.expiryNoticeSeconds === 0 ? 'off' : `${p.expiryNoticeSeconds} s (${lifetimeText(p.expiryNoticeSeconds)}) before a key expires`],
   ]);
 }
 
@@ -102,6 +103,7 @@ interface PolicySetOptions {
   maxLifetime?: { readonly seconds: number | null };
   environments?: string[];
   exposureResponse?: string;
+  expiryNotice?: number;
 }
 
 /**
@@ -118,7 +120,9 @@ function parseMaxLifetime(text: string): { readonly seconds: number | null } {
 }
 
 function registerPolicy(org: Command): void {
-  const policy = org.command('policy').description("an organisation's key policy: maximum key lifetime, allowed environments, exposure response");
+  const policy = org
+    .command('policy')
+    .description("an organisation's key policy: maximum key lifetime, allowed environments, exposure response, expiry notice");
 
   withJson(
     policy
@@ -143,9 +147,14 @@ function registerPolicy(org: Command): void {
       .addOption(
         new Option('--exposure-response <response>', 'what a secret-scanning exposure revokes').choices(['revoke_key', 'revoke_key_and_descendants']),
       )
+      .option(
+        '--expiry-notice <duration>',
+        `how long before a key expires its api_key.expiring webhook is sent: 0 (none) or ${DURATION_GRAMMAR}, at most 90d`,
+        durationSeconds({ zero: true, max: { ms: MAX_EXPIRY_NOTICE_SECONDS * 1000, text: '90d' } }),
+      )
       .action(async (orgId: string, opts: PolicySetOptions, cmd: Command) => {
-        if (opts.maxLifetime === undefined && opts.environments === undefined && opts.exposureResponse === undefined) {
-          throw new CliError('nothing to change: give --max-lifetime, --environments or --exposure-response', { usage: true });
+        if (opts.maxLifetime === undefined && opts.environments === undefined && opts.exposureResponse === undefined && opts.expiryNotice === undefined) {
+          throw new CliError('nothing to change: give --max-lifetime, --environments, --exposure-response or --expiry-notice', { usage: true });
         }
         const maxLifetime = opts.maxLifetime?.seconds;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
@@ -155,6 +164,7 @@ function registerPolicy(org: Command): void {
             allowed_environments:
               opts.environments ?? current.allowed_environments,
             exposure_response: opts.exposureResponse ?? current.exposure_response,
+            expiry_notice_seconds: opts.expiryNotice ?? current.expiry_notice_seconds,
           });
           emit(json, keyPolicyView(changed), () => `Changed key policy:\n${policyText(orgId, changed)}`);
         });

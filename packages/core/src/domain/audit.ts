@@ -142,8 +142,14 @@ export interface RateLimitChange {
   readonly new: number | null;
 }
 
+/**
+ * A key policy as an audit entry recorded it: entries written before the policy had an expiry
+ * notice period lack `expiryNoticeSeconds` (the entry is kept as written: its hash covers it).
+ */
+export type AuditedKeyPolicy = Omit<KeyPolicy, 'expiryNoticeSeconds'> & { readonly expiryNoticeSeconds?: number };
+
 /** What an `organisation_policy_updated` entry records. */
 export interface KeyPolicyChange {
-  readonly old: KeyPolicy;
-  readonly new: KeyPolicy;
+  readonly old: AuditedKeyPolicy;
+  readonly new: AuditedKeyPolicy;
 }

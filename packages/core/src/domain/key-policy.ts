@@ -1,7 +1,8 @@
 /**
  * An organisation's key policy (C-62): the longest life a new key may have, the environments keys
- * may be issued in, and what a secret-scanning exposure of a key revokes. Applied when a key is
- * issued or rolled; keys that exist are never changed by a policy.
+ * may be issued in, what a secret-scanning exposure of a key revokes, and how long before a key
+ * expires its `api_key.expiring` notice is sent (C-280). Applied when a key is issued or rolled;
+ * keys that exist are never changed by a policy (the notice period applies to every active key).
  */
 import type { KeyEnvironment } from './api-key.js';
 
@@ -14,6 +15,8 @@ export interface KeyPolicy {
   /** Sorted, non-empty, without duplicates. */
   readonly allowedEnvironments: readonly KeyEnvironment[];
   readonly exposureResponse: ExposureResponse;
+  /** An active key with this many seconds or fewer left gets one `api_key.expiring` notice; 0: none. */
+  readonly expiryNoticeSeconds: number;
 }
 
 /** The policy of an organisation that never set one. */
@@ -21,7 +24,11 @@ export const DEFAULT_KEY_POLICY: KeyPolicy = Object.freeze({
   maxLifetimeSeconds: null,
   allowedEnvironments: Object.freeze(['live', 'test'] as KeyEnvironment[]),
   exposureResponse: 'revoke_key',
+  expiryNoticeSeconds: 604_800,
 });
+
+/** Bounds of expiry_notice_seconds: 0 (no notices) to 90 days. */
+export const MAX_EXPIRY_NOTICE_SECONDS = 7_776_000;
 
 /** Bounds of max_lifetime_seconds: one hour to two years (730 days). */
 export const MIN_POLICY_LIFETIME_SECONDS = 3_600;

@@ -5,10 +5,10 @@
  */
 import type { Random } from './random.js';
 
-export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled' | 'ping';
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled', 'ping'];
+export type WebhookEventType = 'api_key.issued' | 'api_key.revoked' | 'api_key.exposed' | 'api_key.rolled' | 'api_key.expiring' | 'ping';
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled', 'api_key.expiring', 'ping'];
 /** The events an endpoint may subscribe to (`ping` is sent on request whatever the subscription). */
-export const SUBSCRIBABLE_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled'];
+export const SUBSCRIBABLE_EVENT_TYPES: readonly WebhookEventType[] = ['api_key.issued', 'api_key.revoked', 'api_key.exposed', 'api_key.rolled', 'api_key.expiring'];
 /** Every event. */
 export const ALL_EVENTS = '*';
 
@@ -123,6 +123,19 @@ export function webhookOrigin(url: string): string {
   return new URL(url).origin;
 }
 
+/**
+ * What an `api_key.expiring` event says (C-281): the key and when it expires. Nobody caused it (the
+ * expiry notices' scan found the key within its organisation's notice period), so it has no `cause`.
+ */
+export interface ExpiringEventData {
+  readonly organisation_id: string;
+  readonly key_id: string;
+  readonly key_prefix: string;
+  readonly label: string;
+  /** ISO 8601, milliseconds, UTC (as every timestamp of the API). */
+  readonly expires_at: string;
+}
+
 /** What a `ping` event says: the organisation, and who asked for it. */
 export interface PingEventData {
   readonly organisation_id: string;
@@ -134,7 +147,7 @@ export function newNotification(
   random: Random,
   type: WebhookEventType,
   at: Date,
-  data: KeyEventData | PingEventData,
+  data: KeyEventData | ExpiringEventData | PingEventData,
 ): Notification {
   const payload = JSON.stringify({ type, timestamp: at.toISOString(), data });
   return {

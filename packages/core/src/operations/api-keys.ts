@@ -22,7 +22,7 @@ import type { IssueKeyInput } from '../validation/api-key.js';
 import { checkIssueKey, checkPatchKey, checkRollKey } from '../validation/api-key.js';
 import { checkUuid } from '../validation/ids.js';
 import { all } from '../validation/issues.js';
-import { checkListQuery } from '../validation/query.js';
+import { checkKeyListQuery } from '../validation/key-list-query.js';
 import { auditEntry } from './audit-entry.js';
 import { causeOf, notifyKeyEvents, type KeyEvent } from './key-events.js';
 import { actorOf, authorise, authoriseRevocation } from '../access/authorise.js';
@@ -219,12 +219,17 @@ export async function issueKeyIn(
 export class ApiKeys {
   constructor(private readonly deps: CoreDeps) {}
 
-  /** GET .../api-keys, query {limit, cursor}; 404 when the organisation does not exist. */
+  /**
+   * GET .../api-keys, query {limit, cursor, expiring_within} (C-283: only keys active now that
+   * expire within that duration); 404 when the organisation does not exist.
+   */
   async list(principal: Principal, orgId: string, query: Readonly<Record<string, unknown>>): Promise<Page<ApiKey>> {
     authorise(principal, 'api_keys.list', orgId);
-    const [id, q] = all(checkUuid(orgId, 'org_id'), checkListQuery(query));
+    const [id, q] = all(checkUuid(orgId, 'org_id'), checkKeyListQuery(query));
     await requireOrganisation(this.deps.stores.organisations, id);
-    return paginate(q, (page) => this.deps.stores.apiKeys.list(id, page), (k) => k);
+    const now = this.deps.clock.now();
+    const filter = q.expiringWithinSeconds === undefined ? {} : { expiring: { now, until: new Date(now.getTime() + q.expiringWithinSeconds * 1000) } };
+    return paginate(q, (page) => this.deps.stores.apiKeys.list(id, page, filter), (k) => k);
   }
 
   /**

@@ -79,3 +79,28 @@ export async function notifyKeyEvents(
     );
   }
 }
+
+/**
+ * Enqueues the `api_key.expiring` event of `key` (C-281) when its organisation has an endpoint that
+ * wants it; true when an event was written. The caller has recorded the notice as sent in the same
+ * unit of work (ApiKeyStore.claimExpiryNotice), so the notice is written once or not at all.
+ */
+export async function notifyKeyExpiring(
+  stores: OuterStores,
+  random: Random,
+  at: Date,
+  key: Pick<ApiKey, 'id' | 'organisationId' | 'keyPrefix' | 'label'> & { readonly expiresAt: Date },
+): Promise<boolean> {
+  const endpoint = await stores.webhooks.get(key.organisationId);
+  if (endpoint === null || !endpointWants(endpoint, 'api_key.expiring')) return false;
+  await stores.outbox.enqueue(
+    newNotification(random, 'api_key.expiring', at, {
+      organisation_id: key.organisationId,
+      key_id: key.id,
+      key_prefix: key.keyPrefix,
+      label: key.label,
+      expires_at: key.expiresAt.toISOString(),
+    }),
+  );
+  return true;
+}

@@ -28,6 +28,12 @@ export interface KeyAttributesChange {
   readonly to: KeyAttributes;
 }
 
+/** What a key list may be narrowed to. */
+export interface KeyListFilter {
+  /** Only keys active at `now` (not revoked, expiring after it) whose expiry is at or before `until` (C-283). */
+  readonly expiring?: { readonly now: Date; readonly until: Date };
+}
+
 export interface ApiKeyStore {
   /**
    * Inserts (lastUsedAt is stored null; scopes omitted: every built-in scope; createdByKeyId
@@ -40,8 +46,8 @@ export interface ApiKeyStore {
   findById(organisationId: string, keyId: string): Promise<ApiKey | null>;
   /** The key with that digest together with its organisation, or null. */
   findCredential(digest: string): Promise<Credential | null>;
-  /** Keys of one organisation ordered by (createdAt, id), strictly after `page.after`, at most `page.limit`. */
-  list(organisationId: string, page: PageRequest): Promise<ApiKey[]>;
+  /** Keys of one organisation (those `filter` keeps) ordered by (createdAt, id), strictly after `page.after`, at most `page.limit`. */
+  list(organisationId: string, page: PageRequest, filter?: KeyListFilter): Promise<ApiKey[]>;
   /** Keys neither revoked nor expired at `now`. */
   countActive(organisationId: string, now: Date): Promise<number>;
   /**
@@ -84,4 +90,19 @@ export interface ApiKeyStore {
    * ordered by (createdAt, id). The lineage walk reads the children of one key per call.
    */
   listCreatedBy(createdByKeyId: string): Promise<ApiKey[]>;
+  /**
+   * The keys, in every organisation, whose expiry notice is due at `now` (C-280, C-282): active
+   * (not revoked, expiring after `now`), without a recorded notice, and expiring within their
+   * organisation's expiry notice period of `now` (the default policy's for an organisation without
+   * one; a period of 0 is never due). Ordered by (expiresAt, id), at most `limit`. One query on an
+   * index of the keys not yet noticed, by expiry.
+   */
+  listExpiryNoticesDue(now: Date, limit: number): Promise<ApiKey[]>;
+  /**
+   * Records the key's expiry notice as sent at `now` if it is due then (as listExpiryNoticesDue
+   * says). True when this call recorded it; false otherwise (recorded already, revoked, expired,
+   * outside its period, unknown). One conditional statement: of concurrent calls for one key, in
+   * any number of processes, exactly one returns true (C-282). Not a credential change.
+   */
+  claimExpiryNotice(keyId: string, now: Date): Promise<boolean>;
 }

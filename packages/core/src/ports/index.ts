@@ -1,4 +1,4 @@
-export type { ApiKeyStore, Credential, KeyAttributes, KeyAttributesChange, KeyUse } from './api-key-store.js';
+export type { ApiKeyStore, Credential, KeyAttributes, KeyAttributesChange, KeyListFilter, KeyUse } from './api-key-store.js';
 export type { AuditChainQuery, AuditFilter, AuditLog, AuditOutsideChain } from './audit-log.js';
 export type { Clock } from './clock.js';
 export type { HealthProbe } from './health-probe.js';

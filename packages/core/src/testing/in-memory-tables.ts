@@ -1,6 +1,7 @@
 /** The in-memory store's tables, the copies its records are stored and handed out as, and keyset paging. */
 import type { ApiKey } from '../domain/api-key.js';
 import type { KeyPolicy } from '../domain/key-policy.js';
+import type { AuditedKeyPolicy } from '../domain/audit.js';
 import type { AuditHead, ChainedAuditEntry } from '../domain/audit-chain.js';
 import type { Notification, WebhookEndpoint } from '../domain/webhook.js';
 import { ConflictError, uniqueConflict } from '../domain/errors.js';
@@ -26,6 +27,8 @@ export interface Tables {
   readonly idempotency: Map<string, IdempotencyRow>;
   /** Usage counts by `${keyId} ${hourStartMs}`. */
   readonly usage: Map<string, UsageRow>;
+  /** Key id -> when its expiry notice was recorded as sent. */
+  readonly expiryNotices: Map<string, Date>;
 }
 
 /** One key's counts for one hour (replaced, never mutated, so a shallow copy of the map is a snapshot). */
@@ -65,6 +68,7 @@ export function emptyTables(): Tables {
     keyPolicies: new Map(),
     idempotency: new Map(),
     usage: new Map(),
+    expiryNotices: new Map(),
   };
 }
 
@@ -82,6 +86,7 @@ export function cloneTables(t: Tables): Tables {
     keyPolicies: new Map(t.keyPolicies),
     idempotency: new Map(t.idempotency),
     usage: new Map(t.usage),
+    expiryNotices: new Map(t.expiryNotices),
   };
 }
 
@@ -102,7 +107,17 @@ export function copyOrganisation(o: Organisation): Organisation {
 }
 
 export function copyKeyPolicy(p: KeyPolicy): KeyPolicy {
-  return { maxLifetimeSeconds: p.maxLifetimeSeconds, allowedEnvironments: [...p.allowedEnvironments], exposureResponse: p.exposureResponse };
+  return { ...copyAuditedKeyPolicy(p), expiryNoticeSeconds: p.expiryNoticeSeconds };
+}
+
+/** A policy as an audit entry holds it: `expiryNoticeSeconds` only when the entry has it. */
+export function copyAuditedKeyPolicy(p: AuditedKeyPolicy): AuditedKeyPolicy {
+  return {
+    maxLifetimeSeconds: p.maxLifetimeSeconds,
+    allowedEnvironments: [...p.allowedEnvironments],
+    exposureResponse: p.exposureResponse,
+    ...(p.expiryNoticeSeconds !== undefined ? { expiryNoticeSeconds: p.expiryNoticeSeconds } : {}),
+  };
 }
 
 /** Order by (time, id) ascending; ids compare by code unit, as a binary collation would. */

@@ -25,6 +25,7 @@ import { auditSeqChecks } from './0014_audit_seq_checks.js';
 import { organisationRateLimit } from './0015_organisation_rate_limit.js';
 import { keyUsage } from './0016_key_usage.js';
 import { keyMetadataCidrs } from './0017_key_metadata_cidrs.js';
+import { expiryNotices } from './0018_expiry_notices.js';
 import type { SqlMigration } from './migration.js';
 
 export type { SqlMigration } from './migration.js';
@@ -50,6 +51,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   organisationRateLimit,
   keyUsage,
   keyMetadataCidrs,
+  expiryNotices,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import {
   allowedCidrsOf,
+  DEFAULT_KEY_POLICY,
+  MAX_EXPIRY_NOTICE_SECONDS,
   decodeMetadata,
   decodeScopes,
   encodeMetadata,
@@ -11,6 +13,7 @@ import {
   type ApiKeyStore,
   type Credential,
   type KeyAttributesChange,
+  type KeyListFilter,
   type KeyUse,
   type PageRequest,
 } from '@cos/core';
@@ -70,6 +73,31 @@ export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
 const LIST_FIRST = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
+/** `expiring_within` (C-283): the organisation's keys active at a time and expiring at or before another. */
+const EXPIRING = 'revoked_at IS NULL AND expires_at > ? AND expires_at <= ?';
+const LIST_EXPIRING_FIRST = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND ${EXPIRING} ORDER BY created_at, id LIMIT ?`;
+const LIST_EXPIRING_AFTER = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND ${EXPIRING} AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
+/**
+ * The keys not yet noticed that can still expire: what the expiry notices' scan reads (C-282), by
+ * expiry, in a partial index that a key leaves once noticed or revoked. Migration 0018 creates it;
+ * the scan's statement carries the predicate so that both dialects' planners use it.
+ */
+export const EXPIRY_NOTICE_INDEX = 'api_keys_expiry_notice_due';
+export const EXPIRY_NOTICE_PREDICATE = 'expiry_notice_sent_at IS NULL AND revoked_at IS NULL AND expires_at IS NOT NULL';
+/**
+ * One range of that index, from now to now + the longest notice period any policy may set, each
+ * key then kept when its own organisation's period (the default without a policy) reaches it.
+ */
+const EXPIRY_NOTICES_DUE = `SELECT ${COLUMNS.split(', ')
+  .map((c) => `k.${c}`)
+  .join(', ')} FROM api_keys k LEFT JOIN organisation_key_policies p ON p.organisation_id = k.organisation_id
+  WHERE k.expiry_notice_sent_at IS NULL AND k.revoked_at IS NULL AND k.expires_at IS NOT NULL AND k.expires_at > ? AND k.expires_at <= ?
+  AND k.expires_at - ? <= 1000 * CAST(coalesce(p.expiry_notice_seconds, ?) AS bigint)
+  ORDER BY k.expires_at, k.id LIMIT ?`;
+/** The same conditions on one key, with the record of its notice: the one statement that decides who sends it. */
+const CLAIM_EXPIRY_NOTICE = `UPDATE api_keys SET expiry_notice_sent_at = ?
+  WHERE id = ? AND ${EXPIRY_NOTICE_PREDICATE} AND expires_at > ?
+  AND expires_at - ? <= 1000 * CAST(coalesce((SELECT p.expiry_notice_seconds FROM organisation_key_policies p WHERE p.organisation_id = api_keys.organisation_id), ?) AS bigint)`;
 /** The lineage walk (C-61, C-100): one key's children in every organisation, through api_keys_created_by_created_at_id. */
 const CREATED_BY = `SELECT ${COLUMNS} FROM api_keys WHERE created_by_key_id = ? ORDER BY created_at, id`;
 const COUNT_ACTIVE = `SELECT count(*) AS n FROM api_keys
@@ -152,12 +180,14 @@ export class SqlApiKeyStore implements ApiKeyStore {
     return credentialFromRow((await query(this.ctx, CREDENTIAL, [digest]))[0]);
   }
 
-  async list(organisationId: string, page: PageRequest): Promise<ApiKey[]> {
-    const rows =
-      page.after === null
-        ? await query(this.ctx, LIST_FIRST, [organisationId, page.limit])
-        : await query(this.ctx, LIST_AFTER, [organisationId, page.after.createdAt.getTime(), page.after.id, page.limit]);
-    return rows.map(keyFromRow);
+  async list(organisationId: string, page: PageRequest, filter: KeyListFilter = {}): Promise<ApiKey[]> {
+    const after = page.after === null ? [] : [page.after.createdAt.getTime(), page.after.id];
+    if (filter.expiring !== undefined) {
+      const { now, until } = filter.expiring;
+      const sql = page.after === null ? LIST_EXPIRING_FIRST : LIST_EXPIRING_AFTER;
+      return (await query(this.ctx, sql, [organisationId, now.getTime(), until.getTime(), ...after, page.limit])).map(keyFromRow);
+    }
+    return (await query(this.ctx, page.after === null ? LIST_FIRST : LIST_AFTER, [organisationId, ...after, page.limit])).map(keyFromRow);
   }
 
   /**
@@ -212,5 +242,16 @@ export class SqlApiKeyStore implements ApiKeyStore {
 
   async recordExposure(keyId: string, url: string | null, at: Date): Promise<boolean> {
     return (await execute(this.ctx, RECORD_EXPOSURE, [keyId, urlHash(url), at.getTime()])) > 0;
+  }
+
+  async listExpiryNoticesDue(now: Date, limit: number): Promise<ApiKey[]> {
+    const ms = now.getTime();
+    const bindings = [ms, ms + MAX_EXPIRY_NOTICE_SECONDS * 1000, ms, DEFAULT_KEY_POLICY.expiryNoticeSeconds, limit];
+    return (await query(this.ctx, EXPIRY_NOTICES_DUE, bindings)).map(keyFromRow);
+  }
+
+  async claimExpiryNotice(keyId: string, now: Date): Promise<boolean> {
+    const ms = now.getTime();
+    return (await execute(this.ctx, CLAIM_EXPIRY_NOTICE, [ms, keyId, ms, ms, DEFAULT_KEY_POLICY.expiryNoticeSeconds])) > 0;
   }
 }

@@ -22,12 +22,14 @@ const FIRST_SYSTEM = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE is
 const LIST_FIRST = `SELECT ${ORGANISATION_COLUMNS} FROM organisations ORDER BY created_at, id LIMIT ?`;
 const LIST_AFTER = `SELECT ${ORGANISATION_COLUMNS} FROM organisations WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`;
 
-const KEY_POLICY = 'SELECT max_lifetime_seconds, allowed_environments, exposure_response FROM organisation_key_policies WHERE organisation_id = ?';
+const KEY_POLICY =
+  'SELECT max_lifetime_seconds, allowed_environments, exposure_response, expiry_notice_seconds FROM organisation_key_policies WHERE organisation_id = ?';
 /** One statement: insert the organisation's policy or replace the one it has. */
-const PUT_KEY_POLICY = `INSERT INTO organisation_key_policies (organisation_id, max_lifetime_seconds, allowed_environments, exposure_response, updated_at)
-  VALUES (?, ?, ?, ?, ?)
+const PUT_KEY_POLICY = `INSERT INTO organisation_key_policies (organisation_id, max_lifetime_seconds, allowed_environments, exposure_response, expiry_notice_seconds, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?)
   ON CONFLICT (organisation_id) DO UPDATE SET max_lifetime_seconds = excluded.max_lifetime_seconds,
-    allowed_environments = excluded.allowed_environments, exposure_response = excluded.exposure_response, updated_at = excluded.updated_at`;
+    allowed_environments = excluded.allowed_environments, exposure_response = excluded.exposure_response,
+    expiry_notice_seconds = excluded.expiry_notice_seconds, updated_at = excluded.updated_at`;
 
 export class SqlOrganisationStore implements OrganisationStore {
   constructor(private readonly ctx: StoreContext) {}
@@ -85,6 +87,7 @@ export class SqlOrganisationStore implements OrganisationStore {
       // Environments are stored space-joined, in the order the core gives them (live before test).
       allowedEnvironments: String(row.allowed_environments).split(' ') as KeyEnvironment[],
       exposureResponse: String(row.exposure_response) as KeyPolicy['exposureResponse'],
+      expiryNoticeSeconds: Number(row.expiry_notice_seconds),
     };
   }
 
@@ -95,6 +98,7 @@ export class SqlOrganisationStore implements OrganisationStore {
       policy.maxLifetimeSeconds,
       policy.allowedEnvironments.join(' '),
       policy.exposureResponse,
+      policy.expiryNoticeSeconds,
       at.getTime(),
     ]);
   }

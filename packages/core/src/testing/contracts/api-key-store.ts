@@ -9,6 +9,7 @@ import { ALL_BUILTIN_SCOPES } from '../../domain/scopes.js';
 import { at, expectConflictError, expectSameInstant, newApiKey, newDigest, newOrganisation, storePorts } from './fixtures.js';
 import { expectOrganisation } from './organisation-store.js';
 import { describeKeysetPaging } from './paging.js';
+import { describeApiKeyExpiry } from './api-key-expiry.js';
 import type { Organisation } from '../../domain/organisation.js';
 
 export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey): void {
@@ -605,4 +606,6 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       list: (page) => harness.stores.apiKeys.list(org.id, page),
     };
   });
+
+  describeApiKeyExpiry(name, factory);
 }

@@ -175,6 +175,19 @@ export function describeAuditLog(name: string, factory: StoreHarnessFactory): vo
       expectAuditEntry((await audit().list({ kind: 'organisation_policy_updated' }, ALL))[0], e);
     });
 
+    it('C-280: a policy entry keeps the expiry notice period where it has one, and none where it was written without', async () => {
+      const keyPolicy = {
+        old: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'] as const, exposureResponse: 'revoke_key' as const },
+        new: { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'] as const, exposureResponse: 'revoke_key' as const, expiryNoticeSeconds: 0 },
+      };
+      const e = newAuditEntry(orgA, { kind: 'organisation_policy_updated', occurredAt: at(3), actor: { type: 'operator' }, keyPolicy });
+      await audit().append(e);
+      const [listed] = await audit().list({ kind: 'organisation_policy_updated' }, ALL);
+      expectAuditEntry(listed, e);
+      expect(listed?.keyPolicy?.old, 'no expiryNoticeSeconds property').to.not.have.property('expiryNoticeSeconds');
+      expect(listed?.keyPolicy?.new.expiryNoticeSeconds).to.equal(0);
+    });
+
     it('C-241: organisation_rate_limit_changed entries round-trip the old and the new limit, null (the default) on either side', async () => {
       const raised = newAuditEntry(orgA, { kind: 'organisation_rate_limit_changed', occurredAt: at(3), actor: { type: 'api_key', keyId: keyB.id }, rateLimit: { old: null, new: 1_000_000 } });
       const lowered = newAuditEntry(orgA, { kind: 'organisation_rate_limit_changed', occurredAt: at(4), actor: { type: 'operator', name: 'ops' }, rateLimit: { old: 1_000_000, new: 1 } });

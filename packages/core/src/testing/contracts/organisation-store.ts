@@ -206,7 +206,7 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
     });
 
     describe('key policy (C-62)', () => {
-      const strict = { maxLifetimeSeconds: 7_776_000, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants' } as const;
+      const strict = { maxLifetimeSeconds: 7_776_000, allowedEnvironments: ['live'], exposureResponse: 'revoke_key_and_descendants', expiryNoticeSeconds: 0 } as const;
 
       it('C-62: null for an organisation that never set one, and for an unknown id', async () => {
         const o = newOrganisation();
@@ -223,12 +223,21 @@ export function describeOrganisationStore(name: string, factory: StoreHarnessFac
         await organisations().putKeyPolicy(a.id, strict, at(1));
         expect(await organisations().findKeyPolicy(a.id)).to.deep.equal(strict);
         expect(await organisations().findKeyPolicy(b.id)).to.equal(null);
-        const relaxed = { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key' } as const;
+        const relaxed = { maxLifetimeSeconds: null, allowedEnvironments: ['live', 'test'], exposureResponse: 'revoke_key', expiryNoticeSeconds: 604_800 } as const;
         await organisations().putKeyPolicy(a.id, relaxed, at(2));
         expect(await organisations().findKeyPolicy(a.id)).to.deep.equal(relaxed);
         await organisations().putKeyPolicy(b.id, { ...strict, allowedEnvironments: ['test'] }, at(3));
         expect(await organisations().findKeyPolicy(b.id)).to.deep.equal({ ...strict, allowedEnvironments: ['test'] });
         expect(await organisations().findKeyPolicy(a.id)).to.deep.equal(relaxed);
+      });
+
+      it('C-280: round-trips the expiry notice period at both bounds (0: none; 90 days)', async () => {
+        const o = newOrganisation();
+        await organisations().create(o);
+        await organisations().putKeyPolicy(o.id, { ...strict, expiryNoticeSeconds: 7_776_000 }, at(1));
+        expect((await organisations().findKeyPolicy(o.id))?.expiryNoticeSeconds).to.equal(7_776_000);
+        await organisations().putKeyPolicy(o.id, { ...strict, expiryNoticeSeconds: 0 }, at(2));
+        expect((await organisations().findKeyPolicy(o.id))?.expiryNoticeSeconds).to.equal(0);
       });
 
       it('C-62: a policy leaves the organisation record unchanged', async () => {

@@ -2,9 +2,10 @@
 import { allowedCidrsOf, digestsEqual, encodeMetadata, metadataOf, scopesOf, type ApiKey } from '../../domain/api-key.js';
 import { sortedScopes } from '../../domain/scopes.js';
 import { uniqueConflict } from '../../domain/errors.js';
-import type { ApiKeyStore, Credential, KeyAttributes, KeyAttributesChange, KeyUse } from '../../ports/api-key-store.js';
+import { DEFAULT_KEY_POLICY } from '../../domain/key-policy.js';
+import type { ApiKeyStore, Credential, KeyAttributes, KeyAttributesChange, KeyListFilter, KeyUse } from '../../ports/api-key-store.js';
 import type { PageRequest } from '../../ports/pagination.js';
-import { copyDate, copyDateOrNull, copyOrganisation, page, duplicateId } from '../in-memory-tables.js';
+import { compareKeyset, copyDate, copyDateOrNull, copyOrganisation, page, duplicateId, type Tables } from '../in-memory-tables.js';
 import type { Session } from '../in-memory-session.js';
 
 function copyApiKey(k: ApiKey): ApiKey {
@@ -34,6 +35,18 @@ function holds(k: ApiKey, a: KeyAttributes): boolean {
     encodeMetadata(metadataOf(k)) === encodeMetadata(a.metadata) &&
     (cidrs === null ? a.allowedCidrs === null : a.allowedCidrs !== null && JSON.stringify(cidrs) === JSON.stringify(a.allowedCidrs))
   );
+}
+
+/** Active at `nowMs` and expiring at or before `untilMs`. */
+function expiringBy(k: ApiKey, nowMs: number, untilMs: number): boolean {
+  return k.revokedAt === null && k.expiresAt !== null && k.expiresAt.getTime() > nowMs && k.expiresAt.getTime() <= untilMs;
+}
+
+/** Whether the key's expiry notice is due at `nowMs` (ApiKeyStore.listExpiryNoticesDue). */
+function noticeDue(t: Tables, k: ApiKey, nowMs: number): boolean {
+  if (t.expiryNotices.has(k.id)) return false;
+  const seconds = (t.keyPolicies.get(k.organisationId) ?? DEFAULT_KEY_POLICY).expiryNoticeSeconds;
+  return expiringBy(k, nowMs, nowMs + seconds * 1000);
 }
 
 export class InMemoryApiKeyStore implements ApiKeyStore {
@@ -75,10 +88,11 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
     });
   }
 
-  async list(organisationId: string, request: PageRequest): Promise<ApiKey[]> {
+  async list(organisationId: string, request: PageRequest, filter: KeyListFilter = {}): Promise<ApiKey[]> {
+    const expiring = filter.expiring === undefined ? null : { now: filter.expiring.now.getTime(), until: filter.expiring.until.getTime() };
     return this.session.read((t) =>
       page(
-        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId),
+        [...t.apiKeys.values()].filter((k) => k.organisationId === organisationId && (expiring === null || expiringBy(k, expiring.now, expiring.until))),
         (k) => k,
         request,
         copyApiKey,
@@ -168,6 +182,27 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
     return this.session.write((t) => {
       if (t.exposures.has(entry)) return false;
       t.exposures.add(entry);
+      return true;
+    });
+  }
+
+  async listExpiryNoticesDue(now: Date, limit: number): Promise<ApiKey[]> {
+    const nowMs = now.getTime();
+    return this.session.read((t) =>
+      [...t.apiKeys.values()]
+        .filter((k) => noticeDue(t, k, nowMs))
+        .sort((a, b) => compareKeyset(a.expiresAt!.getTime(), a.id, b.expiresAt!.getTime(), b.id))
+        .slice(0, Math.max(0, limit))
+        .map(copyApiKey),
+    );
+  }
+
+  async claimExpiryNotice(keyId: string, now: Date): Promise<boolean> {
+    const nowMs = now.getTime();
+    return this.session.write((t) => {
+      const k = t.apiKeys.get(keyId);
+      if (k === undefined || !noticeDue(t, k, nowMs)) return false;
+      t.expiryNotices.set(keyId, new Date(nowMs));
       return true;
     });
   }

@@ -3,7 +3,7 @@ import type { AuditActor, AuditEntry } from '../../domain/audit.js';
 import { linkAuditEntry, type AuditHead, type ChainedAuditEntry } from '../../domain/audit-chain.js';
 import type { AuditChainQuery, AuditFilter, AuditLog, AuditOutsideChain } from '../../ports/audit-log.js';
 import type { PageRequest } from '../../ports/pagination.js';
-import { copyDate, copyKeyPolicy, page, duplicateId } from '../in-memory-tables.js';
+import { copyAuditedKeyPolicy, copyDate, page, duplicateId } from '../in-memory-tables.js';
 import type { Session } from '../in-memory-session.js';
 
 function copyActor(a: AuditActor): AuditActor {
@@ -36,7 +36,7 @@ function copyEntry(e: AuditEntry): AuditEntry {
     ...(e.webhook !== undefined ? { webhook: { origin: e.webhook.origin } } : {}),
     ...(e.notification !== undefined ? { notification: { id: e.notification.id, type: e.notification.type } } : {}),
     ...(e.descendantKeyIds !== undefined ? { descendantKeyIds: [...e.descendantKeyIds] } : {}),
-    ...(e.keyPolicy !== undefined ? { keyPolicy: { old: copyKeyPolicy(e.keyPolicy.old), new: copyKeyPolicy(e.keyPolicy.new) } } : {}),
+    ...(e.keyPolicy !== undefined ? { keyPolicy: { old: copyAuditedKeyPolicy(e.keyPolicy.old), new: copyAuditedKeyPolicy(e.keyPolicy.new) } } : {}),
     ...(e.rateLimit !== undefined ? { rateLimit: { old: e.rateLimit.old, new: e.rateLimit.new } } : {}),
     ...(e.changedFields !== undefined ? { changedFields: [...e.changedFields] } : {}),
     ...(e.allowedCidrs !== undefined ? { allowedCidrs: e.allowedCidrs === null ? null : [...e.allowedCidrs] } : {}),
