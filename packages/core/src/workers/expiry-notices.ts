@@ -16,6 +16,7 @@ import type { Logger } from '../ports/logger.js';
 import type { Random } from '../ports/random.js';
 import type { OuterStores, UnitOfWork } from '../ports/unit-of-work.js';
 import { notifyKeyExpiring } from '../operations/key-events.js';
+import { PeriodicTask } from './periodic-task.js';
 
 const DEFAULT_EXPIRY_NOTICE_SCAN_INTERVAL_MS = 60_000;
 /** Keys read per scan: a larger backlog (the first scan after an upgrade) drains over the next minutes. */
@@ -42,13 +43,12 @@ export interface ExpiryScan {
 export class ExpiryNotices {
   readonly intervalMs: number;
   private readonly limit: number;
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private current: Promise<void> | null = null;
+  private readonly task: PeriodicTask;
 
   constructor(private readonly deps: ExpiryNoticesDeps) {
     this.intervalMs = deps.intervalMs ?? DEFAULT_EXPIRY_NOTICE_SCAN_INTERVAL_MS;
     this.limit = deps.limit ?? EXPIRY_NOTICE_SCAN_LIMIT;
+    this.task = new PeriodicTask(() => this.scanOnce(), this.intervalMs, deps.logger, 'expiry notices scan failed; trying again at the next interval');
   }
 
   /** One scan at the clock's now. */
@@ -73,32 +73,11 @@ export class ExpiryNotices {
 
   /** Scans now, then every intervalMs until stop(). */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
+    this.task.start();
   }
 
   /** Stops the timer and waits for a scan in progress. */
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.current;
-  }
-
-  private schedule(delayMs: number): void {
-    if (!this.running) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.current = this.scanOnce()
-        .then(
-          () => undefined,
-          (e: unknown) => {
-            this.deps.logger.warn({ err: e instanceof Error ? e.message : String(e) }, 'expiry notices scan failed; trying again at the next interval');
-          },
-        )
-        .then(() => this.schedule(this.intervalMs));
-    }, delayMs);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.task.stop();
   }
 }
