@@ -2,7 +2,8 @@
  * A background task of a long-running host: runs now, then `intervalMs` after each run has ended,
  * until stop(). A run that fails is logged at warn (`failure`, with the error's message) and the task
  * runs again at the next interval. The timer never keeps the process alive, and stop() waits for a
- * run in progress. The retention workers, the idempotency sweep and the expiry notices scan each run one.
+ * run in progress. The retention workers, the idempotency sweep and the expiry notices scan each
+ * run one.
  */
 import type { Logger } from '../ports/logger.js';
 
