@@ -4,31 +4,10 @@
  * counter store. Calls and store reads are counted; timings are never asserted.
  */
 import { expect } from 'chai';
-import { OPERATOR, TurnBatch, counterKey, createCore, freshnessKeys, type ApiKeyStore, type Core, type Credential } from '@cos/core';
+import { OPERATOR, TurnBatch, counterKey, createCore, freshnessKeys, type ApiKeyStore, type Core } from '@cos/core';
 import { FakeClock, InMemoryFreshCounter, InMemoryRateCounter, IN_MEMORY_CHANGE_BOUND_MS, createInMemoryStore, type StoreHarness } from '@cos/core/testing';
-import { CountingApiKeyStore, TEST_SOURCE, withStore } from './use-cases-fixtures.js';
+import { GatedApiKeyStore, TEST_SOURCE, withStore } from './use-cases-fixtures.js';
 import { storePorts } from '@cos/core/testing/contracts';
-
-/** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
-class ReadCountingStore extends CountingApiKeyStore {
-  reads = 0;
-  private held: (() => void)[] | null = null;
-  override async findCredential(digest: string): Promise<Credential | null> {
-    this.reads++;
-    const answer = await super.findCredential(digest);
-    const held = this.held;
-    if (held !== null) await new Promise<void>((resolve) => held.push(resolve));
-    return answer;
-  }
-  hold(): void {
-    this.held = [];
-  }
-  release(): void {
-    const held = this.held ?? [];
-    this.held = null;
-    for (const r of held) r();
-  }
-}
 
 const LIMIT = 1_000;
 const MINUTE = 60_000;
@@ -45,8 +24,8 @@ describe('TurnBatch: one shared-store call per organisation per event-loop turn 
     shared = new InMemoryFreshCounter(clock);
   });
 
-  function instance(options: { cache?: boolean } = {}): { core: Core; keys: ReadCountingStore } {
-    const keys = new ReadCountingStore(storePorts(store).apiKeys);
+  function instance(options: { cache?: boolean } = {}): { core: Core; keys: GatedApiKeyStore } {
+    const keys = new GatedApiKeyStore(storePorts(store).apiKeys);
     const core = createCore({
       stores: withStore(storePorts(store), 'apiKeys', keys as ApiKeyStore),
       unitOfWork: store.unitOfWork,
@@ -113,7 +92,7 @@ describe('TurnBatch: one shared-store call per organisation per event-loop turn 
   });
 
   it('C-200: a shared counter without the freshness port (SQLite with Redis) is batched once it has answered with a promise; a synchronous one never is', async () => {
-    const keys = new ReadCountingStore(storePorts(store).apiKeys);
+    const keys = new GatedApiKeyStore(storePorts(store).apiKeys);
     const over = (counter: InMemoryFreshCounter | InMemoryRateCounter) =>
       createCore({ stores: withStore(storePorts(store), 'apiKeys', keys as ApiKeyStore), unitOfWork: store.unitOfWork, health: store.health, counter, clock, config: { rateLimitPerMinute: LIMIT } });
     const sharedOnly = over(shared);

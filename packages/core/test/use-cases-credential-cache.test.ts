@@ -20,35 +20,13 @@ import {
   isDomainErrorWithCode,
   type ApiKeyStore,
   type Core,
-  type Credential,
   type Organisation,
   type Stores,
   type UnitOfWork,
 } from '@cos/core';
 import { CapturingLogger, createInMemoryStore, FakeClock, InMemoryFreshCounter, IN_MEMORY_CHANGE_BOUND_MS, type StoreHarness } from '@cos/core/testing';
-import { CountingApiKeyStore, TEST_SOURCE, admitted, rejectsWith, withStore } from './use-cases-fixtures.js';
+import { GatedApiKeyStore, TEST_SOURCE, admitted, rejectsWith, withStore } from './use-cases-fixtures.js';
 import { storePorts } from '@cos/core/testing/contracts';
-
-/** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
-class GatedApiKeyStore extends CountingApiKeyStore {
-  reads = 0;
-  private held: (() => void)[] | null = null;
-  override async findCredential(digest: string): Promise<Credential | null> {
-    this.reads++;
-    const answer = await super.findCredential(digest);
-    const held = this.held;
-    if (held !== null) await new Promise<void>((resolve) => held.push(resolve));
-    return answer;
-  }
-  hold(): void {
-    this.held = [];
-  }
-  release(): void {
-    const held = this.held ?? [];
-    this.held = null;
-    for (const r of held) r();
-  }
-}
 
 interface Instance {
   readonly core: Core;

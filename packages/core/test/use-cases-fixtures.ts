@@ -189,3 +189,24 @@ export async function admitted(core: Pick<Core, 'admission'>, authorization: str
   if (!answer.admitted) throw new Error(`expected the key to be admitted, got ${answer.refusal.message}`);
   return answer;
 }
+
+/** Counts findCredential; while held, reads happen at once but their answers wait for release(). */
+export class GatedApiKeyStore extends CountingApiKeyStore {
+  reads = 0;
+  private held: (() => void)[] | null = null;
+  override async findCredential(digest: string): Promise<Credential | null> {
+    this.reads++;
+    const answer = await super.findCredential(digest);
+    const held = this.held;
+    if (held !== null) await new Promise<void>((resolve) => held.push(resolve));
+    return answer;
+  }
+  hold(): void {
+    this.held = [];
+  }
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const r of held) r();
+  }
+}
