@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
-import { authorise, ValidationError } from '@cos/core';
+import { authorise, introspectionJson, ValidationError } from '@cos/core';
 import { isJsonContentType, isUtf8ContentType, MALFORMED_JSON, parseJson, readBytesOfType, NOT_AN_OBJECT } from '../body.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
@@ -75,7 +75,7 @@ export function introspectRoutes(kit: RouteKit): Route[] {
         const body = await readIntrospectionBody(ctx.req, kit.bodyLimitBytes);
         const answer = await core.introspection.introspect(principal, body);
         ctx.set('Cache-Control', 'no-store');
-        kit.json(ctx, 200, answer);
+        kit.jsonText(ctx, 200, introspectionJson(answer));
       },
       'introspection',
     ),
