@@ -105,6 +105,8 @@ function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   if (early !== undefined) return Promise.reject(early);
   // Something in front of this adapter (a host's body parser) already consumed the stream.
   if (req.readableEnded) return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
+  const arrived = alreadyArrived(req, limitBytes);
+  if (arrived !== null) return Promise.resolve(arrived);
   return untilEnd(req, getRawBody(req, { length: req.headers['content-length'] ?? null, limit: limitBytes }), (err) => {
     if ((err as { type?: unknown }).type !== 'entity.too.large') return undefined;
     // raw-body leaves the stream paused for its caller to handle: drop the rest, so that the
@@ -112,6 +114,23 @@ function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
     req.resume();
     return payloadTooLarge(limitBytes);
   });
+}
+
+/**
+ * The body's bytes when all of them are already in the request stream's buffer and within the limit,
+ * else null. A small request usually arrives in one read of its socket, and the route reads its body
+ * only after admission's turn: the parser has then framed the whole message (`complete`, its
+ * Content-Length or chunks checked), so the bytes are taken from the buffer at once, without
+ * raw-body's listeners and the race against a parser error that cannot come any more. Anything
+ * else (still arriving, flowing, decoded to text, or declared over the limit) goes through raw-body.
+ */
+function alreadyArrived(req: IncomingMessage, limitBytes: number): Buffer | null {
+  if (!req.complete || req.readableFlowing !== null || req.readableEncoding !== null || req.readableLength > limitBytes) return null;
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && !(Number(declared) <= limitBytes)) return null;
+  // Not flowing and not decoded: the buffer holds the whole body as bytes (null for an empty one).
+  const bytes = req.read() as Buffer | null;
+  return bytes ?? Buffer.alloc(0);
 }
 
 /**
