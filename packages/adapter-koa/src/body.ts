@@ -49,20 +49,25 @@ const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
 
 /** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
 export function isJsonContentType(header: string): boolean {
-  return isUtf8ContentType(header, (type) => JSON_MEDIA_TYPE.test(type));
+  const type = utf8MediaType(header);
+  return type !== null && isJsonMediaType(type);
 }
 
-/** True when `header`'s media type passes `isType` and its charset is absent or utf-8 (false for a header that does not parse). */
-export function isUtf8ContentType(header: string, isType: (type: string) => boolean): boolean {
+/** True for the media types `application/json` and `application/<x>+json`. */
+export function isJsonMediaType(type: string): boolean {
+  return JSON_MEDIA_TYPE.test(type);
+}
+
+/** `header`'s media type when its charset is absent or utf-8; null otherwise, and for a header that does not parse. */
+export function utf8MediaType(header: string): string | null {
   let parsed: ReturnType<typeof parseContentType>;
   try {
     parsed = parseContentType(header);
   } catch {
-    return false;
+    return null;
   }
-  if (!isType(parsed.type)) return false;
   const charset = parsed.parameters.charset?.toLowerCase();
-  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8' ? parsed.type : null;
 }
 
 /** The client closed the connection before its request was complete: nobody is left to answer. */
