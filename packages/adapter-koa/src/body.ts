@@ -48,7 +48,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
 
 /** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
-export function isJsonContentType(header: string): boolean {
+function isJsonContentType(header: string): boolean {
   const type = utf8MediaType(header);
   return type !== null && isJsonMediaType(type);
 }
