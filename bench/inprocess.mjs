@@ -4,6 +4,7 @@
 //
 //   node bench/inprocess.mjs --scenario c                       this checkout against bare Koa
 //   node bench/inprocess.mjs --scenario a --other /tmp/base     another built checkout too (A/B)
+//   node bench/inprocess.mjs --scenario i                       introspection vs this checkout's GET
 //
 // One Node process runs, side by side, the built service of this checkout (buildContainer and
 // listen of @cos/cli, as `serve` composes them, LOG_LEVEL=warn, no OPS_PORT), optionally the built
@@ -15,7 +16,9 @@
 // alternate batch by batch in one process, whatever else the machine does weighs on all of them
 // alike: the per-round ratio between sides is the figure to read, not the absolute microseconds.
 // Scenario (a): GET of the tenant's own organisation; (c): the same with a limit of 60 per minute,
-// so all but 60 answers per minute and side are the 429.
+// so all but 60 answers per minute and side are the 429; (i): a system organisation's key holding
+// keys:introspect introspects the tenant's key (POST /v1/introspect, JSON body, count false), and
+// the same service's authenticated GET of (a) runs as one more side.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -34,7 +37,7 @@ const { values: opt } = parseArgs({
     per: { type: 'string', default: '3000' },
   },
 });
-if (opt.scenario !== 'a' && opt.scenario !== 'c') throw new Error(`--scenario a or c, got ${opt.scenario}`);
+if (!['a', 'c', 'i'].includes(opt.scenario)) throw new Error(`--scenario a, c or i, got ${opt.scenario}`);
 const rounds = Number(opt.rounds);
 const per = Number(opt.per);
 const CONNECTIONS = 50;
@@ -53,11 +56,19 @@ cosAdmin('migrate');
 cosAdmin('bootstrap');
 const orgId = cosAdmin('org', 'create', '--name', 'Bench Tenant', '--slug', 'bench-tenant').id;
 const rawKey = cosAdmin('key', 'issue', orgId, '--label', 'bench').key;
-const request = Buffer.from(`GET /v1/organisations/${orgId} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${rawKey}\r\nAccept: */*\r\n\r\n`);
+const getRequest = Buffer.from(`GET /v1/organisations/${orgId} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${rawKey}\r\nAccept: */*\r\n\r\n`);
+/** (i): the gateway's introspection of the tenant's key (as bench/run.mjs's introspectionFixture). */
+function introspectRequest() {
+  const gatewayOrg = cosAdmin('org', 'create', '--name', 'Bench Gateway', '--slug', 'bench-gateway', '--system').id;
+  const gatewayKey = cosAdmin('key', 'issue', gatewayOrg, '--label', 'gateway', '--scopes', 'keys:introspect').key;
+  const body = JSON.stringify({ token: rawKey });
+  return Buffer.from(`POST /v1/introspect HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${gatewayKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccept: */*\r\n\r\n${body}`);
+}
+const request = opt.scenario === 'i' ? introspectRequest() : getRequest;
 
 async function serviceServer(root) {
   const cli = await import(pathToFileURL(path.join(root, 'packages', 'cli', 'dist', 'index.js')).href);
-  const env = { DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : '1000000000' };
+  const env = { DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : '1000000000', INTROSPECTION_RATE_LIMIT_PER_MINUTE: '1000000000' };
   const config = cli.loadConfig(env);
   const logger = cli.createLogger({ level: 'warn', fd: 2 });
   const container = await cli.buildContainer(config, { logger });
@@ -86,8 +97,9 @@ let firstBody = null;
 
 /** One client connection: the server writes into it; each complete answer sends the next request. */
 class Connection extends Duplex {
-  constructor() {
+  constructor(request) {
     super();
+    this.request = request;
     this.pending = '';
     this.remoteAddress = '127.0.0.1';
     this.remotePort = 40000;
@@ -128,17 +140,17 @@ class Connection extends Duplex {
         const done = batch.done;
         batch.done = null;
         if (done !== null) setImmediate(done);
-      } else setImmediate(() => this.push(request));
+      } else setImmediate(() => this.push(this.request));
     }
   }
 }
 
-function connect(server) {
+function connect(server, req = request) {
   // A side waits idle while the others run their batches: keep its connections open meanwhile.
   server.keepAliveTimeout = 0;
   const connections = [];
   for (let i = 0; i < CONNECTIONS; i++) {
-    const c = new Connection();
+    const c = new Connection(req);
     server.emit('connection', c);
     connections.push(c);
   }
@@ -150,7 +162,7 @@ async function runBatch(side) {
   batch.wanted = per;
   const finished = new Promise((resolve) => (batch.done = resolve));
   const before = process.cpuUsage();
-  for (const c of side.connections) c.push(request);
+  for (const c of side.connections) c.push(c.request);
   await finished;
   const used = process.cpuUsage(before);
   const answered = batch.answered;
@@ -160,12 +172,19 @@ async function runBatch(side) {
 }
 
 try {
-  const sides = [{ name: `service (${path.basename(ROOT)})`, connections: connect(await serviceServer(ROOT)) }];
+  const own = await serviceServer(ROOT);
+  const sides = [{ name: `service (${path.basename(ROOT)})`, connections: connect(own) }];
   if (opt.other !== undefined) sides.push({ name: `service (${path.basename(path.resolve(opt.other))})`, connections: connect(await serviceServer(path.resolve(opt.other))) });
   // The JSON the service answered, for bare Koa to answer the same (scenario c's first 60 are 200s).
-  await runBatch(sides[0]);
+  if (opt.scenario === 'i') {
+    await runBatch(sides[0]);
+    if (!firstBody?.startsWith('{"active":true')) throw new Error(`the introspection answered ${firstBody}`);
+    firstBody = null;
+    sides.push({ name: 'service GET (a)', connections: connect(own, getRequest) });
+  }
+  await runBatch(sides.at(-1));
   if (firstBody === null) throw new Error('the service answered no 200 with the organisation');
-  sides.push({ name: 'bare Koa', connections: connect(await bareKoaServer(JSON.parse(firstBody))) });
+  sides.push({ name: 'bare Koa', connections: connect(await bareKoaServer(JSON.parse(firstBody)), getRequest) });
   for (const side of sides) {
     side.runs = [];
     await runBatch(side);

@@ -48,21 +48,26 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.+-]+\+)?json$/;
 
 /** True for `application/json` and `application/<x>+json`, with no charset or charset=utf-8. */
-export function isJsonContentType(header: string): boolean {
-  return isUtf8ContentType(header, (type) => JSON_MEDIA_TYPE.test(type));
+function isJsonContentType(header: string): boolean {
+  const type = utf8MediaType(header);
+  return type !== null && isJsonMediaType(type);
 }
 
-/** True when `header`'s media type passes `isType` and its charset is absent or utf-8 (false for a header that does not parse). */
-export function isUtf8ContentType(header: string, isType: (type: string) => boolean): boolean {
+/** True for the media types `application/json` and `application/<x>+json`. */
+export function isJsonMediaType(type: string): boolean {
+  return JSON_MEDIA_TYPE.test(type);
+}
+
+/** `header`'s media type when its charset is absent or utf-8; null otherwise, and for a header that does not parse. */
+export function utf8MediaType(header: string): string | null {
   let parsed: ReturnType<typeof parseContentType>;
   try {
     parsed = parseContentType(header);
   } catch {
-    return false;
+    return null;
   }
-  if (!isType(parsed.type)) return false;
   const charset = parsed.parameters.charset?.toLowerCase();
-  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8' ? parsed.type : null;
 }
 
 /** The client closed the connection before its request was complete: nobody is left to answer. */
@@ -105,6 +110,8 @@ function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   if (early !== undefined) return Promise.reject(early);
   // Something in front of this adapter (a host's body parser) already consumed the stream.
   if (req.readableEnded) return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
+  const arrived = alreadyArrived(req, limitBytes);
+  if (arrived !== null) return Promise.resolve(arrived);
   return untilEnd(req, getRawBody(req, { length: req.headers['content-length'] ?? null, limit: limitBytes }), (err) => {
     if ((err as { type?: unknown }).type !== 'entity.too.large') return undefined;
     // raw-body leaves the stream paused for its caller to handle: drop the rest, so that the
@@ -112,6 +119,23 @@ function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
     req.resume();
     return payloadTooLarge(limitBytes);
   });
+}
+
+/**
+ * The body's bytes when all of them are already in the request stream's buffer and within the limit,
+ * else null. A small request usually arrives in one read of its socket, and the route reads its body
+ * only after admission's turn: the parser has then framed the whole message (`complete`, its
+ * Content-Length or chunks checked), so the bytes are taken from the buffer at once, without
+ * raw-body's listeners and the race against a parser error that cannot come any more. Anything
+ * else (still arriving, flowing, decoded to text, or declared over the limit) goes through raw-body.
+ */
+function alreadyArrived(req: IncomingMessage, limitBytes: number): Buffer | null {
+  if (!req.complete || req.readableFlowing !== null || req.readableEncoding !== null || req.readableLength > limitBytes) return null;
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && !(Number(declared) <= limitBytes)) return null;
+  // Not flowing and not decoded: the buffer holds the whole body as bytes (null for an empty one).
+  const bytes = req.read() as Buffer | null;
+  return bytes ?? Buffer.alloc(0);
 }
 
 /**

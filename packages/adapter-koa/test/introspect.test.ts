@@ -65,6 +65,16 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
       expect((await introspect({ token: w.own.key })).body).to.deep.equal({ active: false });
     });
 
+    it('a key edited after it was introspected is answered with its new record; the same key asked twice gets the same bytes', async () => {
+      const first = await introspect({ token: w.own.key });
+      expect((await introspect({ token: w.own.key })).text).to.equal(first.text);
+      await w.tc.core.apiKeys.update(OPERATOR, w.own.orgId, w.own.keyId, { metadata: { team: 'payments' } });
+      const after = await introspect({ token: w.own.key });
+      expect(after.body).to.deep.equal({ ...first.body, metadata: { team: 'payments' } });
+      expect((await introspect({ token: w.own.key, source_address: '203.0.113.9' })).body).to.deep.equal({ ...after.body, source_address_allowed: true });
+      expect((await introspect({ token: w.own.key })).text, 'the record asked with source_address is not kept as the plain one').to.equal(after.text);
+    });
+
     it('the caller may introspect its own key', async () => {
       expect((await introspect({ token: introspector })).body).to.include({ active: true, organisation_id: w.platform.orgId, scope: 'keys:introspect' });
     });

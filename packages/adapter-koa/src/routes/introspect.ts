@@ -12,8 +12,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
-import { authorise, ValidationError } from '@cos/core';
-import { isJsonContentType, isUtf8ContentType, MALFORMED_JSON, parseJson, readBytesOfType, NOT_AN_OBJECT } from '../body.js';
+import { authorise, introspectionJson, ValidationError } from '@cos/core';
+import { isJsonMediaType, MALFORMED_JSON, parseJson, readBytesOfType, NOT_AN_OBJECT, utf8MediaType } from '../body.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
 
@@ -25,14 +25,6 @@ const MAX_FORM_NAME_LENGTH = 100;
 const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-function isIntrospectionType(contentType: string): boolean {
-  return isJsonContentType(contentType) || isFormContentType(contentType);
-}
-
-function isFormContentType(contentType: string): boolean {
-  return isUtf8ContentType(contentType, (type) => type === FORM_MEDIA_TYPE);
-}
 
 /**
  * A form-encoded body as the object the JSON body would be: each field once, `count`'s `true` and
@@ -56,9 +48,12 @@ function parseForm(raw: Uint8Array): Record<string, unknown> {
 }
 
 async function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
-  const raw = await readBytesOfType(req, limitBytes, isIntrospectionType);
+  // The Content-Type parsed once: JSON or form, charset absent or UTF-8 (415 otherwise).
   const contentType = req.headers['content-type'];
-  if (contentType !== undefined && isFormContentType(contentType)) return parseForm(raw);
+  const type = contentType === undefined ? null : utf8MediaType(contentType);
+  const form = type === FORM_MEDIA_TYPE;
+  const raw = await readBytesOfType(req, limitBytes, () => form || (type !== null && isJsonMediaType(type)));
+  if (form) return parseForm(raw);
   const parsed = parseJson(raw);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ValidationError([{ field: 'body', issue: NOT_AN_OBJECT }]);
   return parsed as Record<string, unknown>;
@@ -75,7 +70,7 @@ export function introspectRoutes(kit: RouteKit): Route[] {
         const body = await readIntrospectionBody(ctx.req, kit.bodyLimitBytes);
         const answer = await core.introspection.introspect(principal, body);
         ctx.set('Cache-Control', 'no-store');
-        kit.json(ctx, 200, answer);
+        kit.jsonText(ctx, 200, introspectionJson(answer));
       },
       'introspection',
     ),

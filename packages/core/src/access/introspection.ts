@@ -13,7 +13,7 @@
  * exactly `{"active": false}`: no reason (RFC 7662 §2.2), and each is digested and looked up the same
  * way, compared in constant time.
  */
-import { keyEnvironmentOf, metadataOf, type KeyEnvironment } from '../domain/api-key.js';
+import { keyEnvironmentOf, metadataOf, scopesOf, type ApiKey, type KeyEnvironment } from '../domain/api-key.js';
 import { addressAllowed } from '../domain/key-network.js';
 import type { Principal } from '../domain/principal.js';
 import { encodeScopes } from '../domain/scopes.js';
@@ -59,6 +59,51 @@ function epochSeconds(at: Date): number {
   return Math.floor(at.getTime() / 1000);
 }
 
+/**
+ * The active record of each key record, built once: a token introspected again and again (a gateway
+ * checking the same client's key on every call) is answered from the record it was built from. The
+ * stores hand out the same key object for as long as it is unchanged (the credential cache's entry,
+ * the SQLite reader's kept result), and any change reads a new object, which gets its own record; so
+ * the record is as fresh as the lookup that found the key. Entries go with their key objects.
+ */
+const activeViews = new WeakMap<ApiKey, Readonly<ActiveTokenView>>();
+/** The JSON text of each record built once (activeViews', and the inactive answer). */
+const viewTexts = new WeakMap<IntrospectionView, string>([[INACTIVE, JSON.stringify(INACTIVE)]]);
+
+function activeViewOf(key: ApiKey): Readonly<ActiveTokenView> {
+  let view = activeViews.get(key);
+  if (view === undefined) {
+    const built: ActiveTokenView = {
+      active: true,
+      token_type: 'api_key',
+      organisation_id: key.organisationId,
+      key_id: key.id,
+      key_prefix: key.keyPrefix,
+      environment: keyEnvironmentOf(key),
+      scope: encodeScopes(scopesOf(key)),
+      iat: epochSeconds(key.createdAt),
+      metadata: metadataOf(key),
+    };
+    if (key.expiresAt !== null) built.exp = epochSeconds(key.expiresAt);
+    view = Object.freeze(built);
+    activeViews.set(key, view);
+  }
+  return view;
+}
+
+/**
+ * The JSON text of an introspection's answer: `JSON.stringify(view)`, serialised once for a record
+ * answered as built (no `source_address`, no `count`) and for `{"active": false}`.
+ */
+export function introspectionJson(view: IntrospectionView): string {
+  let text = viewTexts.get(view);
+  if (text === undefined) {
+    text = JSON.stringify(view);
+    if (Object.isFrozen(view)) viewTexts.set(view, text);
+  }
+  return text;
+}
+
 export class Introspection {
   constructor(private readonly admission: Pick<Admission, 'inspect'>) {}
 
@@ -76,21 +121,12 @@ export class Introspection {
     const found = await this.admission.inspect(input.token, input.count);
     if (!found.active) return INACTIVE;
     const { key } = found.credential;
-    const view: ActiveTokenView = {
-      active: true,
-      token_type: 'api_key',
-      organisation_id: key.organisationId,
-      key_id: key.id,
-      key_prefix: key.keyPrefix,
-      environment: keyEnvironmentOf(key),
-      scope: encodeScopes(found.principal.scopes),
-      iat: epochSeconds(key.createdAt),
-      metadata: metadataOf(key),
-    };
-    if (key.expiresAt !== null) view.exp = epochSeconds(key.expiresAt);
+    const record = activeViewOf(key);
+    const decision = found.decision;
+    if (input.sourceAddress === null && decision === null) return record;
+    const view: ActiveTokenView = { ...record };
     // The same check a direct request from that address meets (C-262), without counting anything more.
     if (input.sourceAddress !== null) view.source_address_allowed = addressAllowed(key, input.sourceAddress);
-    const decision = found.decision;
     if (decision !== null) {
       view.rate_limit = { limit: decision.limit, remaining: decision.remaining, reset: decision.resetEpochSeconds };
       if (!decision.allowed) view.rate_limited = true;

@@ -1,7 +1,8 @@
 /**
  * Introspection across two real `cos-admin serve` processes on one Postgres and one Redis, credential
  * caches on and warm (C-272, C-36): a key introspected through the cache on both instances and
- * revoked at one is `active: false` on the very next introspection at either; a warm introspection
+ * revoked at one is `active: false` on the very next introspection at either, and one edited at one is
+ * answered with its new record at either; a warm introspection
  * sends no credential read to Postgres; and `count: true` shares its organisation's window with the
  * key's own requests on the other instance.
  */
@@ -125,6 +126,24 @@ describe('system: introspection across two serve instances (C-272, C-36)', funct
       expect(await active(revokeAt, k.key), 'the revoking instance').to.equal(false);
       expect((await introspect(other, k.key)).text).to.equal('{"active":false}');
     }
+  });
+
+  it('a key edited at one instance is answered with its new record on the next introspection at both (caches warm)', async () => {
+    const k = await issueKey('to edit');
+    const recordAt = async (c: Client) => {
+      const r = await introspect(c, k.key);
+      expect(r.status, r.text).to.equal(200);
+      return r.json<{ active: boolean; metadata: Record<string, string> }>();
+    };
+    // Warm on both, so that each has the key's record built and its text kept.
+    for (const c of [a, b]) for (let n = 0; n < 4; n++) expect((await recordAt(c)).metadata).to.deep.equal({});
+    let edited = await a.call('PATCH', `/v1/organisations/${orgId}/api-keys/${k.id}`, { key: ownerKey, body: { metadata: { team: 'payments' } }, timeoutMs: 5_000 });
+    for (let attempt = 0; edited.status === 503 && attempt < 5; attempt++) {
+      await sleep(50 * 2 ** attempt);
+      edited = await a.call('PATCH', `/v1/organisations/${orgId}/api-keys/${k.id}`, { key: ownerKey, body: { metadata: { team: 'payments' } }, timeoutMs: 5_000 });
+    }
+    expect(edited.status, edited.text).to.equal(200);
+    for (const c of [b, a]) expect(await recordAt(c)).to.deep.include({ active: true, metadata: { team: 'payments' } });
   });
 
   it('count: true on A shares the organisation window with the key own requests on B', async () => {
