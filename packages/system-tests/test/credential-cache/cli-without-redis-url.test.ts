@@ -10,34 +10,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
-import { cliJson, ensureBuilt, runCli, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
+import { cliJson, runCli, startServe, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
+import { RedisServer } from '@cos/test-support/redis-server';
 import { Client } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
+import { closedLoad, type LoadShot } from '../support/load.js';
+import { startServeInstances, until, type ServeInstances } from '../support/serve-instances.js';
 import { storeReadsDuring } from '../support/store-reads.js';
-
-async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await ok())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** Loops per instance that keep sending the key under test. */
 const LOOPS = 3;
-/** A fresh Redis answers "not settled" for its change bound (10 s) from its first call on. */
-const SETTLE_MS = 10_500;
 
-interface Shot {
-  readonly instance: string;
-  readonly sentAt: number;
-  readonly status: number;
-  readonly section?: string | null;
-}
+type Shot = LoadShot<'A' | 'B', { section: string | null }>;
 
 /** A redis-server with a password, spawned for the refusal test. */
 async function startPasswordRedis(password: string): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
@@ -56,13 +41,14 @@ async function startPasswordRedis(password: string): Promise<{ port: number; chi
 
 describe('system: operator commands without REDIS_URL against caching instances (C-36, C-57)', function () {
   this.timeout(240_000);
+  let fx: ServeInstances;
   let redis: RedisServer;
-  let databaseUrl: string;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
+  /** The instances' environment and working directory. */
   let env: Env;
+  let work: { readonly dir: string };
   /** The operator's environment: the same database, no REDIS_URL. */
   let operatorEnv: Env;
+  /** The instances the tests stop themselves, or start. */
   const servers: ServeProcess[] = [];
   let clients: Record<'A' | 'B', Client>;
   let orgId: string;
@@ -71,71 +57,41 @@ describe('system: operator commands without REDIS_URL against caching instances 
   let pgProxy: TcpProxy;
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    redis = await RedisServer.start();
-    const created = await postgresDatabase();
-    databaseUrl = created.databaseUrl;
-    dropDatabase = () => created.drop();
-    db = createSqlStore({ databaseUrl, poolMax: 1 });
-    work = tempDir('cos-cc-cli-');
-    env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' };
-    operatorEnv = { DATABASE_URL: databaseUrl };
-    await cliJson(['migrate'], env, work.dir);
-    orgId = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Registry Ltd', '--slug', 'registry-ltd'], operatorEnv, work.dir)).id;
-    ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], operatorEnv, work.dir)).key;
-    const [portA, portB] = [await freePort(), await freePort()];
-    servers.push(startServe([], { ...env, PORT: String(portA) }, work.dir));
-    // B reaches Postgres through a proxy that counts bytes: the test can see B serve from its cache.
-    pgProxy = await TcpProxy.for(databaseUrl, 5432);
-    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(databaseUrl) }, work.dir));
-    clients = { A: new Client(`http://127.0.0.1:${portA}`), B: new Client(`http://127.0.0.1:${portB}`) };
-    for (const c of Object.values(clients)) await until(async () => (await c.call('GET', '/v1/health').catch(() => null))?.status === 200, 15_000, 'serve to answer');
+    fx = await startServeInstances(this, {
+      redis: 'server',
+      env: { RATE_LIMIT_PER_MINUTE: '100000000' },
+      async seed(ground) {
+        operatorEnv = { DATABASE_URL: ground.databaseUrl };
+        orgId = (await ground.cli<{ id: string }>(['org', 'create', '--name', 'Registry Ltd', '--slug', 'registry-ltd'], operatorEnv)).id;
+        ownerKey = (await ground.cli<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], operatorEnv)).key;
+      },
+      // B reaches Postgres through a proxy that sees its statements: the test can see B serve from its cache.
+      instances: [{}, { postgresProxy: true }],
+    });
+    ({ env, redis } = fx);
+    work = { dir: fx.dir };
+    db = createSqlStore({ databaseUrl: fx.databaseUrl, poolMax: 1 });
+    servers.push(...fx.instances.map((i) => i.serve));
+    clients = { A: fx.instances[0]!.client, B: fx.instances[1]!.client };
+    pgProxy = fx.instances[1]!.pgProxy;
     await until(async () => (await registrations()).length === 2, 10_000, 'both instances to register');
-    // The first call to a fresh Redis starts its 10 s "not settled": make it, then wait that out.
-    for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
-    await sleep(SETTLE_MS);
+    await fx.settle(async () => {
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
+    });
   });
 
   after(async () => {
     for (const s of servers) s.kill();
     await db?.close();
-    await pgProxy?.close();
-    await redis?.kill();
-    await dropDatabase?.();
-    work?.remove();
+    await fx?.close();
   });
 
   const registrations = () => db.query<{ instance_id: string; redis_location: string; redis_auth: boolean }>('SELECT instance_id, redis_location, redis_auth FROM instance_registry');
   const getOrg = (i: 'A' | 'B', key: string) => clients[i].call('GET', `/v1/organisations/${orgId}`, { key, timeoutMs: 5_000 });
 
   /** Keeps sending GET of the organisation with `key` on both instances until stopped. */
-  function load(key: string): { shots: Shot[]; stop(): Promise<void> } {
-    const shots: Shot[] = [];
-    let running = true;
-    const loop = async (instance: 'A' | 'B') => {
-      while (running) {
-        const sentAt = performance.now();
-        try {
-          const r = await getOrg(instance, key);
-          shots.push({ instance, sentAt, status: r.status, ...(r.status === 200 ? { section: r.json<{ industry_section: string | null }>().industry_section } : {}) });
-        } catch {
-          shots.push({ instance, sentAt, status: 0 });
-        }
-      }
-    };
-    const loops = (['A', 'B'] as const).flatMap((i) => Array.from({ length: LOOPS }, () => loop(i)));
-    return {
-      shots,
-      async stop() {
-        running = false;
-        await Promise.all(loops);
-      },
-    };
-  }
+  const load = (key: string) =>
+    closedLoad(['A', 'B'] as const, LOOPS, (i) => getOrg(i, key), (r) => (r.status === 200 ? { section: r.json<{ industry_section: string | null }>().industry_section } : {}));
 
   /** Both instances answer `key` from their caches: several 200s each, then B and A read no row for it. */
   async function warm(shots: Shot[]): Promise<void> {

@@ -12,12 +12,10 @@
  */
 import { expect } from 'chai';
 import { keySlot } from '@cos/core';
-import { RedisCluster, redisTopologyAvailable } from '@cos/test-support/redis-cluster';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
+import type { RedisCluster } from '@cos/test-support/redis-cluster';
 import { Client } from '../support/http.js';
-import { freePort, sleep } from '../support/free-port.js';
+import { sleep } from '../support/free-port.js';
+import { startServeInstances, type ServeInstances } from '../support/serve-instances.js';
 
 const LIMIT = 1_000_000;
 /** C-171's bound, from the promotion. */
@@ -35,48 +33,35 @@ async function until<T>(what: () => Promise<T | undefined>, ms: number, label: s
 
 describe('system: two serve instances on a Redis Cluster under faults, defaults (C-170, C-171)', function () {
   this.timeout(180_000);
+  let fx: ServeInstances | undefined;
   let cluster: RedisCluster | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void } | undefined;
-  let servers: ServeProcess[] = [];
   let a: Client;
   let b: Client;
   let orgId: string;
   let ownerKey: string;
 
   beforeEach(async function () {
-    if (postgresUrl() === undefined || (!redisTopologyAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    cluster = await RedisCluster.start();
-    const db = await postgresDatabase();
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-cluster-faults-');
-    const env: Env = { DATABASE_URL: db.databaseUrl, REDIS_CLUSTER_NODES: cluster.urls.join(','), PORT: '0', RATE_LIMIT_PER_MINUTE: String(LIMIT), LOG_LEVEL: 'warn' };
-    await cliJson(['migrate'], env, work.dir);
-    orgId = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Faults Ltd', '--slug', 'faults-ltd'], env, work.dir)).id;
-    ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], env, work.dir)).key;
-    const [portA, portB] = [await freePort(), await freePort()];
-    servers = [startServe([], { ...env, PORT: String(portA) }, work.dir), startServe([], { ...env, PORT: String(portB) }, work.dir)];
-    a = new Client(`http://127.0.0.1:${portA}`);
-    b = new Client(`http://127.0.0.1:${portB}`);
-    for (const c of [a, b]) await until(async () => ((await c.call('GET', '/v1/health').catch(() => null))?.status === 200 ? true : undefined), 30_000, 'serve to answer');
-    // The organisation's slot is new to the cluster: not settled (no cache) for the change bound, 10 s.
-    for (const c of [a, b]) expect((await getOrg(c, ownerKey)).status).to.equal(200);
-    await sleep(10_500);
+    fx = await startServeInstances(this, {
+      redis: 'cluster',
+      env: { RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+      async seed(ground) {
+        ({ id: orgId, key: ownerKey } = await ground.organisation('Faults Ltd', 'faults-ltd'));
+      },
+      instances: [{}, {}],
+    });
+    ({ cluster } = fx);
+    a = fx.instances[0]!.client;
+    b = fx.instances[1]!.client;
+    // The organisation's slot is new to the cluster: not settled (no cache) for the change bound.
+    await fx.settle(async () => {
+      for (const c of [a, b]) expect((await getOrg(c, ownerKey)).status).to.equal(200);
+    });
   });
 
   afterEach(async () => {
-    for (const node of cluster?.nodes ?? []) node.thaw();
-    for (const s of servers) s.kill();
-    servers = [];
-    await cluster?.stop();
     cluster = undefined;
-    await dropDatabase?.();
-    dropDatabase = undefined;
-    work?.remove();
+    await fx?.close();
+    fx = undefined;
   });
 
   const getOrg = (c: Client, key: string) => c.call('GET', `/v1/organisations/${orgId}`, { key, timeoutMs: 5_000 });

@@ -8,105 +8,58 @@
  * recorded, with REDIS_CLUSTER_NODES or without it.
  */
 import { expect } from 'chai';
-import { RedisCluster, redisTopologyAvailable } from '@cos/test-support/redis-cluster';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
+import type { RedisCluster } from '@cos/test-support/redis-cluster';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
+import { cliJson, type Env } from '../../../cli/test/support/cli.js';
 import { Client } from '../support/http.js';
 import { storeReadsDuring } from '../support/store-reads.js';
-import { freePort, sleep } from '../support/free-port.js';
+import { closedLoad, untilEachAnswered200, type LoadShot } from '../support/load.js';
+import { sleep } from '../support/free-port.js';
+import { startServeInstances, type ServeInstances } from '../support/serve-instances.js';
 
 const REPETITIONS = Number(process.env['CREDENTIAL_CACHE_REPETITIONS'] ?? 200);
 const LOOPS = 2;
 
-interface Shot {
-  readonly instance: 'A' | 'B';
-  readonly sentAt: number;
-  readonly status: number;
-}
-
-async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await ok())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 describe('system: the credential cache across two serve instances on a Redis Cluster (REDIS_CLUSTER_NODES; C-36, C-57)', function () {
   this.timeout(120_000);
+  let fx: ServeInstances;
   let cluster: RedisCluster;
   let pgProxy: TcpProxy;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
+  /** The operator's environment and working directory (the instances'). */
   let env: Env;
-  const servers: ServeProcess[] = [];
+  let work: { readonly dir: string };
   let a: Client;
   let b: Client;
   let orgId: string;
   let ownerKey: string;
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisTopologyAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    cluster = await RedisCluster.start();
-    const db = await postgresDatabase();
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-cc-cluster-');
-    env = { DATABASE_URL: db.databaseUrl, REDIS_CLUSTER_NODES: cluster.urls.join(','), PORT: '0', RATE_LIMIT_PER_MINUTE: '100000000', LOG_LEVEL: 'warn' };
-    await cliJson(['migrate'], env, work.dir);
-    const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Cluster Ltd', '--slug', 'cluster-ltd'], env, work.dir);
-    orgId = org.id;
-    ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], env, work.dir)).key;
-    pgProxy = await TcpProxy.for(db.databaseUrl, 5432);
-    const [portA, portB] = [await freePort(), await freePort()];
-    servers.push(startServe([], { ...env, PORT: String(portA) }, work.dir));
-    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(db.databaseUrl), REDIS_CLUSTER_NODES: cluster.urls.slice(2, 4).join(',') }, work.dir));
-    a = new Client(`http://127.0.0.1:${portA}`);
-    b = new Client(`http://127.0.0.1:${portB}`);
-    for (const c of [a, b]) await until(async () => (await c.call('GET', '/v1/health').catch(() => null))?.status === 200, 20_000, 'serve to answer');
-    // The organisation's slot is new to the cluster: not settled for the change bound (10 s).
-    for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
-    await sleep(10_500);
+    fx = await startServeInstances(this, {
+      redis: 'cluster',
+      env: { RATE_LIMIT_PER_MINUTE: '100000000' },
+      async seed(ground) {
+        ({ id: orgId, key: ownerKey } = await ground.organisation('Cluster Ltd', 'cluster-ltd'));
+      },
+      // A is given every node as seed, B only two of them; B reaches Postgres through a proxy that sees its statements.
+      instances: [{}, { postgresProxy: true, env: (ground) => ({ REDIS_CLUSTER_NODES: ground.cluster.urls.slice(2, 4).join(',') }) }],
+    });
+    ({ env, cluster } = fx);
+    work = { dir: fx.dir };
+    a = fx.instances[0]!.client;
+    b = fx.instances[1]!.client;
+    pgProxy = fx.instances[1]!.pgProxy;
+    // The organisation's slot is new to the cluster: not settled for the change bound.
+    await fx.settle(async () => {
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
+    });
   });
 
-  after(async () => {
-    for (const s of servers) s.kill();
-    await pgProxy?.close();
-    await cluster?.stop();
-    await dropDatabase?.();
-    work?.remove();
-  });
+  after(() => fx?.close());
 
   const client = (i: 'A' | 'B') => (i === 'A' ? a : b);
   const getOrg = (i: 'A' | 'B', key: string) => client(i).call('GET', `/v1/organisations/${orgId}`, { key, timeoutMs: 5_000 });
 
-  function load(key: string): { shots: Shot[]; stop(): Promise<void> } {
-    const shots: Shot[] = [];
-    let running = true;
-    const loop = async (instance: 'A' | 'B') => {
-      while (running) {
-        const sentAt = performance.now();
-        const status = await getOrg(instance, key).then(
-          (r) => r.status,
-          () => 0,
-        );
-        shots.push({ instance, sentAt, status });
-      }
-    };
-    const loops = [...Array.from({ length: LOOPS }, () => loop('A')), ...Array.from({ length: LOOPS }, () => loop('B'))];
-    return {
-      shots,
-      async stop() {
-        running = false;
-        await Promise.all(loops);
-      },
-    };
-  }
+  const load = (key: string) => closedLoad(['A', 'B'] as const, LOOPS, (i) => getOrg(i, key));
 
   async function issueKey(label: string): Promise<{ id: string; key: string }> {
     const r = await a.call('POST', `/v1/organisations/${orgId}/api-keys`, { key: ownerKey, body: { label } });
@@ -114,13 +67,7 @@ describe('system: the credential cache across two serve instances on a Redis Clu
     return r.json<{ id: string; key: string }>();
   }
 
-  async function until200s(shots: Shot[], n = 3): Promise<void> {
-    const deadline = performance.now() + 5_000;
-    while (['A', 'B'].some((i) => shots.filter((s) => s.instance === i && s.status === 200).length < n)) {
-      if (performance.now() > deadline) throw new Error(`no 200s on both instances: ${JSON.stringify(shots.slice(-6))}`);
-      await sleep(5);
-    }
-  }
+  const until200s = (shots: readonly LoadShot<'A' | 'B'>[]) => untilEachAnswered200(shots, ['A', 'B'], 3);
 
   it('the cache is in use on the cluster: a warm key is answered by B without a credential or organisation read sent to Postgres', async () => {
     for (let n = 0; n < 5; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);

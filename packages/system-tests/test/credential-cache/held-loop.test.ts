@@ -12,13 +12,12 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { expect } from 'chai';
 import { FRESHNESS_SCRIPT_SHA1 } from '@cos/limiter-redis';
 import { bytesWaitingFrom } from '@cos/test-support/held-loop';
-import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
-import { Client, type Incoming } from '../support/http.js';
-import { freePort, sleep } from '../support/free-port.js';
+import type { RedisServer } from '@cos/test-support/redis-server';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
+import type { ServeProcess } from '../../../cli/test/support/cli.js';
+import type { Client, Incoming } from '../support/http.js';
+import { sleep } from '../support/free-port.js';
+import { startServeInstances, type ServeInstances } from '../support/serve-instances.js';
 import { storeReadsDuring } from '../support/store-reads.js';
 
 async function until(ok: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
@@ -86,59 +85,37 @@ const LIMIT = 100_000_000;
 
 describe('system: the credential cache with the serve process held while its Redis replies arrive (C-150, C-151)', function () {
   this.timeout(120_000);
+  let fx: ServeInstances;
   let redis: RedisServer;
   let redisProxy: TcpProxy;
   let pgProxy: TcpProxy;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
   let serve: ServeProcess;
   let client: Client;
   const keys: string[] = [];
   const orgIds: string[] = [];
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    redis = await RedisServer.start();
-    redisProxy = await new TcpProxy('127.0.0.1', redis.port).listen();
-    const db = await postgresDatabase();
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-held-');
-    const env: Env = { DATABASE_URL: db.databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: String(LIMIT), LOG_LEVEL: 'warn', WEBHOOK_POLL_INTERVAL_MS: '3600000' };
-    await cliJson(['migrate'], env, work.dir);
-    for (const n of [1, 2]) {
-      const org = await cliJson<{ id: string }>(['org', 'create', '--name', `Held ${n}`, '--slug', `held-${n}`], env, work.dir);
-      orgIds.push(org.id);
-      keys.push((await cliJson<{ key: string }>(['key', 'issue', org.id, '--label', 'owner'], env, work.dir)).key);
-    }
-    pgProxy = await TcpProxy.for(db.databaseUrl, 5432);
-    const port = await freePort();
-    serve = startServe([], { ...env, PORT: String(port), DATABASE_URL: pgProxy.urlFor(db.databaseUrl), REDIS_URL: redisProxy.urlFor(redis.url), REDIS_TIMEOUT_MS: String(TIMEOUT_MS) }, work.dir);
-    client = new Client(`http://127.0.0.1:${port}`);
-    await until(
-      async () => {
-        if (serve.child.exitCode !== null || serve.child.signalCode !== null) throw new Error(`serve exited before answering:\n${serve.stderr()}`);
-        return (await client.call('GET', '/v1/health').catch(() => null))?.status === 200;
+    fx = await startServeInstances(this, {
+      redis: 'server',
+      env: { RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+      async seed(ground) {
+        for (const n of [1, 2]) {
+          const { id, key } = await ground.organisation(`Held ${n}`, `held-${n}`);
+          orgIds.push(id);
+          keys.push(key);
+        }
       },
-      90_000,
-      'serve to answer',
-    );
+      instances: [{ postgresProxy: true, redisProxy: true, env: { REDIS_TIMEOUT_MS: String(TIMEOUT_MS) } }],
+    });
+    ({ redis } = fx);
+    ({ serve, client, pgProxy, redisProxy } = fx.instances[0]!);
   });
 
   after(async () => {
-    if (serve !== undefined) {
-      for (const pid of childrenOf(serve.child.pid!)) process.kill(pid, 'SIGCONT');
-      serve.kill();
-    }
+    // A worker the test left stopped would outlive its primary: it is let run again first.
+    if (serve !== undefined) for (const pid of childrenOf(serve.child.pid!)) process.kill(pid, 'SIGCONT');
     redis?.thaw();
-    await redisProxy?.close();
-    await pgProxy?.close();
-    await redis?.kill();
-    await dropDatabase?.();
-    work?.remove();
+    await fx?.close();
   });
 
   const get = (n: number): Promise<Incoming> => client.call('GET', `/v1/organisations/${orgIds[n % 2]}`, { key: keys[n % 2]!, timeoutMs: 60_000 });

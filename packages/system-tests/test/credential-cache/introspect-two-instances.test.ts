@@ -7,22 +7,16 @@
  * key's own requests on the other instance.
  */
 import { expect } from 'chai';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
 import { Client } from '../support/http.js';
-import { freePort, sleep } from '../support/free-port.js';
+import { sleep } from '../support/free-port.js';
+import { startServeInstances, type ServeInstances } from '../support/serve-instances.js';
 import { storeReadsDuring } from '../support/store-reads.js';
 
 describe('system: introspection across two serve instances (C-272, C-36)', function () {
   this.timeout(300_000);
-  let redis: RedisServer;
+  let fx: ServeInstances;
   let pgProxy: TcpProxy;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
-  const servers: ServeProcess[] = [];
   let a: Client;
   let b: Client;
   let orgId: string;
@@ -30,60 +24,30 @@ describe('system: introspection across two serve instances (C-272, C-36)', funct
   let gateway: string;
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    redis = await RedisServer.start();
-    const db = await postgresDatabase();
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-introspect-');
-    const env: Env = {
-      DATABASE_URL: db.databaseUrl,
-      REDIS_URL: redis.url,
-      PORT: '0',
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      LOG_LEVEL: 'warn',
-      WEBHOOK_POLL_INTERVAL_MS: '3600000',
-    };
-    await cliJson(['migrate'], env, work.dir);
-    orgId = (await cliJson<{ id: string }>(['org', 'create', '--name', 'Tenant Ltd', '--slug', 'tenant-ltd'], env, work.dir)).id;
-    ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], env, work.dir)).key;
-    const system = await cliJson<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform', '--system'], env, work.dir);
-    gateway = (await cliJson<{ key: string }>(['key', 'issue', system.id, '--label', 'gateway', '--scopes', 'keys:introspect'], env, work.dir)).key;
-    // B reaches Postgres through a proxy that sees its statements: the test can see B answer from its cache.
-    pgProxy = await TcpProxy.for(db.databaseUrl, 5432);
-    const [portA, portB] = [await freePort(), await freePort()];
-    servers.push(startServe([], { ...env, PORT: String(portA) }, work.dir));
-    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(db.databaseUrl) }, work.dir));
-    a = new Client(`http://127.0.0.1:${portA}`);
-    b = new Client(`http://127.0.0.1:${portB}`);
-    for (const [c, s] of [[a, servers[0]!], [b, servers[1]!]] as const) {
-      const deadline = performance.now() + 90_000;
-      for (;;) {
-        if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`serve exited before answering:\n${s.stderr()}`);
-        if ((await c.call('GET', '/v1/health').catch(() => null))?.status === 200) break;
-        if (performance.now() > deadline) throw new Error('timed out waiting for serve to answer');
-        await sleep(50);
+    fx = await startServeInstances(this, {
+      redis: 'server',
+      env: { RATE_LIMIT_PER_MINUTE: '100000000' },
+      async seed(ground) {
+        ({ id: orgId, key: ownerKey } = await ground.organisation('Tenant Ltd', 'tenant-ltd'));
+        const system = await ground.cli<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform', '--system']);
+        gateway = (await ground.cli<{ key: string }>(['key', 'issue', system.id, '--label', 'gateway', '--scopes', 'keys:introspect'])).key;
+      },
+      // B reaches Postgres through a proxy that sees its statements: the test can see B answer from its cache.
+      instances: [{}, { postgresProxy: true }],
+    });
+    a = fx.instances[0]!.client;
+    b = fx.instances[1]!.client;
+    pgProxy = fx.instances[1]!.pgProxy;
+    // A fresh Redis: one call per organisation, then its change bound waited out, or nothing would be cached.
+    await fx.settle(async () => {
+      for (const c of [a, b]) {
+        expect((await introspect(c, ownerKey)).status).to.equal(200);
+        expect((await c.call('GET', `/v1/organisations/${orgId}`, { key: ownerKey })).status).to.equal(200);
       }
-    }
-    // A fresh Redis answers "not settled" for its change bound (10 s) from the first call on: make
-    // one call per organisation, then wait the bound out, or nothing would be cached.
-    for (const c of [a, b]) {
-      expect((await introspect(c, ownerKey)).status).to.equal(200);
-      expect((await c.call('GET', `/v1/organisations/${orgId}`, { key: ownerKey })).status).to.equal(200);
-    }
-    await sleep(10_500);
+    });
   });
 
-  after(async () => {
-    for (const s of servers) s.kill();
-    await pgProxy?.close();
-    await redis?.kill();
-    await dropDatabase?.();
-    work?.remove();
-  });
+  after(() => fx?.close());
 
   const introspect = (c: Client, token: string, count = false) => c.call('POST', '/v1/introspect', { key: gateway, body: { token, count }, timeoutMs: 5_000 });
   const active = async (c: Client, token: string): Promise<boolean> => {

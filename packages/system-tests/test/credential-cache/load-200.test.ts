@@ -9,12 +9,9 @@
  */
 import { Agent, request } from 'node:http';
 import { expect } from 'chai';
-import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
-import { freePort, sleep } from '../support/free-port.js';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
+import { sleep } from '../support/free-port.js';
+import { startServeInstances, type ServeInstances } from '../support/serve-instances.js';
 import { storeReadsDuring } from '../support/store-reads.js';
 
 const CONNECTIONS = 200;
@@ -30,52 +27,32 @@ interface Answer {
 
 describe('system: the credential cache at 200 connections (C-200, C-201, C-203, C-204)', function () {
   this.timeout(180_000);
-  let redis: RedisServer;
+  let fx: ServeInstances;
   let pgProxy: TcpProxy;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
-  let serve: ServeProcess;
   let port: number;
   const keys: string[] = [];
   const orgIds: string[] = [];
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    redis = await RedisServer.start();
-    const db = await postgresDatabase();
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-load-');
-    const env: Env = { DATABASE_URL: db.databaseUrl, REDIS_URL: redis.url, PORT: '0', RATE_LIMIT_PER_MINUTE: String(LIMIT), LOG_LEVEL: 'warn', WEBHOOK_POLL_INTERVAL_MS: '3600000' };
-    await cliJson(['migrate'], env, work.dir);
-    for (const n of [1, 2]) {
-      const org = await cliJson<{ id: string }>(['org', 'create', '--name', `Load ${n}`, '--slug', `load-${n}`], env, work.dir);
-      orgIds.push(org.id);
-      keys.push((await cliJson<{ key: string }>(['key', 'issue', org.id, '--label', 'owner'], env, work.dir)).key);
-    }
-    pgProxy = await TcpProxy.for(db.databaseUrl, 5432);
-    port = await freePort();
-    serve = startServe([], { ...env, PORT: String(port), DATABASE_URL: pgProxy.urlFor(db.databaseUrl) }, work.dir);
-    const deadline = performance.now() + 90_000;
-    for (;;) {
-      if (serve.child.exitCode !== null || serve.child.signalCode !== null) throw new Error(`serve exited before answering:\n${serve.stderr()}`);
-      if ((await get(0).catch(() => null))?.status === 200) break;
-      if (performance.now() > deadline) throw new Error('serve never answered');
-      await sleep(50);
-    }
+    fx = await startServeInstances(this, {
+      redis: 'server',
+      env: { RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+      async seed(ground) {
+        for (const n of [1, 2]) {
+          const { id, key } = await ground.organisation(`Load ${n}`, `load-${n}`);
+          orgIds.push(id);
+          keys.push(key);
+        }
+      },
+      instances: [{ postgresProxy: true }],
+    });
+    ({ port, pgProxy } = fx.instances[0]!);
   });
 
   after(async () => {
-    serve?.kill();
     agent.destroy();
-    await pgProxy?.close();
-    await redis?.kill();
-    await dropDatabase?.();
-    work?.remove();
+    await fx?.close();
   });
 
   function get(n: number): Promise<Answer> {

@@ -7,22 +7,12 @@
  * (one Redis count), then 429 with the v1 body.
  */
 import { expect } from 'chai';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
+import { cliJson, type Env } from '../../../cli/test/support/cli.js';
 import { Client, type Incoming } from '../support/http.js';
-import { freePort, sleep } from '../support/free-port.js';
+import { sleep } from '../support/free-port.js';
+import { startServeInstances, type ServeInstances } from '../support/serve-instances.js';
 import { storeReadsDuring } from '../support/store-reads.js';
-
-async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await ok())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** Waits, when needed, for the next UTC minute, so that what follows runs in one window (at most `seconds` of it used). */
 async function windowWithRoom(seconds: number): Promise<void> {
@@ -35,64 +25,34 @@ const DEFAULT_LIMIT = 100_000;
 
 describe('system: an organisation\'s plan across two serve instances with warm credential caches (C-240, C-242)', function () {
   this.timeout(180_000);
-  let redis: RedisServer;
+  let fx: ServeInstances;
   let pgProxy: TcpProxy;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
+  /** The operator's environment and working directory (the instances'). */
   let env: Env;
-  const servers: ServeProcess[] = [];
+  let work: { readonly dir: string };
   let a: Client;
   let b: Client;
   let platformKey: string;
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    redis = await RedisServer.start();
-    const db = await postgresDatabase();
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-cc-plan-');
-    env = {
-      DATABASE_URL: db.databaseUrl,
-      REDIS_URL: redis.url,
-      PORT: '0',
-      RATE_LIMIT_PER_MINUTE: String(DEFAULT_LIMIT),
-      LOG_LEVEL: 'warn',
-      WEBHOOK_POLL_INTERVAL_MS: '3600000',
-    };
-    await cliJson(['migrate'], env, work.dir);
-    const system = await cliJson<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform-plan', '--system'], env, work.dir);
-    platformKey = (await cliJson<{ key: string }>(['key', 'issue', system.id, '--label', 'platform'], env, work.dir)).key;
-    // B reaches Postgres through a proxy that sees its statements: the test can see B serve from its cache.
-    pgProxy = await TcpProxy.for(db.databaseUrl, 5432);
-    const [portA, portB] = [await freePort(), await freePort()];
-    servers.push(startServe([], { ...env, PORT: String(portA) }, work.dir));
-    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(db.databaseUrl) }, work.dir));
-    a = new Client(`http://127.0.0.1:${portA}`);
-    b = new Client(`http://127.0.0.1:${portB}`);
-    for (const [c, s] of [[a, servers[0]!], [b, servers[1]!]] as const) {
-      await until(
-        async () => {
-          if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`serve exited before answering:\n${s.stderr()}`);
-          return (await c.call('GET', '/v1/health').catch(() => null))?.status === 200;
-        },
-        90_000,
-        'serve to answer',
-      );
-    }
+    fx = await startServeInstances(this, {
+      redis: 'server',
+      env: { RATE_LIMIT_PER_MINUTE: String(DEFAULT_LIMIT) },
+      async seed(ground) {
+        const system = await ground.cli<{ id: string }>(['org', 'create', '--name', 'Platform', '--slug', 'platform-plan', '--system']);
+        platformKey = (await ground.cli<{ key: string }>(['key', 'issue', system.id, '--label', 'platform'])).key;
+      },
+      // B reaches Postgres through a proxy that sees its statements: the test can see B serve from its cache.
+      instances: [{}, { postgresProxy: true }],
+    });
+    ({ env } = fx);
+    work = { dir: fx.dir };
+    a = fx.instances[0]!.client;
+    b = fx.instances[1]!.client;
+    pgProxy = fx.instances[1]!.pgProxy;
   });
 
-  after(async () => {
-    for (const s of servers) s.kill();
-    await Promise.all(servers.map((s) => s.exited()));
-    await pgProxy?.close();
-    await redis?.kill();
-    await dropDatabase?.();
-    work?.remove();
-  });
+  after(() => fx?.close());
 
   async function organisation(slug: string): Promise<{ orgId: string; key: string }> {
     const org = await cliJson<{ id: string }>(['org', 'create', '--name', slug, '--slug', slug], env, work.dir);

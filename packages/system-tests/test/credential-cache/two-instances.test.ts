@@ -9,46 +9,33 @@
 import { expect } from 'chai';
 import { FENCE_END_UNANNOUNCED_WARNING } from '@cos/core';
 import { FRESHNESS_SCRIPT_SHA1 } from '@cos/limiter-redis';
-import { cliJson, ensureBuilt, startServe, tempDir, type Env, type ServeProcess } from '../../../cli/test/support/cli.js';
-import { postgresDatabase } from '../../../cli/test/support/databases.js';
-import { postgresUrl } from '../support/env.js';
-import { RedisServer, redisServerAvailable } from '@cos/test-support/redis-server';
-import { TcpProxy } from '@cos/test-support/tcp-proxy';
+import type { RedisServer } from '@cos/test-support/redis-server';
+import type { TcpProxy } from '@cos/test-support/tcp-proxy';
+import { cliJson, type Env } from '../../../cli/test/support/cli.js';
 import { Client, type Incoming } from '../support/http.js';
 import { freePort, sleep } from '../support/free-port.js';
+import { closedLoad, untilEachAnswered200, type LoadShot } from '../support/load.js';
+import { startServeInstances, until, type ServeInstances } from '../support/serve-instances.js';
 import { storeReadsDuring } from '../support/store-reads.js';
 import { makeScanner, type Scanner } from '../../../cli/test/support/scanner.js';
-
-async function until(ok: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await ok())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 const REPETITIONS = Number(process.env['CREDENTIAL_CACHE_REPETITIONS'] ?? 200);
 /** Loops per instance that keep sending the key under test. */
 const LOOPS = 3;
 
-interface Shot {
-  readonly instance: 'A' | 'B';
-  readonly sentAt: number;
-  readonly status: number;
-  readonly elapsedMs: number;
-  readonly name?: string;
-}
+type Shot = LoadShot<'A' | 'B', { name: string }>;
 
 describe('system: the credential cache across two serve instances (C-36, C-57)', function () {
   this.timeout(300_000);
+  let fx: ServeInstances;
   let redis: RedisServer;
+  /** A's way to Redis, which the partition cases cut. */
   let proxy: TcpProxy;
+  /** B's way to Postgres: the test can see B serve from its cache. */
   let pgProxy: TcpProxy;
-  let databaseUrl: string;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let work: { dir: string; remove(): void };
+  /** The operator's environment and working directory (the instances'). */
   let env: Env;
-  const servers: ServeProcess[] = [];
+  let work: { readonly dir: string };
   let a: Client;
   let b: Client;
   let orgId: string;
@@ -57,69 +44,30 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
   let scanner: Scanner;
 
   before(async function () {
-    if (postgresUrl() === undefined || (!redisServerAvailable() && process.env['CI'] !== 'true')) {
-      this.skip();
-      return;
-    }
-    await ensureBuilt();
-    redis = await RedisServer.start();
-    proxy = await new TcpProxy('127.0.0.1', redis.port).listen();
-    const db = await postgresDatabase();
-    databaseUrl = db.databaseUrl;
-    dropDatabase = () => db.drop();
-    work = tempDir('cos-cc-');
-    // The webhook outbox poll (a short transaction every WEBHOOK_POLL_INTERVAL_MS) is the one thing a
-    // serve sends Postgres on its own; nothing here delivers webhooks, so it is slowed down to keep the
-    // bytes counted while requests are served to those requests alone, however long they take.
-    scanner = makeScanner(work.dir);
-    env = {
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redis.url,
-      PORT: '0',
-      RATE_LIMIT_PER_MINUTE: '100000000',
-      LOG_LEVEL: 'warn',
-      WEBHOOK_POLL_INTERVAL_MS: '3600000',
-      SECRET_SCANNING_PUBLIC_KEYS: scanner.keyFile,
-    };
-    await cliJson(['migrate'], env, work.dir);
-    const org = await cliJson<{ id: string }>(['org', 'create', '--name', 'Cache Ltd', '--slug', 'cache-ltd'], env, work.dir);
-    orgId = org.id;
-    ownerKey = (await cliJson<{ key: string }>(['key', 'issue', orgId, '--label', 'owner'], env, work.dir)).key;
-    // LOG_LEVEL=warn keeps the access log quiet, so the start-up line is not printed either: fixed
-    // ports, and ready once /v1/health answers.
-    // B reaches Postgres through a proxy that counts bytes: the test can see B serve from its cache.
-    pgProxy = await TcpProxy.for(databaseUrl, 5432);
-    const [portA, portB] = [await freePort(), await freePort()];
-    servers.push(startServe([], { ...env, PORT: String(portA), REDIS_URL: proxy.urlFor(redis.url) }, work.dir));
-    servers.push(startServe([], { ...env, PORT: String(portB), DATABASE_URL: pgProxy.urlFor(databaseUrl) }, work.dir));
-    a = new Client(`http://127.0.0.1:${portA}`);
-    b = new Client(`http://127.0.0.1:${portB}`);
-    // Ready once /v1/health answers; a serve that exits fails the wait at once. The bound is for a
-    // start that hangs: on a loaded machine a healthy start has taken more than 15 s.
-    for (const [c, s] of [[a, servers[0]!], [b, servers[1]!]] as const) {
-      await until(
-        async () => {
-          if (s.child.exitCode !== null || s.child.signalCode !== null) throw new Error(`serve exited before answering:\n${s.stderr()}`);
-          return (await c.call('GET', '/v1/health').catch(() => null))?.status === 200;
-        },
-        90_000,
-        'serve to answer',
-      );
-    }
-    // A fresh Redis answers "not settled" for its change bound (10 s) from the first call on: make
-    // that call, then wait the bound out, or nothing would be cached during the tests.
-    for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
-    await sleep(10_500);
+    fx = await startServeInstances(this, {
+      redis: 'server',
+      env: (dir) => {
+        scanner = makeScanner(dir);
+        return { RATE_LIMIT_PER_MINUTE: '100000000', SECRET_SCANNING_PUBLIC_KEYS: scanner.keyFile };
+      },
+      async seed(ground) {
+        ({ id: orgId, key: ownerKey } = await ground.organisation('Cache Ltd', 'cache-ltd'));
+      },
+      instances: [{ redisProxy: true }, { postgresProxy: true }],
+    });
+    ({ env, redis } = fx);
+    work = { dir: fx.dir };
+    a = fx.instances[0]!.client;
+    b = fx.instances[1]!.client;
+    proxy = fx.instances[0]!.redisProxy;
+    pgProxy = fx.instances[1]!.pgProxy;
+    // A fresh Redis: nothing would be cached during the tests before its change bound is out.
+    await fx.settle(async () => {
+      for (const i of ['A', 'B'] as const) expect((await getOrg(i, ownerKey)).status).to.equal(200);
+    });
   });
 
-  after(async () => {
-    for (const s of servers) s.kill();
-    await proxy?.close();
-    await pgProxy?.close();
-    await redis?.kill();
-    await dropDatabase?.();
-    work?.remove();
-  });
+  after(() => fx?.close());
 
   const client = (i: 'A' | 'B') => (i === 'A' ? a : b);
   /** Changes refused with 503 because their fence was not confirmed in time (nothing changed). */
@@ -148,30 +96,7 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
   }
 
   /** Keeps sending GET of the organisation with `key` on both instances until stopped. */
-  function load(key: string): { shots: Shot[]; stop(): Promise<void> } {
-    const shots: Shot[] = [];
-    let running = true;
-    const loop = async (instance: 'A' | 'B') => {
-      while (running) {
-        const sentAt = performance.now();
-        try {
-          const r = await getOrg(instance, key);
-          const name = r.status === 200 ? r.json<{ name: string }>().name : undefined;
-          shots.push({ instance, sentAt, status: r.status, elapsedMs: r.elapsedMs, ...(name !== undefined ? { name } : {}) });
-        } catch (e) {
-          shots.push({ instance, sentAt, status: 0, elapsedMs: performance.now() - sentAt });
-        }
-      }
-    };
-    const loops = [...Array.from({ length: LOOPS }, () => loop('A')), ...Array.from({ length: LOOPS }, () => loop('B'))];
-    return {
-      shots,
-      async stop() {
-        running = false;
-        await Promise.all(loops);
-      },
-    };
-  }
+  const load = (key: string) => closedLoad(['A', 'B'] as const, LOOPS, (i) => getOrg(i, key), (r) => (r.status === 200 ? { name: r.json<{ name: string }>().name } : {}));
 
   async function issueKey(label: string): Promise<{ id: string; key: string }> {
     const r = await a.call('POST', `/v1/organisations/${orgId}/api-keys`, { key: ownerKey, body: { label } });
@@ -181,13 +106,7 @@ describe('system: the credential cache across two serve instances (C-36, C-57)',
   }
 
   /** Waits until both instances have answered `key` with 200 several times (their caches are warm). */
-  async function until200s(shots: Shot[], n = 4): Promise<void> {
-    const deadline = performance.now() + 5_000;
-    while (['A', 'B'].some((i) => shots.filter((s) => s.instance === i && s.status === 200).length < n)) {
-      if (performance.now() > deadline) throw new Error(`no 200s on both instances: ${JSON.stringify(shots.slice(-6))}`);
-      await sleep(5);
-    }
-  }
+  const until200s = (shots: readonly Shot[]) => untilEachAnswered200(shots, ['A', 'B'], 4);
 
   it('the cache is in use: a warm key is answered without a credential or organisation read sent to Postgres, by its one Redis call', async () => {
     for (let n = 0; n < 5; n++) expect((await getOrg('B', ownerKey)).status).to.equal(200);

@@ -1,9 +1,12 @@
 /**
- * A steady-rate load generator: starts `ratePerSecond` requests per second on a fixed schedule
- * (open model: a slow service does not slow the arrivals), with a cap on requests in flight so
- * a hung service shows up as rejections, not as an unbounded pile of sockets.
+ * Load generators. runLoad: a steady rate, `ratePerSecond` requests per second on a fixed schedule
+ * (open model: a slow service does not slow the arrivals), with a cap on requests in flight so a hung
+ * service shows up as rejections, not as an unbounded pile of sockets. closedLoad: a fixed number of
+ * request loops per instance of the service, each sending its next request once the last answered,
+ * until stopped (what a test of "every request sent after the change" watches).
  */
 import type { LoopHoldUps } from '@cos/test-support/deadline';
+import { sleep } from './free-port.js';
 import type { Incoming, Outgoing, Client } from './http.js';
 
 export interface Sample {
@@ -93,4 +96,53 @@ export async function runLoad(o: LoadOptions, keepSamples = true): Promise<LoadR
   }
   await Promise.all(inFlight);
   return { sent, skipped, samples };
+}
+
+/** A request of a closedLoad: the instance it went to, when it was sent, its status (0: no answer) and what `note` took from the answer. */
+export type LoadShot<I extends string, N extends object = object> = {
+  readonly instance: I;
+  readonly sentAt: number;
+  readonly status: number;
+  readonly elapsedMs: number;
+} & Partial<N>;
+
+export interface ClosedLoad<I extends string, N extends object> {
+  /** Every request so far, in the order the answers came. */
+  readonly shots: LoadShot<I, N>[];
+  /** Ends every loop once its request in flight is answered. */
+  stop(): Promise<void>;
+}
+
+/** `loops` loops on each of `instances`, each sending `send(instance)` again as soon as it is answered, until stop(). */
+export function closedLoad<I extends string, N extends object = object>(instances: readonly I[], loops: number, send: (instance: I) => Promise<Incoming>, note?: (r: Incoming) => N): ClosedLoad<I, N> {
+  const shots: LoadShot<I, N>[] = [];
+  let running = true;
+  const loop = async (instance: I): Promise<void> => {
+    while (running) {
+      const sentAt = performance.now();
+      try {
+        const r = await send(instance);
+        shots.push({ instance, sentAt, status: r.status, elapsedMs: r.elapsedMs, ...note?.(r) } as LoadShot<I, N>);
+      } catch {
+        shots.push({ instance, sentAt, status: 0, elapsedMs: performance.now() - sentAt } as LoadShot<I, N>);
+      }
+    }
+  };
+  const all = instances.flatMap((i) => Array.from({ length: loops }, () => loop(i)));
+  return {
+    shots,
+    async stop() {
+      running = false;
+      await Promise.all(all);
+    },
+  };
+}
+
+/** Waits until each of `instances` has answered `n` of `shots` with 200 (their caches are warm); fails after 5 s. */
+export async function untilEachAnswered200<I extends string>(shots: readonly LoadShot<I>[], instances: readonly I[], n: number): Promise<void> {
+  const deadline = performance.now() + 5_000;
+  while (instances.some((i) => shots.filter((s) => s.instance === i && s.status === 200).length < n)) {
+    if (performance.now() > deadline) throw new Error(`no ${n} 200s on every instance: ${JSON.stringify(shots.slice(-6))}`);
+    await sleep(5);
+  }
 }
