@@ -25,9 +25,10 @@
 // TEST_DATABASE_URL, REDIS_URL=TEST_REDIS_URL, the credential cache on).
 // `--count N`: the first side only, one warm-up batch of `--per`, then exactly N requests, and exit.
 // Run it under callgrind for N and 2N: (I(2N) − I(N)) / N is the instructions per request, a figure
-// that does not depend on what else the machine runs.
+// that does not depend on what else the machine runs. `--koa` counts bare Koa instead; `--profile
+// F` writes a CPU profile of the N requests to F (`node bench/lib/profile.mjs --areas F`).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
@@ -46,6 +47,8 @@ const { values: opt } = parseArgs({
     per: { type: 'string', default: '3000' },
     connections: { type: 'string', default: '50' },
     count: { type: 'string' },
+    koa: { type: 'boolean', default: false },
+    profile: { type: 'string' },
   },
 });
 if (!['a', 'b', 'c'].includes(opt.scenario)) throw new Error(`--scenario a, b or c, got ${opt.scenario}`);
@@ -82,7 +85,12 @@ async function serviceServer(root) {
   const config = cli.loadConfig(env);
   const logger = cli.createLogger({ level: 'warn', fd: 2 });
   const container = await cli.buildContainer(config, { logger });
-  const running = await cli.listen(await container.getAsync(cli.CLI_TOKENS.HttpApp), '127.0.0.1', 0, logger);
+  // A side's connections wait idle while the other sides run (long on a busy machine; at the larger
+  // of several connection counts, some have sent nothing yet): a day's timeouts keep Node and the
+  // listener's backstop from answering them 408 meanwhile.
+  const day = 86_400_000;
+  const timeouts = { keepAliveTimeoutMs: day, headersTimeoutMs: day, requestTimeoutMs: day };
+  const running = await cli.listen(await container.getAsync(cli.CLI_TOKENS.HttpApp), '127.0.0.1', 0, logger, timeouts);
   closers.push(() => cli.closeContainer(container));
   return running.server;
 }
@@ -159,7 +167,8 @@ class Connection extends Duplex {
 }
 
 function connect(server) {
-  // A side waits idle while the others run their batches: keep its connections open meanwhile.
+  // A side waits idle while the others run their batches: keep its connections open meanwhile
+  // (Node's own keep-alive timer off).
   server.keepAliveTimeout = 0;
   const connections = [];
   for (let i = 0; i < CONNECTIONS; i++) {
@@ -183,6 +192,26 @@ async function runBatch(side, wanted = per) {
   return (used.user + used.system) / wanted;
 }
 
+/** Runs `measure`, under V8's sampling profiler (200 µs) into `--profile` when given. */
+async function profiled(measure) {
+  if (opt.profile === undefined) return measure();
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  const from = process.hrtime.bigint() / 1000n;
+  const result = await measure();
+  const to = process.hrtime.bigint() / 1000n;
+  const { profile } = await session.post('Profiler.stop');
+  // The profile's clock is hrtime's: the window marks the requests' samples, not stop's own work.
+  // The CPU time per request (all threads) goes with it, to turn the areas' shares into µs.
+  writeFileSync(opt.profile, JSON.stringify({ ...profile, measured: { from: Number(from), to: Number(to), requests: Number(opt.count), cpuUsPerRequest: result } }));
+  session.disconnect();
+  return result;
+}
+
 /** A side per server and connection count: the server's first N connections. */
 const sidesOf = (name, connections) => counts.map((n) => ({ name: counts.length > 1 ? `${name} ×${n}` : name, connections: connections.slice(0, n) }));
 
@@ -190,8 +219,10 @@ try {
   const sides = sidesOf(`service (${path.basename(ROOT)})`, connect(await serviceServer(ROOT)));
   if (opt.count !== undefined) {
     await runBatch(sides[0]);
-    await runBatch(sides[0], Number(opt.count));
-    process.stdout.write(`scenario (${opt.scenario}): ${per} + ${opt.count} requests on ${sides[0].connections.length} connections, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
+    const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody))))[0] : sides[0];
+    if (opt.koa) await runBatch(side);
+    const cpu = await profiled(() => runBatch(side, Number(opt.count)));
+    process.stdout.write(`scenario (${opt.scenario}), ${side.name}: ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
   } else await alternate(sides);
 } finally {
   rmSync(work, { recursive: true, force: true });
