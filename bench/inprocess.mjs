@@ -21,7 +21,7 @@
 // side at each count (the same server: its first N connections).
 // Scenario (a): GET of the tenant's own organisation (SQLite, in-process counter); (c): the same
 // with a limit of 60 per minute, so all but 60 answers per minute and side are the 429; (b): the
-// same GET on Postgres and Redis as `pnpm bench`'s (b) runs serve (a scratch database next to
+// same GET on Postgres and Redis as the full bench's (b) runs serve (a scratch database next to
 // TEST_DATABASE_URL, REDIS_URL=TEST_REDIS_URL, the credential cache on).
 // `--count N`: the first side only, one warm-up batch of `--per`, then exactly N requests, and exit.
 // Run it under callgrind for N and 2N: (I(2N) − I(N)) / N is the instructions per request, a figure
