@@ -1,33 +1,47 @@
 #!/usr/bin/env node
-// CPU per request of the embedded service's hot path with the network left out, for comparing
+// CPU per request of the service's hot path with the client's network left out, for comparing
 // builds on a machine too busy for `pnpm bench` to resolve a few per cent.
 //
 //   node bench/inprocess.mjs --scenario c                       this checkout against bare Koa
 //   node bench/inprocess.mjs --scenario a --other /tmp/base     another built checkout too (A/B)
+//   node bench/inprocess.mjs --scenario b --connections 50,200  Postgres + Redis, 50 against 200 connections
+//   valgrind --tool=callgrind node bench/inprocess.mjs --scenario a --count 4000
+//                                                               instructions: see --count below
 //   node bench/inprocess.mjs --scenario i                       introspection vs this checkout's GET
 //
 // One Node process runs, side by side, the built service of this checkout (buildContainer and
 // listen of @cos/cli, as `serve` composes them, LOG_LEVEL=warn, no OPS_PORT), optionally the built
 // service of `--other` (a checkout whose packages were built with `pnpm build`), and bare Koa +
 // @koa/router answering the same JSON (bench/baseline.mjs's route). Requests reach each HTTP server
-// through in-memory sockets (no system call of the network), 50 connections with one request in
-// flight on each; the sides take turns in batches of `--per` requests, `--rounds` times, and each
-// batch's CPU time (process.cpuUsage, user + system) is divided by its answers. Because the sides
-// alternate batch by batch in one process, whatever else the machine does weighs on all of them
-// alike: the per-round ratio between sides is the figure to read, not the absolute microseconds.
-// Scenario (a): GET of the tenant's own organisation; (c): the same with a limit of 60 per minute,
-// so all but 60 answers per minute and side are the 429; (i): a system organisation's key holding
-// keys:introspect introspects the tenant's key (POST /v1/introspect, JSON body, count false), and
-// the same service's authenticated GET of (a) runs as one more side.
+// through in-memory sockets (no system call of the network), `--connections` of them (default 50)
+// with one request in flight on each; the sides take turns in batches of `--per` requests,
+// `--rounds` times, and each batch's CPU time (process.cpuUsage, user + system) is divided by its
+// answers. Because the sides alternate batch by batch in one process, whatever else the machine does
+// weighs on all of them alike: the per-round ratio between sides is the figure to read, not the
+// absolute microseconds. With several connection counts (`--connections 50,200`) every server is a
+// side at each count (the same server: its first N connections).
+// Scenario (a): GET of the tenant's own organisation (SQLite, in-process counter); (c): the same
+// with a limit of 60 per minute, so all but 60 answers per minute and side are the 429; (b): the
+// same GET on Postgres and Redis as the full bench's (b) runs serve (a scratch database next to
+// TEST_DATABASE_URL, REDIS_URL=TEST_REDIS_URL, the credential cache on); (i): on (a)'s stack, a
+// system organisation's key holding keys:introspect introspects the tenant's key (POST
+// /v1/introspect, JSON body, count false), and the same service's authenticated GET of (a) runs as
+// one more side.
+// `--count N`: the first side only, one warm-up batch of `--per`, then exactly N requests, and exit.
+// Run it under callgrind for N and 2N: (I(2N) − I(N)) / N is the instructions per request, a figure
+// that does not depend on what else the machine runs. `--koa` counts bare Koa instead; `--profile
+// F` writes a CPU profile of the N requests to F (`node bench/lib/profile.mjs --areas F`).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { median } from './lib/alternate.mjs';
+import { createScratchDatabase } from './lib/infra.mjs';
 import { CLI_MAIN, importFrom, ROOT } from './lib/resolve.mjs';
+import { infraUrls } from './lib/session.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -35,18 +49,26 @@ const { values: opt } = parseArgs({
     other: { type: 'string' },
     rounds: { type: 'string', default: '12' },
     per: { type: 'string', default: '3000' },
+    connections: { type: 'string', default: '50' },
+    count: { type: 'string' },
+    koa: { type: 'boolean', default: false },
+    profile: { type: 'string' },
   },
 });
-if (!['a', 'c', 'i'].includes(opt.scenario)) throw new Error(`--scenario a, c or i, got ${opt.scenario}`);
+if (!['a', 'b', 'c', 'i'].includes(opt.scenario)) throw new Error(`--scenario a, b, c or i, got ${opt.scenario}`);
 const rounds = Number(opt.rounds);
 const per = Number(opt.per);
-const CONNECTIONS = 50;
+const counts = opt.connections.split(',').map(Number);
+if (!counts.every((n) => Number.isInteger(n) && n > 0)) throw new Error(`--connections: positive whole numbers, got ${opt.connections}`);
+const CONNECTIONS = Math.max(...counts);
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'cos-inprocess-'));
 const file = path.join(work, 'bench.sqlite');
+const scratch = opt.scenario === 'b' ? await createScratchDatabase(infraUrls().databaseUrl) : null;
+const storeEnv = scratch === null ? { DATABASE_URL: `sqlite:${file}` } : { DATABASE_URL: scratch.url, REDIS_URL: infraUrls().redisUrl, CREDENTIAL_CACHE: 'on' };
 const cosAdmin = (...args) => {
   const res = spawnSync(process.execPath, [CLI_MAIN, ...args, '--json'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', DATABASE_URL: `sqlite:${file}` },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...storeEnv },
     encoding: 'utf8',
   });
   if (res.status !== 0) throw new Error(`cos-admin ${args.join(' ')} failed: ${res.stderr || res.stdout}`);
@@ -66,13 +88,22 @@ function introspectRequest() {
 }
 const request = opt.scenario === 'i' ? introspectRequest() : getRequest;
 
+/** Closes each service's container (its pools) before the scratch database goes. */
+const closers = [];
+
 async function serviceServer(root) {
   const cli = await import(pathToFileURL(path.join(root, 'packages', 'cli', 'dist', 'index.js')).href);
-  const env = { DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : '1000000000', INTROSPECTION_RATE_LIMIT_PER_MINUTE: '1000000000' };
+  const env = { ...storeEnv, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : '1000000000', INTROSPECTION_RATE_LIMIT_PER_MINUTE: '1000000000' };
   const config = cli.loadConfig(env);
   const logger = cli.createLogger({ level: 'warn', fd: 2 });
   const container = await cli.buildContainer(config, { logger });
-  const running = await cli.listen(await container.getAsync(cli.CLI_TOKENS.HttpApp), '127.0.0.1', 0, logger);
+  // A side's connections wait idle while the other sides run (long on a busy machine; at the larger
+  // of several connection counts, some have sent nothing yet): a day's timeouts keep Node and the
+  // listener's backstop from answering them 408 meanwhile.
+  const day = 86_400_000;
+  const timeouts = { keepAliveTimeoutMs: day, headersTimeoutMs: day, requestTimeoutMs: day };
+  const running = await cli.listen(await container.getAsync(cli.CLI_TOKENS.HttpApp), '127.0.0.1', 0, logger, timeouts);
+  closers.push(() => cli.closeContainer(container));
   return running.server;
 }
 
@@ -90,8 +121,8 @@ async function bareKoaServer(body) {
   return http.createServer(app.callback());
 }
 
-/** The batch in progress: answers so far, answers wanted, and what to call when they are in. */
-const batch = { answered: 0, wanted: 0, done: null };
+/** The batch in progress: requests sent, answers so far, answers wanted, and what to call when they are in. */
+const batch = { sent: 0, answered: 0, wanted: 0, done: null };
 const statuses = new Map();
 let firstBody = null;
 
@@ -140,13 +171,17 @@ class Connection extends Duplex {
         const done = batch.done;
         batch.done = null;
         if (done !== null) setImmediate(done);
-      } else setImmediate(() => this.push(this.request));
+      } else if (batch.sent < batch.wanted) {
+        batch.sent++;
+        setImmediate(() => this.push(this.request));
+      }
     }
   }
 }
 
 function connect(server, req = request) {
-  // A side waits idle while the others run their batches: keep its connections open meanwhile.
+  // A side waits idle while the others run their batches: keep its connections open meanwhile
+  // (Node's own keep-alive timer off).
   server.keepAliveTimeout = 0;
   const connections = [];
   for (let i = 0; i < CONNECTIONS; i++) {
@@ -157,41 +192,78 @@ function connect(server, req = request) {
   return connections;
 }
 
-async function runBatch(side) {
+/** Sends exactly `wanted` requests over the side's connections; the CPU time per answer. */
+async function runBatch(side, wanted = per) {
   batch.answered = 0;
-  batch.wanted = per;
+  batch.wanted = wanted;
+  batch.sent = Math.min(wanted, side.connections.length);
   const finished = new Promise((resolve) => (batch.done = resolve));
   const before = process.cpuUsage();
-  for (const c of side.connections) c.push(c.request);
+  for (const c of side.connections.slice(0, batch.sent)) c.push(c.request);
   await finished;
   const used = process.cpuUsage(before);
-  const answered = batch.answered;
-  // Answers still in flight on the other connections arrive before the next batch starts.
-  await new Promise((resolve) => setTimeout(resolve, 30));
-  return (used.user + used.system) / answered;
+  return (used.user + used.system) / wanted;
 }
+
+/** Runs `measure`, under V8's sampling profiler (200 µs) into `--profile` when given. */
+async function profiled(measure) {
+  if (opt.profile === undefined) return measure();
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  const from = process.hrtime.bigint() / 1000n;
+  const result = await measure();
+  const to = process.hrtime.bigint() / 1000n;
+  const { profile } = await session.post('Profiler.stop');
+  // The profile's clock is hrtime's: the window marks the requests' samples, not stop's own work.
+  // The CPU time per request (all threads) goes with it, to turn the areas' shares into µs.
+  writeFileSync(opt.profile, JSON.stringify({ ...profile, measured: { from: Number(from), to: Number(to), requests: Number(opt.count), cpuUsPerRequest: result } }));
+  session.disconnect();
+  return result;
+}
+
+/** A side per server and connection count: the server's first N connections. */
+const sidesOf = (name, connections) => counts.map((n) => ({ name: counts.length > 1 ? `${name} ×${n}` : name, connections: connections.slice(0, n) }));
 
 try {
   const own = await serviceServer(ROOT);
-  const sides = [{ name: `service (${path.basename(ROOT)})`, connections: connect(own) }];
-  if (opt.other !== undefined) sides.push({ name: `service (${path.basename(path.resolve(opt.other))})`, connections: connect(await serviceServer(path.resolve(opt.other))) });
+  const sides = sidesOf(`service (${path.basename(ROOT)})`, connect(own));
+  if (opt.count !== undefined) {
+    await runBatch(sides[0]);
+    const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest))[0] : sides[0];
+    if (opt.koa) await runBatch(side);
+    const cpu = await profiled(() => runBatch(side, Number(opt.count)));
+    process.stdout.write(`scenario (${opt.scenario}), ${side.name}: ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
+  } else await alternate(sides, own);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+  for (const close of closers) await close().catch(() => {});
+  await scratch?.drop();
+}
+process.exit(0);
+
+async function alternate(sides, own) {
+  if (opt.other !== undefined) sides.push(...sidesOf(`service (${path.basename(path.resolve(opt.other))})`, connect(await serviceServer(path.resolve(opt.other)))));
   // The JSON the service answered, for bare Koa to answer the same (scenario c's first 60 are 200s).
   if (opt.scenario === 'i') {
     await runBatch(sides[0]);
     if (!firstBody?.startsWith('{"active":true')) throw new Error(`the introspection answered ${firstBody}`);
     firstBody = null;
-    sides.push({ name: 'service GET (a)', connections: connect(own, getRequest) });
+    sides.push(...sidesOf('service GET (a)', connect(own, getRequest)));
   }
   await runBatch(sides.at(-1));
   if (firstBody === null) throw new Error('the service answered no 200 with the organisation');
-  sides.push({ name: 'bare Koa', connections: connect(await bareKoaServer(JSON.parse(firstBody)), getRequest) });
+  sides.push(...sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest)));
   for (const side of sides) {
     side.runs = [];
     await runBatch(side);
     await runBatch(side);
   }
   for (let r = 0; r < rounds; r++) for (const side of sides) side.runs.push(await runBatch(side));
-  process.stdout.write(`scenario (${opt.scenario}), ${rounds} rounds of ${per} requests per side, ${CONNECTIONS} connections, load average ${os.loadavg()[0].toFixed(1)}\n`);
+  process.stdout.write(`scenario (${opt.scenario}), ${rounds} rounds of ${per} requests per side, ${opt.connections} connections, load average ${os.loadavg()[0].toFixed(1)}\n`);
   for (const side of sides) {
     process.stdout.write(`  ${side.name.padEnd(34)} ${median(side.runs).toFixed(1).padStart(6)} µs CPU/req (median; rounds ${side.runs.map((v) => v.toFixed(0)).join(' ')})\n`);
   }
@@ -200,7 +272,4 @@ try {
     process.stdout.write(`  ${side.name} / ${first.name}: ${median(side.runs.map((v, i) => v / first.runs[i])).toFixed(3)} (median of per-round ratios)\n`);
   }
   process.stdout.write(`  answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
-} finally {
-  rmSync(work, { recursive: true, force: true });
 }
-process.exit(0);
