@@ -147,7 +147,7 @@ for (const target of databaseTargets()) {
       expect(tooShort.stderr).to.include("option '--max-lifetime <duration>' argument '30m' is invalid. It must be at least 1h.");
     });
 
-    it('C-280, C-283: org policy set --expiry-notice (0: off, at most 90d) keeps the rest; key list --expiring-within lists the active keys expiring that soon, the same as the API's ISO 8601 spelling of that duration', async () => {
+    it('C-280, C-283: org policy set --expiry-notice (0: off, at most 90d) keeps the rest; key list --expiring-within lists the active keys expiring that soon, the same as the API\'s ISO 8601 spelling of that duration', async () => {
       const noticeOrg = (await suite.json<{ id: string }>('org', 'create', '--name', 'Notices', '--slug', 'notices')).id;
       const week = await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'week', '--expires-in', '6d');
       const month = await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'month', '--expires-in', '30d');
