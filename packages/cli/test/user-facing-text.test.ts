@@ -75,6 +75,28 @@ describe('no internal rule ids in user-facing text', function () {
     expect(undefinedIds, 'rule ids cited but not defined in docs/rules.md').to.deep.equal([]);
   });
 
+  it('every section of the v1 specification cited (`spec §5.4`) is in docs/rules.md\'s table of citations', () => {
+    const listed = new Set([...readFileSync(join(ROOT, 'docs', 'rules.md'), 'utf8').matchAll(/^\| spec §(\d+(?:\.\d+)?) \|/gm)].map((m) => m[1]));
+    const cited = new Map<string, string>();
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (/\.(ts|mjs|cjs|md|yaml)$/.test(entry.name) && path !== join(ROOT, 'docs', 'rules.md')) {
+          // `spec §5.3-§5.5`, `spec §5, §8`, `spec §5.3-5.4`: every section or rule named in the citation.
+          for (const citation of readFileSync(path, 'utf8').matchAll(/\bspec (§\d+(?:\.\d+)?(?:\s*[-,;]\s*§?\d+(?:\.\d+)?)*)/g)) {
+            for (const part of citation[1]!.match(/\d+(?:\.\d+)?/g) ?? []) if (!cited.has(part)) cited.set(part, path);
+          }
+        }
+      }
+    };
+    for (const dir of ['packages', 'docs', 'bench', 'examples', 'scripts']) walk(join(ROOT, dir));
+    expect(cited.size).to.be.greaterThan(10);
+    const unlisted = [...cited].filter(([part]) => !listed.has(part)).map(([part, path]) => `spec §${part} (${relative(ROOT, path)})`);
+    expect(unlisted, 'cited but not in the table of docs/rules.md').to.deep.equal([]);
+  });
+
   it('docs/openapi.yaml passes Spectral (spectral:oas) and Redocly (recommended, warnings as errors), as `pnpm check` runs them', async () => {
     const run = promisify(execFile);
     const bin = (name: string): string => join(ROOT, 'node_modules', '.bin', name);
