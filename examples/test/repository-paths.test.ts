@@ -10,7 +10,8 @@
  *  - no test, test support, example, bench or script file cites one either: a test title names the
  *    contract rule (C-n) it checks, or says what it checks;
  *  - no source file under packages/[name]/src is longer than 400 lines (the port contract suites
- *    excepted).
+ *    excepted);
+ *  - every port of core has its row in the ports table of docs/architecture.md.
  * Reads files only: no process, no network.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -176,6 +177,19 @@ describe('repository paths and source comments', () => {
       .map((f) => `${f.file}: ${f.lines} lines`);
     expect(sources.length, 'source files found').to.be.greaterThan(100);
     expect(long).to.deep.equal([]);
+  });
+
+  it('every port of core (the interface each packages/core/src/ports file is named after) has its row in the ports table of docs/architecture.md', () => {
+    const architecture = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const table = architecture.slice(architecture.indexOf('\n## Ports\n'));
+    const rows = table.split('\n').filter((line) => line.startsWith('| `'));
+    const ports = readdirSync(join(ROOT, 'packages', 'core', 'src', 'ports'))
+      .filter((file) => file.endsWith('.ts') && file !== 'index.ts')
+      .map((file) => ({ file, name: file.replace(/\.ts$/, '').replace(/(^|-)(\w)/g, (_m, _dash: string, c: string) => c.toUpperCase()) }))
+      .filter(({ file, name }) => new RegExp(`^export (interface|type) ${name}\\b|^export type \\{ ${name} \\}`, 'm').test(readFileSync(join(ROOT, 'packages', 'core', 'src', 'ports', file), 'utf8')));
+    expect(ports.length, 'ports found').to.be.greaterThan(15);
+    const missing = ports.filter(({ name }) => !rows.some((row) => row.split('|')[1]!.includes(`\`${name}\``))).map(({ file, name }) => `${name} (ports/${file})`);
+    expect(missing).to.deep.equal([]);
   });
 
   it('no test, test support, example, bench or script file cites an issue number (test titles say what they check)', () => {

@@ -113,6 +113,33 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
       expect((await w.tc.core.apiKeys.get(OPERATOR, w.own.orgId, fresh.key.id)).lastUsedAt).to.be.instanceOf(Date);
     });
 
+    it('C-272: count: true lands in the key\'s usage counts as a direct request does, answered or rate_limited; without count nothing does', async () => {
+      const fresh = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'usage' });
+      const usage = async () => {
+        await w.tc.core.keyUsage.flush();
+        return (await w.api.get(`/v1/organisations/${w.own.orgId}/api-keys/${fresh.key.id}/usage`, { key: w.platform.key })).body.data;
+      };
+      for (let i = 0; i < 3; i++) await introspect({ token: fresh.rawKey, count: false });
+      expect(await usage()).to.deep.equal([]);
+      // The organisation's window holds 5: two direct requests and three counted introspections fill it.
+      for (let i = 0; i < 2; i++) expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: fresh.rawKey })).status).to.equal(200);
+      const answers: boolean[] = [];
+      for (let i = 0; i < 5; i++) answers.push((await introspect({ token: fresh.rawKey, count: true })).body.rate_limited === true);
+      expect(answers).to.deep.equal([false, false, false, true, true]);
+      const hour = w.tc.clock.now().getTime() - (w.tc.clock.now().getTime() % 3_600_000);
+      expect(await usage()).to.deep.equal([{ start: new Date(hour).toISOString(), requests: 5, rate_limited: 2 }]);
+    });
+
+    it('C-240, C-272: count: true counts against the organisation\'s own limit (its plan), which rate_limit.limit reports', async () => {
+      await w.tc.core.rateLimits.replace(OPERATOR, w.own.orgId, { requests_per_minute: 2 });
+      const first = await introspect({ token: w.own.key, count: true });
+      expect(first.body.rate_limit).to.include({ limit: 2, remaining: 1 });
+      expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key })).headers.get('x-ratelimit-remaining')).to.equal('0');
+      const over = await introspect({ token: w.own.key, count: true });
+      expect(over.body).to.include({ active: true, rate_limited: true });
+      expect(over.body.rate_limit).to.include({ limit: 2, remaining: 0 });
+    });
+
     it('introspection counts against its own ceiling, never the calling organisation limit', async () => {
       for (let i = 0; i < 8; i++) {
         const res = await introspect({ token: w.own.key });

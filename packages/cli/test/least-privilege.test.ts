@@ -6,7 +6,7 @@
  * through a core over the same database.
  */
 import { expect } from 'chai';
-import { ALL_BUILTIN_SCOPES, createCore, InProcessRateCounter, type Core, type KeyPrincipal } from '@cos/core';
+import { ALL_BUILTIN_SCOPES, createCore, InProcessRateCounter, OPERATOR, type Core, type KeyPrincipal } from '@cos/core';
 import { createSqlStore, type SqlStore } from '@cos/store-sql';
 import { type KeyView } from './support/cli.js';
 import { databaseTargets, suiteDatabase } from './support/databases.js';
@@ -147,7 +147,7 @@ for (const target of databaseTargets()) {
       expect(tooShort.stderr).to.include("option '--max-lifetime <duration>' argument '30m' is invalid. It must be at least 1h.");
     });
 
-    it('C-280, C-283: org policy set --expiry-notice (0: off, at most 90d) keeps the rest; key list --expiring-within lists the active keys expiring that soon', async () => {
+    it('C-280, C-283: org policy set --expiry-notice (0: off, at most 90d) keeps the rest; key list --expiring-within lists the active keys expiring that soon, the same as the API\'s ISO 8601 spelling of that duration', async () => {
       const noticeOrg = (await suite.json<{ id: string }>('org', 'create', '--name', 'Notices', '--slug', 'notices')).id;
       const week = await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'week', '--expires-in', '6d');
       const month = await suite.json<KeyView>('key', 'issue', noticeOrg, '--label', 'month', '--expires-in', '30d');
@@ -175,6 +175,11 @@ for (const target of databaseTargets()) {
       const paged = await suite.cli('key', 'list', noticeOrg, '--expiring-within', '31d', '--limit', '1');
       expect(paged.stdout).to.include(`cos-admin key list ${noticeOrg} --limit 1 --expiring-within 31d --cursor `);
       expect((await suite.cli('key', 'list', noticeOrg, '--expiring-within', '1h')).stdout).to.include('No API key matches.');
+      // One grammar in two spellings: the CLI's durations and the API's ISO 8601 durations pick the same keys.
+      for (const [cli, iso] of [['6d', 'P6D'], ['5d23h59m', 'P5DT23H59M'], ['1w', 'P1W'], ['4w2d', 'P4W2D'], ['3650d', 'P3650D']] as const) {
+        const viaApi = (await core.apiKeys.list(OPERATOR, noticeOrg, { expiring_within: iso })).items.map((k) => k.id);
+        expect((await keyListOf(noticeOrg, '--expiring-within', cli)).map((k) => k.id), `${cli} and ${iso}`).to.deep.equal(viaApi);
+      }
       for (const bad of ['P7D', '7', '0', '1x', '3651d']) {
         const refused = await suite.cli('key', 'list', noticeOrg, '--expiring-within', bad);
         expect(refused.code, bad).to.equal(2);

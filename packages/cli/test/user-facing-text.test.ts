@@ -56,23 +56,46 @@ describe('no internal rule ids in user-facing text', function () {
     });
   }
 
-  it('every rule id cited in code, tests and docs/decisions is defined in docs/rules.md', () => {
-    const defined = new Set([...readFileSync(join(ROOT, 'docs', 'rules.md'), 'utf8').matchAll(/^## (C-\d+):/gm)].map((m) => m[1]));
-    const cited = new Map<string, string>();
+  /** The source and documentation files under `dirs` (dependencies and builds left out), as paths. */
+  const filesUnder = (dirs: readonly string[], name: RegExp): string[] => {
+    const found: string[] = [];
     const walk = (dir: string): void => {
       for (const entry of readdirSync(dir, { withFileTypes: true })) {
         if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
         const path = join(dir, entry.name);
         if (entry.isDirectory()) walk(path);
-        else if (/\.(ts|mjs|cjs|md)$/.test(entry.name)) {
-          for (const id of readFileSync(path, 'utf8').match(RULE_ID) ?? []) if (!cited.has(id)) cited.set(id, path);
-        }
+        else if (name.test(entry.name)) found.push(path);
       }
     };
-    for (const dir of ['packages', 'docs/decisions', 'bench', 'examples', 'scripts']) walk(join(ROOT, dir));
+    for (const dir of dirs) walk(join(ROOT, dir));
+    return found;
+  };
+
+  it('every rule id cited in code, tests and docs/decisions is defined in docs/rules.md', () => {
+    const defined = new Set([...readFileSync(join(ROOT, 'docs', 'rules.md'), 'utf8').matchAll(/^## (C-\d+):/gm)].map((m) => m[1]));
+    const cited = new Map<string, string>();
+    for (const path of filesUnder(['packages', 'docs/decisions', 'bench', 'examples', 'scripts'], /\.(ts|mjs|cjs|md)$/)) {
+      for (const id of readFileSync(path, 'utf8').match(RULE_ID) ?? []) if (!cited.has(id)) cited.set(id, path);
+    }
     expect(cited.size).to.be.greaterThan(40);
     const undefinedIds = [...cited].filter(([id]) => !defined.has(id)).map(([id, path]) => `${id} (${relative(ROOT, path)})`);
     expect(undefinedIds, 'rule ids cited but not defined in docs/rules.md').to.deep.equal([]);
+  });
+
+  it('every section of the v1 specification cited (`spec §5.4`) is in docs/rules.md\'s table of citations', () => {
+    const rules = join(ROOT, 'docs', 'rules.md');
+    const listed = new Set([...readFileSync(rules, 'utf8').matchAll(/^\| spec §(\d+(?:\.\d+)?) \|/gm)].map((m) => m[1]));
+    const cited = new Map<string, string>();
+    for (const path of filesUnder(['packages', 'docs', 'bench', 'examples', 'scripts'], /\.(ts|mjs|cjs|md|yaml)$/)) {
+      if (path === rules) continue;
+      // `spec §5.3-§5.5`, `spec §5, §8`, `spec §5.3-5.4`: every section or rule named in the citation.
+      for (const citation of readFileSync(path, 'utf8').matchAll(/\bspec (§\d+(?:\.\d+)?(?:\s*[-,;]\s*§?\d+(?:\.\d+)?)*)/g)) {
+        for (const part of citation[1]!.match(/\d+(?:\.\d+)?/g) ?? []) if (!cited.has(part)) cited.set(part, path);
+      }
+    }
+    expect(cited.size).to.be.greaterThan(10);
+    const unlisted = [...cited].filter(([part]) => !listed.has(part)).map(([part, path]) => `spec §${part} (${relative(ROOT, path)})`);
+    expect(unlisted, 'cited but not in the table of docs/rules.md').to.deep.equal([]);
   });
 
   it('docs/openapi.yaml passes Spectral (spectral:oas) and Redocly (recommended, warnings as errors), as `pnpm check` runs them', async () => {

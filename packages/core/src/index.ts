@@ -144,7 +144,7 @@ export {
   ISSUE_ALERT_SOURCE,
   type AlertMatch,
 } from './validation/secret-scanning.js';
-export { ISSUE_EXPIRING_WITHIN } from './validation/key-list-query.js';
+export { ISSUE_EXPIRING_WITHIN, MAX_EXPIRING_WITHIN_SECONDS } from './validation/key-list-query.js';
 export { ISSUE_WEBHOOK_URL, ISSUE_NOTIFICATION_STATUS, MAX_WEBHOOK_URL, webhookDestinationIssue } from './validation/webhook.js';
 export { encodeCursor, decodeCursor } from './validation/cursor.js';
 // Validation helpers (C-5, C-6, C-8, C-11..C-14, C-23), for adapters that validate on their own.

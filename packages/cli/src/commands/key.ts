@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { apiKeyView, exceedsPolicy, issuedKeyView, keysCreatedBy, keyStatus, listView, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
+import { apiKeyView, exceedsPolicy, issuedKeyView, keysCreatedBy, keyStatus, listView, MAX_EXPIRING_WITHIN_SECONDS, MAX_ROLL_GRACE_SECONDS, OPERATOR, type ApiKey, type Core } from '@cos/core';
 import { CliError } from '../errors.js';
 import { currentIo } from '../io.js';
 import { emit, fields, orNone, table } from '../output.js';
@@ -92,9 +92,10 @@ interface ListOptions extends PagingOptions {
   expiringWithin?: { readonly seconds: number; readonly text: string };
 }
 
-/** `--expiring-within`: the duration in seconds, and as written (for the next page's command). */
+/** `--expiring-within`: the duration in seconds, and as written (for the next page's command); at most the API's bound. */
+const EXPIRING_WITHIN_MAX = { ms: MAX_EXPIRING_WITHIN_SECONDS * 1000, text: `${MAX_EXPIRING_WITHIN_SECONDS / 86_400}d` };
 function expiringWithin(text: string): { readonly seconds: number; readonly text: string } {
-  return { seconds: durationSeconds({ max: { ms: 3650 * 86_400_000, text: '3650d' } })(text), text: text.trim() };
+  return { seconds: durationSeconds({ max: EXPIRING_WITHIN_MAX })(text), text: text.trim() };
 }
 
 interface RollOptions {

@@ -30,10 +30,4 @@ export const SECRET_SCANNING_VARIABLES = {
     'signed secret-scanning alerts per UTC minute, one counter of their own',
     int('SECRET_SCANNING_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(600),
   ),
-  INTROSPECTION_RATE_LIMIT_PER_MINUTE: variable(
-    'introspectionRateLimitPerMinute',
-    '100000',
-    '`POST /v1/introspect` calls per calling organisation and UTC minute, a counter of their own: introspection never counts against the calling organisation\'s own limit',
-    int('INTROSPECTION_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(100_000),
-  ),
 };

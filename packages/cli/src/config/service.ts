@@ -1,10 +1,11 @@
 /**
- * The service's own behaviour: rate limits and the active-key cap, how far last use may lag, the
- * bound on a Redis counter call, client addresses behind a proxy, Postgres statement preparation,
- * the log level and the base of a 429's `type`.
+ * The service's own behaviour: rate limits (introspection's ceiling included) and the active-key
+ * cap, how far last use and usage counts may lag and how long the counts are kept, the bound on a
+ * Redis counter call, client addresses behind a proxy, Postgres statement preparation, the log level
+ * and the base of a 429's `type`.
  */
 import { z } from 'zod';
-import { bool, cidrList, int, INT_MAX, orNull, url, variable } from './variable.js';
+import { bool, cidrList, duration, int, INT_MAX, orNull, url, variable } from './variable.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -16,12 +17,24 @@ export const SERVICE_VARIABLES = {
     "how far `last_used_at` may lag: each use is written within this (less a margin of a twelfth, at most 5 s), so the stored value is never further behind a key's last use, a crash included; at most one write per key per this interval per instance",
     int('KEY_USAGE_FLUSH_MS', 1_000, 3_600_000).default(60_000),
   ),
+  USAGE_RETENTION: variable(
+    'usageRetentionMs',
+    '90d',
+    "how long the keys' usage counts per hour are kept (`90d`, `12w`, `36h`); each `serve` deletes older hours at start and then hourly (or once per retention period if that is shorter); the usage routes answer nothing older",
+    duration('USAGE_RETENTION', '90d'),
+  ),
   RATE_LIMIT_PER_MINUTE: variable('rateLimitPerMinute', '60', 'authenticated requests per organisation per UTC minute, for organisations without a limit of their own (`cos-admin org limit set`)', int('RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60)),
   UNAUTH_RATE_LIMIT_PER_MINUTE: variable(
     'unauthRateLimitPerMinute',
     '60',
     '`/v1/health` + `/v1/version` per UTC minute, one counter for all callers',
     int('UNAUTH_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(60),
+  ),
+  INTROSPECTION_RATE_LIMIT_PER_MINUTE: variable(
+    'introspectionRateLimitPerMinute',
+    '100000',
+    '`POST /v1/introspect` calls per calling organisation and UTC minute, a counter of their own: introspection never counts against the calling organisation\'s own limit',
+    int('INTROSPECTION_RATE_LIMIT_PER_MINUTE', 1, INT_MAX).default(100_000),
   ),
   LOG_LEVEL: variable(
     'logLevel',

@@ -65,10 +65,4 @@ export const WEBHOOKS_VARIABLES = {
     'how long delivered and failed webhook notifications are kept after they completed (`30d`, `12h`, `90m`); each `serve` purges older ones at start and then hourly (or once per retention period if that is shorter); pending ones are never purged',
     duration('NOTIFICATION_RETENTION', '30d'),
   ),
-  USAGE_RETENTION: variable(
-    'usageRetentionMs',
-    '90d',
-    "how long the keys' usage counts per hour are kept (`90d`, `12w`, `36h`); each `serve` deletes older hours at start and then hourly (or once per retention period if that is shorter); the usage routes answer nothing older",
-    duration('USAGE_RETENTION', '90d'),
-  ),
 };

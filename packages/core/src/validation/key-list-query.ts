@@ -9,7 +9,8 @@ import type { ErrorDetail } from '../domain/errors.js';
 import { invalid, isJsonObject, valid, type Checked } from './issues.js';
 import { checkListQuery, type ListQuery } from './query.js';
 
-const MAX_EXPIRING_WITHIN_SECONDS = 3650 * 86_400;
+/** The longest `expiring_within` (3650 days), which the CLI's `--expiring-within` shares. */
+export const MAX_EXPIRING_WITHIN_SECONDS = 3650 * 86_400;
 export const ISSUE_EXPIRING_WITHIN = `must be an ISO 8601 duration such as P7D, PT12H or P1DT12H, or whole seconds, from 1 second to 3650 days`;
 
 const ISO_DURATION = /^P(?:(\d{1,6})W)?(?:(\d{1,6})D)?(?:T(?=\d)(?:(\d{1,6})H)?(?:(\d{1,6})M)?(?:(\d{1,6})S)?)?$/;
