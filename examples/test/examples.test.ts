@@ -41,6 +41,7 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
       'status',
       'metadata',
       'allowed_cidrs',
+      'rate_limit_per_minute',
     ].sort(),
   );
   expect(key).to.include({ label: 'billing service', is_active: true, status: 'active', organisation_id: r.organisation.id });

@@ -27,7 +27,7 @@ const WIDER_CIDRS_MESSAGE = 'An API key restricted to networks cannot allow a ke
 const ISSUE_WIDER_CIDRS = "must lie within the calling key's allowed_cidrs";
 
 /** The detail of a key limit above its organisation's (C-291). */
-export function keyLimitAboveIssue(organisationPerMinute: number): string {
+function keyLimitAboveIssue(organisationPerMinute: number): string {
   return `must not be above the organisation's limit of ${organisationPerMinute} requests per minute`;
 }
 
