@@ -81,17 +81,21 @@ function freshnessScript<R>(lines: readonly string[], transformReply: (reply: un
     transformReply,
   });
 }
+/** A check's reads: the deadline, the slot's data, the token, settled and fresh; `count` not counted yet. */
+const CHECK_HEAD = [
+  ...REDIS_NOW,
+  'if now >= tonumber(ARGV[2]) then return -1 end',
+  ...ALIVE_CHECK,
+  "local token = redis.call('GET', KEYS[2])",
+  "if not token then token = ARGV[5]; redis.call('SET', KEYS[2], token) end",
+  "local settled = redis.call('EXISTS', KEYS[5]) == 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0",
+  'local fresh = settled and token == ARGV[3]',
+  `local count = ${NOT_COUNTED}`,
+];
 const CHECK_SCRIPT = freshnessScript(
   // KEYS: counter, token, changes, alive, unsettled. ARGV: ttlMs, deadlineMs, tag, mode (a|f|n), new token, bound, hits.
   [
-    ...REDIS_NOW,
-    'if now >= tonumber(ARGV[2]) then return -1 end',
-    ...ALIVE_CHECK,
-    "local token = redis.call('GET', KEYS[2])",
-    "if not token then token = ARGV[5]; redis.call('SET', KEYS[2], token) end",
-    "local settled = redis.call('EXISTS', KEYS[5]) == 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0",
-    'local fresh = settled and token == ARGV[3]',
-    `local count = ${NOT_COUNTED}`,
+    ...CHECK_HEAD,
     "if ARGV[4] == 'a' or (ARGV[4] == 'f' and fresh) then",
     "  local n = tonumber(ARGV[7]) or 1",
     "  count = redis.call('INCRBY', KEYS[1], n)",
@@ -153,14 +157,7 @@ function guardedCount(counter: number, first: number, shift: number, hits: strin
  */
 const GUARDED_CHECK_SCRIPT = variadicScript(
   [
-    ...REDIS_NOW,
-    'if now >= tonumber(ARGV[2]) then return -1 end',
-    ...ALIVE_CHECK,
-    "local token = redis.call('GET', KEYS[2])",
-    "if not token then token = ARGV[5]; redis.call('SET', KEYS[2], token) end",
-    "local settled = redis.call('EXISTS', KEYS[5]) == 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') == 0",
-    'local fresh = settled and token == ARGV[3]',
-    `local count = ${NOT_COUNTED}`,
+    ...CHECK_HEAD,
     'local keyCounts = {}',
     "if ARGV[4] == 'a' or (ARGV[4] == 'f' and fresh) then",
     ...guardedCount(1, 6, 4, 'ARGV[7]').map((line) => `  ${line}`),
