@@ -664,7 +664,8 @@ try {
           const s = newScenario('k', K_TITLE, 'limited key', 'key without', `≥ ${TARGET.k} ×`);
           let svc;
           try {
-            const kKey = rawKeyOf(cosAdmin(['key', 'issue', pgOrgId, '--label', 'bench limited', '--rate-limit', KEY_LIMIT], env));
+            // Issued under the service's default limit, the ceiling of a key's own.
+            const kKey = rawKeyOf(cosAdmin(['key', 'issue', pgOrgId, '--label', 'bench limited', '--rate-limit', KEY_LIMIT], { ...env, RATE_LIMIT_PER_MINUTE: RAISED }));
             const kOptions = { name: 'k', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'k.log') };
             svc = await start(kOptions);
             const url = `${svc.base}/v1/organisations/${pgOrgId}`;
