@@ -3,7 +3,7 @@
 //
 //   pnpm bench                         full run (~6-9 min), rewrites the figures in docs/performance.md
 //   pnpm bench -- --quick --dry        smoke run (~1-2 min, small data sets), writes nothing
-//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, a-w2, b, b' (or b-off), b-w2, b-heap, p, c, d, e, g, i; f comes with them)
+//   node bench/run.mjs --only a,c      some scenarios only (a, a-info, a-metrics, a-w2, b, b' (or b-off), b-w2, b-heap, p, c, d, e, g, i, k; f comes with them)
 //
 // Options (or env): --duration S (BENCH_DURATION, 6), --rounds N (BENCH_ROUNDS, 3), --warmup S
 // (BENCH_WARMUP, 3), --connections N (BENCH_CONNECTIONS, 50), --profile (profile every scenario,
@@ -60,12 +60,15 @@ const settings = {
   pageLimit: 20,
   cliRuns: opt.quick ? 3 : 10,
 };
-const ALL = ['a', 'a-info', 'a-metrics', 'a-w2', 'b', 'b-off', 'b-w2', 'b-heap', 'p', 'c', 'd', 'e', 'g', 'i'];
+const ALL = ['a', 'a-info', 'a-metrics', 'a-w2', 'b', 'b-off', 'b-w2', 'b-heap', 'p', 'c', 'd', 'e', 'g', 'i', 'k'];
 const only = opt.only ? new Set(opt.only.split(',').map((s) => (s.trim() === "b'" ? 'b-off' : s.trim()))) : new Set(ALL);
 for (const id of only) if (!ALL.includes(id) && id !== 'f') throw new Error(`--only: unknown scenario ${id} (know ${ALL.join(', ')})`);
 const writeDocs = !opt.dry && (!opt.quick || opt.write);
 const RAISED = '1000000000';
-const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, bHeap: 0.95, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6, iA: 0.8, iB: 0.7 };
+const TARGET = { a: 0.75, aP99: 2, aMetrics: 0.95, b: 0.6, bHeap: 0.95, c: 0.9, d: 0.9, e: 0.8, fMiB: 150, gS: 0.6, iA: 0.8, iB: 0.7, k: 0.95 };
+/** (k)'s key limit: the highest a key may have, never reached by one bench process in a minute. */
+const KEY_LIMIT = '1000000';
+const K_TITLE = "(k) a key with its own limit on (b)'s stack vs a key without: Postgres + Redis";
 const B_HEAP_TITLE = '(b) heap limit as shipped vs unbounded: Postgres + Redis';
 const UNBOUNDED_HEAP = '--max-old-space-size=4096';
 const P_TARGET = "none (a revoked key is refused on every instance: no 200 on B after A's 204)";
@@ -515,7 +518,7 @@ try {
     await stop(svc);
   }
 
-  if (want('b') || want('b-off') || want('b-w2') || want('b-heap') || want('p') || want('i')) {
+  if (want('b') || want('b-off') || want('b-w2') || want('b-heap') || want('p') || want('i') || want('k')) {
     const { databaseUrl: dbUrl, redisUrl } = infraUrls();
     const [pg, redis] = await Promise.all([checkPostgres(dbUrl), checkRedis(redisUrl)]);
     const bScenarios = [];
@@ -529,6 +532,7 @@ try {
       if (want('b-heap')) newScenario('b-heap', B_HEAP_TITLE, '', '', `≥ ${TARGET.bHeap} ×`).skipped = reason;
       if (want('p')) newScenario('p', '(p) revocation propagation across two instances', '', '', P_TARGET).skipped = reason;
       if (want('i')) newScenario('i-b', "(i) introspection of a cached key on (b)'s stack: Postgres + Redis", '', '', `≥ ${TARGET.iB} ×`).skipped = reason;
+      if (want('k')) newScenario('k', K_TITLE, '', '', `≥ ${TARGET.k} ×`).skipped = reason;
       log(`(b) skipped: ${reason}`);
     } else {
       infraLine = `${pg.version}, ${redis.version}, both on this machine${clusterNodes !== undefined ? `; (b) and (p) on the Redis Cluster ${clusterNodes}` : ''}`;
@@ -647,6 +651,33 @@ try {
             });
             cpuNote(s, scenarios.find((x) => x.id === 'b'));
             recordMemory('(i) Postgres + Redis', svc);
+          } catch (err) {
+            s.failed ??= err.message;
+            log(`  !! ${s.title} failed: ${err.message}`);
+          } finally {
+            await stop(svc);
+          }
+        }
+        if (want('k')) {
+          // (k): the same service and organisation, one key with its own limit (counted in its window
+          // and its organisation's, one call) against the bench key without one (the organisation's only).
+          const s = newScenario('k', K_TITLE, 'limited key', 'key without', `≥ ${TARGET.k} ×`);
+          let svc;
+          try {
+            // Issued under the service's default limit, the ceiling of a key's own.
+            const kKey = rawKeyOf(cosAdmin(['key', 'issue', pgOrgId, '--label', 'bench limited', '--rate-limit', KEY_LIMIT], { ...env, RATE_LIMIT_PER_MINUTE: RAISED }));
+            const kOptions = { name: 'k', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'k.log') };
+            svc = await start(kOptions);
+            const url = `${svc.base}/v1/organisations/${pgOrgId}`;
+            const r = await preflight(url, `Bearer ${kKey}`, 200, '(k) GET organisation with a limited key');
+            if (r.headers.get('x-ratelimit-limit') !== KEY_LIMIT) throw new Error(`X-RateLimit-Limit is ${r.headers.get('x-ratelimit-limit')}, not the key's ${KEY_LIMIT}`);
+            await preflight(url, `Bearer ${pgKey}`, 200, '(k) GET organisation with the key without a limit');
+            await measure(s, {
+              a: { label: `key limited to ${KEY_LIMIT} per minute`, url, authorization: `Bearer ${kKey}`, process: svc },
+              b: { label: 'key without its own limit', url, authorization: `Bearer ${pgKey}`, process: svc },
+              target: TARGET.k,
+              profileWith: { ...kOptions, name: 'k-prof' },
+            });
           } catch (err) {
             s.failed ??= err.message;
             log(`  !! ${s.title} failed: ${err.message}`);

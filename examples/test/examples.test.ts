@@ -17,7 +17,7 @@ type CoreResult = Awaited<ReturnType<typeof coreWithSqlStore>>;
 
 function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): void {
   expect(r.dialect).to.equal(dialect);
-  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+  expect(r.migrations).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
   expect(r.organisation).to.include({ name: 'Acme Ltd', slug: 'acme', industry_section: 'C', is_system: false });
   expect(r.organisation.id).to.match(UUID);
   expect(r.members.data.map((m) => m.email)).to.deep.equal(['ada@acme.example']);
@@ -41,6 +41,7 @@ function expectCoreWalkthrough(r: CoreResult, dialect: 'sqlite' | 'postgres'): v
       'status',
       'metadata',
       'allowed_cidrs',
+      'rate_limit_per_minute',
     ].sort(),
   );
   expect(key).to.include({ label: 'billing service', is_active: true, status: 'active', organisation_id: r.organisation.id });

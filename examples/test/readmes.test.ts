@@ -17,7 +17,7 @@ const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 /** What each README's example prints (its comments say so too). */
 const EXPECTED: Record<string, RegExp> = {
   core: /^\[ 'svc_live_[A-Za-z0-9]{3}' \]\ntrue\n$/,
-  'store-sql': /^0001_initial 0002_leaked_keys 0003_key_lifecycle 0004_operator_audit 0005_instance_registry 0006_delivery_per_endpoint 0007_webhook_at_rest 0008_least_privilege 0009_audit_chain 0010_idempotency_keys 0011_webhook_overlap 0012_audit_rare_kind_index 0013_redis_identity 0014_audit_seq_checks 0015_organisation_rate_limit 0016_key_usage 0017_key_metadata_cidrs 0018_expiry_notices\nacme\n$/,
+  'store-sql': /^0001_initial 0002_leaked_keys 0003_key_lifecycle 0004_operator_audit 0005_instance_registry 0006_delivery_per_endpoint 0007_webhook_at_rest 0008_least_privilege 0009_audit_chain 0010_idempotency_keys 0011_webhook_overlap 0012_audit_rare_kind_index 0013_redis_identity 0014_audit_seq_checks 0015_organisation_rate_limit 0016_key_usage 0017_key_metadata_cidrs 0018_expiry_notices 0019_key_rate_limit\nacme\n$/,
   'adapter-koa': /^200 \{\n {2}api_version: 'v1',\n {2}release: 'v1-stable',\n {2}released_on: '2026-06-10',\n {2}service_version: '1\.0\.0'\n\}\n$/,
   cli: /^acme\n$/,
 };

@@ -118,6 +118,8 @@ export interface ProblemBody {
   svc_error_code: 'RATE_LIMIT_EXCEEDED';
   retry_after: number;
   instance: string;
+  /** The window that refused a request whose key authenticated (an RFC 7807 extension member). */
+  limit_scope?: 'organisation' | 'key';
 }
 
 export interface RenderedError {
@@ -171,6 +173,7 @@ export function renderRateLimited(decision: RateDecision, message: string, rc: R
     svc_error_code: 'RATE_LIMIT_EXCEEDED',
     retry_after: retryAfter,
     instance: rc.instance,
+    ...(decision.limitScope !== undefined ? { limit_scope: decision.limitScope } : {}),
   };
   return {
     status: mapping.status,

@@ -40,8 +40,20 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
         scope: key.scopes!.join(' '),
         iat: Math.floor(key.createdAt.getTime() / 1000),
         metadata: {},
+        rate_limit_per_minute: null,
       });
       expect(res.headers.get('cache-control')).to.equal('no-store');
+    });
+
+    it('C-272, C-292: a key with its own limit: the answer carries it, and count: true counts its window first, answering the window with fewer left', async () => {
+      const limited = await w.tc.core.apiKeys.issue(OPERATOR, w.own.orgId, { label: 'limited', rate_limit_per_minute: 2 });
+      const answers = [];
+      for (let i = 0; i < 3; i++) answers.push((await introspect({ token: limited.rawKey, count: true })).body);
+      expect(answers.map((a) => [a.active, a.rate_limit_per_minute, a.rate_limit.limit, a.rate_limit.remaining, a.rate_limited ?? false])).to.deep.equal([
+        [true, 2, 2, 1, false],
+        [true, 2, 2, 0, false],
+        [true, 2, 2, 0, true],
+      ]);
     });
 
     it('a key with an expiry carries exp; a test key says so', async () => {

@@ -9,7 +9,7 @@ import { rawRequest } from './support/http.js';
 import { createWorld, type World } from './support/world.js';
 
 // C-22's fields plus last_used_at and rolled_from, added by the key lifecycle (C-56: fields may be added, never removed).
-const KEY_RECORD_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status', 'scopes', 'created_by_key_id', 'metadata', 'allowed_cidrs'].sort();
+const KEY_RECORD_FIELDS = ['created_at', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'organisation_id', 'revoked_at', 'rolled_from', 'status', 'scopes', 'created_by_key_id', 'metadata', 'allowed_cidrs', 'rate_limit_per_minute'].sort();
 
 describe('adapter-koa: API keys', () => {
   let world: World;

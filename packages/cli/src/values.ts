@@ -122,18 +122,22 @@ export function naceSection(text: string): string {
 }
 
 /**
- * `--per-minute`: an organisation's own rate limit, a whole number from 1 to RATE_LIMIT_MAX, or
- * `default` (its own limit removed, RATE_LIMIT_PER_MINUTE applies). Wrapped, as commander takes a
- * parser's null for "no value".
+ * A parser of a limit per minute: a whole number from 1 to RATE_LIMIT_MAX, or the word `none` for
+ * null (no limit of its own). Wrapped, as commander takes a parser's null for "no value".
  */
-export function perMinute(text: string): { readonly perMinute: number | null } {
-  const value = text.trim();
-  if (value === 'default') return { perMinute: null };
-  if (!/^\d{1,7}$/.test(value) || Number(value) < 1 || Number(value) > RATE_LIMIT_MAX) {
-    throw new InvalidArgumentError(`Use a whole number from 1 to ${RATE_LIMIT_MAX}, or default.`);
-  }
-  return { perMinute: Number(value) };
+export function limitPerMinute(none: string): (text: string) => { readonly perMinute: number | null } {
+  return (text) => {
+    const value = text.trim();
+    if (value === none) return { perMinute: null };
+    if (!/^\d{1,7}$/.test(value) || Number(value) < 1 || Number(value) > RATE_LIMIT_MAX) {
+      throw new InvalidArgumentError(`Use a whole number from 1 to ${RATE_LIMIT_MAX}, or ${none}.`);
+    }
+    return { perMinute: Number(value) };
+  };
 }
+
+/** `--per-minute`: an organisation's own rate limit, or `default` (its own limit removed, RATE_LIMIT_PER_MINUTE applies). */
+export const perMinute = limitPerMinute('default');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

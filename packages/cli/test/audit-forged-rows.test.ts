@@ -128,7 +128,7 @@ for (const target of databaseTargets()) {
       expect(refused.stderr).to.include(FORGED);
       const check = createSqlStore({ databaseUrl: suite.db.databaseUrl });
       try {
-        expect(await check.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+        expect(await check.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
         expect(await check.knex('audit_entries').where({ id: FORGED }).first(), 'the row is kept: it is evidence').to.not.equal(undefined);
         await check.knex('audit_entries').where({ id: FORGED }).delete();
       } finally {

@@ -17,7 +17,7 @@ import { databaseTargets, suiteDatabase } from './support/databases.js';
 const KEY_PATTERN = /^svc_(live|test)_[A-Za-z0-9]{48}$/;
 const ORGANISATION_FIELDS = ['created_at', 'id', 'industry_section', 'is_system', 'name', 'slug', 'updated_at'];
 const MEMBER_FIELDS = ['created_at', 'email', 'id', 'organisation_id'];
-const KEY_FIELDS = ['allowed_cidrs', 'created_at', 'created_by_key_id', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'metadata', 'organisation_id', 'revoked_at', 'rolled_from', 'scopes', 'status'];
+const KEY_FIELDS = ['allowed_cidrs', 'created_at', 'created_by_key_id', 'expires_at', 'id', 'is_active', 'key_prefix', 'label', 'last_used_at', 'metadata', 'organisation_id', 'rate_limit_per_minute', 'revoked_at', 'rolled_from', 'scopes', 'status'];
 const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**

@@ -33,7 +33,7 @@ describe('buildContainer (composition root)', function () {
       expect(storeOf(container).dialect).to.equal('sqlite');
       expect(limiterOf(container).kind).to.equal('in-process');
       expect(container.get<RateCounter>(TOKENS.RateCounter)).to.equal(limiterOf(container).counter);
-      expect(await makeStoreReady(storeOf(container))).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+      expect(await makeStoreReady(storeOf(container))).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
       const core = container.get<Core>(TOKENS.Core);
       expect(coreOf(container)).to.equal(core); // singleton
       const org = await core.organisations.create(OPERATOR, { name: 'Acme', slug: 'acme' });

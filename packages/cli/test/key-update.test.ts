@@ -81,6 +81,20 @@ describe('cos-admin key update (in-process, SQLite)', function () {
     expect(await keys()).to.equal(before);
   });
 
+  it("C-290, C-291: --rate-limit on issue and update ('none' removes it), audited; above the organisation's limit exits 2 naming the option; a bad value exits 2", async () => {
+    const issued = await json('key', 'issue', org.id, '--label', 'limited', '--rate-limit', '30');
+    expect(issued.rate_limit_per_minute).to.equal(30);
+    expect((await json('key', 'update', org.id, issued.id, '--rate-limit', '10')).rate_limit_per_minute).to.equal(10);
+    const text = await cli('key', 'update', org.id, issued.id, '--rate-limit', 'none');
+    expect(text.code, text.stderr).to.equal(0);
+    expect(text.stdout).to.match(/rate limit:\s+the organisation's/);
+    const entries = (await json('audit', 'list', '--kind', 'api_key_updated', '--all')).data.filter((e: { key_id: string }) => e.key_id === issued.id);
+    expect(entries.map((e: { rate_limit: unknown }) => e.rate_limit)).to.deep.equal([{ old: 30, new: 10 }, { old: 10, new: null }]);
+    await usage(['key', 'update', org.id, issued.id, '--rate-limit', '61'], '--rate-limit');
+    await usage(['key', 'update', org.id, issued.id, '--rate-limit', '0'], '--rate-limit');
+    await usage(['key', 'update', org.id, issued.id, '--rate-limit', 'default'], '--rate-limit');
+  });
+
   it('C-261: a revoked key is refused (exit 1, CONFLICT) and stays as it was', async () => {
     const gone = await json('key', 'issue', org.id, '--label', 'gone');
     await json('key', 'revoke', org.id, gone.id);

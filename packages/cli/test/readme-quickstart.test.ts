@@ -156,7 +156,9 @@ describe('README quickstart from a fresh clone', function () {
       ].join('\n');
       const whole = execFileSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: clone, encoding: 'utf8' });
       const [first, selfService, plan, rest] = whole.split(new RegExp(`^(?:${SELF}|${PLAN}|${REST})\n`, 'm')) as [string, string, string, string];
-      expect(JSON.parse(plan.trim()), 'the plan set by the platform key').to.deep.equal({ requests_per_minute: 600, source: 'organisation' });
+      const [planSet, keyLimit] = plan.trim().split('\n') as [string, string];
+      expect(JSON.parse(planSet), 'the plan set by the platform key').to.deep.equal({ requests_per_minute: 600, source: 'organisation' });
+      expect(JSON.parse(keyLimit), "the key's own limit").to.include({ rate_limit_per_minute: 100 });
       const self = selfService.trim().split('\n');
       expect(JSON.parse(self[0] as string)).to.have.nested.property('organisation.id'); // /me
       expect(JSON.parse(self[1] as string)).to.deep.include({ label: 'ci pipeline (main)', metadata: { owner: 'team-payments' }, allowed_cidrs: null }); // PATCH of the key

@@ -9,7 +9,7 @@ function every<T>() {
 }
 
 /** Every value of the Metrics port's labels, for adapters that expose each series at 0 from the start. */
-export const RATE_LIMIT_SCOPE_KINDS = every<RateLimitScopeKind>()(['organisation', 'unauthenticated', 'source', 'secret_scanning', 'introspection']);
+export const RATE_LIMIT_SCOPE_KINDS = every<RateLimitScopeKind>()(['organisation', 'key', 'unauthenticated', 'source', 'secret_scanning', 'introspection']);
 export const RATE_LIMIT_OUTCOMES = every<RateLimitOutcome>()(['allowed', 'limited']);
 export const AUTH_FAILURE_REASONS = every<AuthFailureReason>()([
   'missing',

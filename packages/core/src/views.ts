@@ -54,6 +54,8 @@ export interface ApiKeyView {
   metadata: Record<string, string>;
   /** The networks requests with the key may come from (C-262); null: any address. */
   allowed_cidrs: string[] | null;
+  /** The key's own limit per minute (C-290), counted besides its organisation's; null: none. */
+  rate_limit_per_minute: number | null;
 }
 
 /** An organisation's key policy (C-62), as GET/PUT .../key-policy answer it. */
@@ -215,6 +217,7 @@ export function apiKeyView(k: ApiKey, now: Date): ApiKeyView {
     created_by_key_id: k.createdByKeyId ?? null,
     metadata: { ...metadataOf(k) },
     allowed_cidrs: k.allowedCidrs == null ? null : [...k.allowedCidrs],
+    rate_limit_per_minute: k.rateLimitPerMinute ?? null,
   };
 }
 

@@ -159,7 +159,10 @@ describe('key bodies: metadata and allowed_cidrs (C-260, C-262)', () => {
       { field: 'environment', issue: ISSUE_IMMUTABLE_KEY_FIELD },
       { field: 'expires_at', issue: ISSUE_IMMUTABLE_KEY_FIELD },
     ]);
-    expect(details(checkPatchKey({ rate_limit_per_minute: 5, id: 'x' })).map((d) => d.issue)).to.deep.equal(['extra fields not permitted', 'extra fields not permitted']);
+    expect(details(checkPatchKey({ owner: 5, id: 'x' })).map((d) => d.issue)).to.deep.equal(['extra fields not permitted', 'extra fields not permitted']);
+    // C-290: the key's own limit is editable, null removes it.
+    expect(checkPatchKey({ rate_limit_per_minute: 5 })).to.deep.equal({ ok: true, value: { rateLimitPerMinute: 5 } });
+    expect(checkPatchKey({ rate_limit_per_minute: null })).to.deep.equal({ ok: true, value: { rateLimitPerMinute: null } });
     expect(details(checkPatchKey({ metadata: { a: 1 }, label: '' })).map((d) => d.field)).to.deep.equal(['label', 'metadata.a']);
     // The entry count of a PATCH applies to the merged result (the use case), not to the body.
     expect(checkPatchKey({ metadata: Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`k${i}`, null])) }).ok).to.equal(true);

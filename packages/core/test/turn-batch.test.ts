@@ -205,4 +205,40 @@ describe('TurnBatch: one shared-store call per organisation per event-loop turn 
     expect(shared.calls - calls).to.equal(1);
     expect(answers.map((a) => a.kind)).to.deep.equal(Array(5).fill('error'));
   });
+
+  describe('key windows in the batch (C-292)', () => {
+    /** An organisation at a plan of 8 with keys limited to 3 and 5 and one without a limit of its own. */
+    async function limitedOrganisation(core: Core, slug: string): Promise<Record<'a' | 'b' | 'c', string>> {
+      const org = await core.organisations.create(OPERATOR, { name: slug, slug });
+      await core.rateLimits.replace(OPERATOR, org.id, { requests_per_minute: 8 });
+      const key = async (limit: number | null): Promise<string> => (await core.apiKeys.issue(OPERATOR, org.id, { label: 'k', rate_limit_per_minute: limit })).rawKey;
+      return { a: await key(3), b: await key(5), c: await key(null) };
+    }
+    // a's 4th and 5th are refused by a (3), b's 4th by the organisation (8); no key goes over its limit
+    // after that, where one request at a time is refused from memory, counting nothing (C-292).
+    const SEQUENCE = ['a', 'a', 'b', 'c', 'a', 'a', 'b', 'b', 'c', 'a', 'b', 'c', 'c'] as const;
+    type Outcome = [boolean, number, number, string | null];
+    const outcome = (a: Awaited<ReturnType<Core['admission']['admit']>>): Outcome => [a.decision.allowed, a.decision.limit, a.decision.remaining, a.decision.limitScope ?? null];
+
+    for (const cache of [true, false]) {
+      it(`C-292: one turn of requests of one organisation through keys with and without limits decides exactly as the same requests one at a time (${cache ? 'cached: one call' : 'no cache: the limiter\'s hits'})`, async () => {
+        const { core } = instance({ cache });
+        const one = await limitedOrganisation(core, 'one-at-a-time');
+        const all = await limitedOrganisation(core, 'one-turn');
+        // Warm the caches (and the limiter's shared-store mode) in this minute; count in the next one.
+        for (const keys of [one, all]) for (const raw of Object.values(keys)) await core.admission.admit(`Bearer ${raw}`, TEST_SOURCE);
+        await core.admission.admit(`Bearer ${one.c}`, TEST_SOURCE);
+        clock.advance(MINUTE);
+        const sequential: Outcome[] = [];
+        for (const k of SEQUENCE) sequential.push(outcome(await core.admission.admit(`Bearer ${one[k]}`, TEST_SOURCE)));
+        const before = shared.calls;
+        const batched = (await Promise.all(SEQUENCE.map((k) => core.admission.admit(`Bearer ${all[k]}`, TEST_SOURCE)))).map(outcome);
+        expect(batched).to.deep.equal(sequential);
+        if (cache) expect(shared.calls - before, 'one call for the whole turn').to.equal(1);
+        expect(sequential.filter(([allowed]) => allowed)).to.have.length(8);
+        expect(sequential.filter(([, , , scope]) => scope === 'key').length).to.be.greaterThan(0);
+        expect(sequential.filter(([, , , scope]) => scope === 'organisation').length).to.be.greaterThan(0);
+      });
+    }
+  });
 });

@@ -188,7 +188,7 @@ describe('validation: issue key body', () => {
   });
 
   it('C-23: environment defaults to live, accepts test, rejects anything else', () => {
-    expect(validateIssueKey({ label: 'a' }, NOW)).to.deep.equal({ label: 'a', expiresAt: null, environment: 'live', scopes: null, expiresAtGiven: false, metadata: {} });
+    expect(validateIssueKey({ label: 'a' }, NOW)).to.deep.equal({ label: 'a', expiresAt: null, environment: 'live', scopes: null, expiresAtGiven: false, metadata: {}, rateLimitPerMinute: null });
     expect(validateIssueKey({ label: 'a', environment: 'test' }, NOW).environment).to.equal('test');
     for (const bad of ['prod', 'LIVE', '', 1, null]) {
       expect(fieldsOfError(() => validateIssueKey({ label: 'a', environment: bad }, NOW))).to.deep.equal(['environment']);

@@ -167,6 +167,8 @@ export function clusterConnection(urls: readonly string[]): Connection {
     },
     hit: (key, ttlMs, deadlineMs, n) => cluster.hit(key, ttlMs, deadlineMs, n),
     freshness: (keys, args) => cluster.freshness(keys, args),
+    guardedHit: (keys, args) => cluster.guardedHit(keys, args),
+    guardedFreshness: (keys, args) => cluster.guardedFreshness(keys, args),
     beginChange: (keys, args) => cluster.beginChange(keys, args),
     endChange: (keys, args) => cluster.endChange(keys, args),
     // A key's command goes straight to the connection of the slot's primary, the one its scripts

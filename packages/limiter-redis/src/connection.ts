@@ -51,6 +51,10 @@ export interface Connection {
   readonly isOpen: boolean;
   hit(key: string, ttlMs: number, deadlineMs: number, n: number): Promise<number>;
   freshness(keys: readonly string[], args: readonly string[]): Promise<CheckReply>;
+  /** HIT with key windows (scripts.ts GUARDED_HIT_SCRIPT): -1 when late, else the counts. */
+  guardedHit(keys: readonly string[], args: readonly string[]): Promise<readonly number[] | number>;
+  /** The freshness check with key windows (scripts.ts GUARDED_CHECK_SCRIPT). */
+  guardedFreshness(keys: readonly string[], args: readonly string[]): Promise<CheckReply>;
   beginChange(keys: readonly string[], args: readonly string[]): Promise<number>;
   endChange(keys: readonly string[], args: readonly string[]): Promise<number>;
   command(key: string | undefined, args: readonly string[]): Promise<unknown>;
@@ -73,6 +77,8 @@ export function plainConnection(url: string): Connection {
     },
     hit: (key, ttlMs, deadlineMs, n) => client.hit(key, ttlMs, deadlineMs, n),
     freshness: (keys, args) => client.freshness(keys, args),
+    guardedHit: (keys, args) => client.guardedHit(keys, args),
+    guardedFreshness: (keys, args) => client.guardedFreshness(keys, args),
     beginChange: (keys, args) => client.beginChange(keys, args),
     endChange: (keys, args) => client.endChange(keys, args),
     command: (_key, args) => client.sendCommand([...args]),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, RateCounter } from '@cos/core';
+import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply, GuardedCount, KeyCounter, RateCounter } from '@cos/core';
 import { resolveSettings, type RedisCounterConfig } from './config.js';
 import { RedisLink } from './redis-link.js';
 import { RedisCounterError, errorMessage } from './errors.js';
@@ -10,6 +10,11 @@ import { EXPIRED } from './scripts.js';
 export const IDENTITY_KEY_NAME = 'redis-identity';
 /** identity() waits at most this long (or REDIS_TIMEOUT_MS when longer); it is never on a request's path. */
 const IDENTITY_TIMEOUT_FLOOR_MS = 1_000;
+
+/** A hit's count, or null when it was late (EXPIRED). */
+const hitAnswer = (count: number): number | null => (count === EXPIRED ? null : count);
+/** A guarded hit's counts, or null when it was late (a number: EXPIRED). */
+const guardedAnswer = (counts: readonly number[] | number): GuardedCount | null => (typeof counts === 'number' ? null : { count: counts[0]!, keyCounts: counts.slice(1) });
 
 /**
  * The core's RateCounter port on Redis (C-55): one counter per scope and UTC-minute window, shared
@@ -51,27 +56,53 @@ export class RedisRateCounter implements RateCounter, CredentialFreshness {
   }
 
   hit(key: string, ttlMs: number, n = 1): Promise<number> {
-    const link = this.#link;
-    if (link.closed) {
-      return Promise.reject(new RedisCounterError('closed', 'redis rate counter is closed'));
-    }
-    if (!link.client.isReady) {
-      return Promise.reject(link.notConnected());
-    }
+    const link = this.#ready();
+    if (link instanceof Error) return Promise.reject(link);
     const ttl = Math.max(1, Math.ceil(ttlMs));
     // One timer per call bounds it, written or not (the client's own per-command timeout is off:
     // see makeClient; unwritten commands are bounded by the queue limit).
     const deadlineMs = Date.now() + link.clockOffsetMs + this.#timeoutMs;
-    const reply = link.client.hit(link.keyFor(key), ttl, deadlineMs, Math.max(1, Math.floor(n)));
-    return new Promise<number>((resolve, reject) => {
+    return this.#bounded(link.client.hit(link.keyFor(key), ttl, deadlineMs, Math.max(1, Math.floor(n))), hitAnswer);
+  }
+
+  /**
+   * RateCounter.hitGuarded (C-292): the key counters and the organisation's in one script (they
+   * share its hash tag: one slot), bounded and refused when late as hit() is.
+   */
+  hitGuarded(key: string, ttlMs: number, n: number, keys: readonly KeyCounter[]): Promise<GuardedCount> {
+    const link = this.#ready();
+    if (link instanceof Error) return Promise.reject(link);
+    const deadlineMs = Date.now() + link.clockOffsetMs + this.#timeoutMs;
+    const names = [link.keyFor(key)];
+    const args = [String(Math.max(1, Math.ceil(ttlMs))), String(deadlineMs), String(Math.max(1, Math.floor(n)))];
+    for (const k of keys) {
+      names.push(link.keyFor(k.counterKey));
+      args.push(String(k.hits), String(k.limit));
+    }
+    return this.#bounded(link.client.guardedHit(names, args), guardedAnswer);
+  }
+
+  /** The link when it can take a hit now, else the error to reject with. */
+  #ready(): RedisLink | RedisCounterError {
+    const link = this.#link;
+    if (link.closed) return new RedisCounterError('closed', 'redis rate counter is closed');
+    if (!link.client.isReady) return link.notConnected();
+    return link;
+  }
+
+  /** A hit's reply bounded by the timeout; `answer` maps it, null for a hit that reached Redis after its deadline (not counted). */
+  #bounded<R, T>(reply: Promise<R>, answer: (reply: R) => T | null): Promise<T> {
+    const link = this.#link;
+    return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new RedisCounterError('timeout', `redis rate counter: no answer from ${link.target} within ${this.#timeoutMs} ms`));
       }, this.#timeoutMs);
       reply.then(
-        (count) => {
+        (value) => {
           clearTimeout(timer);
-          if (count === EXPIRED) reject(new RedisCounterError('expired', `redis rate counter: the hit reached ${link.target} after its deadline; not counted`));
-          else resolve(count);
+          const mapped = answer(value);
+          if (mapped === null) reject(new RedisCounterError('expired', `redis rate counter: the hit reached ${link.target} after its deadline; not counted`));
+          else resolve(mapped);
         },
         (err: unknown) => {
           clearTimeout(timer);

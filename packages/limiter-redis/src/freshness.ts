@@ -52,14 +52,23 @@ export class RedisFreshness implements CredentialFreshness {
       String(this.#changeBoundMs),
     ];
     const hits = request.hits;
-    if (hits !== undefined && hits !== 1) args.push(String(Math.max(1, Math.floor(hits))));
-    return this.#link.client.freshness(keys, args).then(
+    const guards = request.keyCounters;
+    const guarded = guards !== undefined && guards.length > 0;
+    if (guarded || (hits !== undefined && hits !== 1)) args.push(String(Math.max(1, Math.floor(hits ?? 1))));
+    if (guarded) {
+      for (const guard of guards) {
+        keys.push(this.#link.keyFor(guard.counterKey));
+        args.push(String(guard.hits), String(guard.limit));
+      }
+    }
+    return (guarded ? this.#link.client.guardedFreshness(keys, args) : this.#link.client.freshness(keys, args)).then(
       (reply) => {
         if (typeof reply === 'number' || !Array.isArray(reply)) {
           throw new RedisCounterError('expired', `redis credential freshness: the call reached ${this.#link.target} after its deadline; not counted`);
         }
         const [count, token, settled, fresh] = reply;
-        return { count: count === NOT_COUNTED ? null : Number(count), token: String(token), settled: Number(settled) === 1, fresh: Number(fresh) === 1 };
+        const answer = { count: count === NOT_COUNTED ? null : Number(count), token: String(token), settled: Number(settled) === 1, fresh: Number(fresh) === 1 };
+        return guarded && answer.count !== null ? { ...answer, keyCounts: reply.slice(4).map(Number) } : answer;
       },
       (err: unknown) => {
         throw err instanceof RedisCounterError ? err : new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });

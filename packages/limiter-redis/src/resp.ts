@@ -153,6 +153,14 @@ export class RespConnection {
     return this.#script(SCRIPTS.freshness, keys, args) as Promise<CheckReply>;
   }
 
+  guardedHit(keys: readonly string[], args: readonly string[]): Promise<readonly number[] | number> {
+    return this.#script(SCRIPTS.guardedHit, keys, args).then((reply) => (Array.isArray(reply) ? reply.map(Number) : Number(reply)));
+  }
+
+  guardedFreshness(keys: readonly string[], args: readonly string[]): Promise<CheckReply> {
+    return this.#script(SCRIPTS.guardedFreshness, keys, args) as Promise<CheckReply>;
+  }
+
   beginChange(keys: readonly string[], args: readonly string[]): Promise<number> {
     return this.#script(SCRIPTS.beginChange, keys, args).then(Number);
   }

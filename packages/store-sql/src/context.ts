@@ -114,6 +114,11 @@ export function stringOrNull(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
+/** An integer column that may be NULL (Postgres may answer a number or a string). */
+export function numberOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
 /** The credential-write guard: inside a unit of work, `organisationId` must have been declared. */
 export function credentialWrite(ctx: StoreContext, organisationId: string, write: string): void {
   if (ctx.inTransaction) assertCredentialChangeDeclared(ctx.credentialChanges ?? NO_ORGANISATIONS, organisationId, write);

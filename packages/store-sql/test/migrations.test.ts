@@ -92,7 +92,7 @@ forEachTarget('migrations', (target) => {
     await store.query("INSERT INTO instance_registry (instance_id, role, redis_location, redis_auth, started_at, heartbeat_at) VALUES ('old-instance', 'cache', 'redis://127.0.0.1:6410/0', ?, 1, 1)", [
       store.dialect === 'postgres' ? false : 0,
     ]);
-    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     expect(await store.query('SELECT instance_id, redis_location, redis_identity FROM instance_registry')).to.deep.equal([
       { instance_id: 'old-instance', redis_location: 'redis://127.0.0.1:6410/0', redis_identity: null },
     ]);
@@ -107,7 +107,7 @@ forEachTarget('migrations', (target) => {
 
   it('migrate() applies the pending migrations and returns their names; then nothing is pending', async () => {
     store = await target.openUnmigrated();
-    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0001_initial', '0002_leaked_keys', '0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     expect(await store.pendingMigrations()).to.deep.equal([]);
     for (const t of TABLES) expect(await hasTable(store, t), t).to.equal(true);
   });
@@ -227,7 +227,7 @@ forEachTarget('migrations', (target) => {
     await store.knex('organisations').insert({ id: orgId, name: 'Kept', slug: 'kept-0003', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
     await store.knex('api_keys').insert({ id: keyId, organisation_id: orgId, label: 'old', key_prefix: 'svc_live_abc', digest: 'a'.repeat(64), expires_at: null, created_at: 2, revoked_at: null });
     await store.knex('audit_entries').insert({ id: 'c1000000-0000-4000-8000-000000000001', kind: 'api_key_issued', occurred_at: 3, organisation_id: orgId, key_id: keyId, key_prefix: 'svc_live_abc', actor_type: 'operator', actor_key_id: null });
-    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0003_key_lifecycle', '0004_operator_audit', '0005_instance_registry', '0006_delivery_per_endpoint', '0007_webhook_at_rest', '0008_least_privilege', '0009_audit_chain', '0010_idempotency_keys', '0011_webhook_overlap', '0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     const key = await store.stores.apiKeys.findById(orgId, keyId);
     expect(key).to.include({ id: keyId, label: 'old', lastUsedAt: null, rolledFromKeyId: null });
     const [entry] = await store.stores.audit.list({}, { limit: 10, after: null });
@@ -399,7 +399,7 @@ forEachTarget('migrations', (target) => {
       return out;
     };
     expect(before.flat(), 'every entry is listed four times: unfiltered, by organisation, by kind, and by both').to.have.length(kinds.length * 4);
-    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0012_audit_rare_kind_index', '0013_redis_identity', '0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     expect(await answers()).to.deep.equal(before);
     expect(await indexNames(store, 'audit_entries')).to.not.include('audit_entries_kind_occurred_at_id');
   });
@@ -503,14 +503,14 @@ forEachTarget('migrations', (target) => {
     expect(message).to.include('0014_audit_seq_checks refused: audit_entries holds 3 row(s) outside the hash chain');
     for (const row of forged) expect(message).to.include(row.id);
     expect(message).to.include('Nothing was changed');
-    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.pendingMigrations()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     expect(await auditTableDefinition()).to.equal(definition);
     expect(await auditIndexes()).to.deep.equal(indexes);
     expect(await store.knex('audit_entries').count({ n: '*' }).first().then((r) => Number(r?.n))).to.equal(5);
 
     // Once the operator has removed them (keeping a copy), the migration runs.
     await store.knex('audit_entries').whereIn('id', forged.map((r) => r.id)).delete();
-    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
   });
 
   it('C-120: 0014_audit_seq_checks keeps every entry and every index (the partial kind index of 0012 included); the schema then refuses a seq that is NULL, 0, negative (or, on SQLite, not an integer)', async () => {
@@ -532,7 +532,7 @@ forEachTarget('migrations', (target) => {
     const indexes = await auditIndexes();
     expect(indexes.map(([name]) => name)).to.include('audit_entries_rare_kind_occurred_at_id');
 
-    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0014_audit_seq_checks', '0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     expect(await listings()).to.deep.equal(before);
     expect(await auditIndexes(), 'the same indexes, with the same definitions').to.deep.equal(indexes);
     const next = await store.stores.audit.append(entry13(99, 'member_added', orgs[0]));
@@ -551,7 +551,7 @@ forEachTarget('migrations', (target) => {
     await openBefore('0015_organisation_rate_limit');
     const id = 'c2400000-0000-4000-8000-000000000001';
     await store.knex('organisations').insert({ id, name: 'Before plans', slug: 'before-plans', industry_section: null, is_system: false, created_at: 1, updated_at: 1 });
-    expect(await store.migrate()).to.deep.equal(['0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices']);
+    expect(await store.migrate()).to.deep.equal(['0015_organisation_rate_limit', '0016_key_usage', '0017_key_metadata_cidrs', '0018_expiry_notices', '0019_key_rate_limit']);
     expect((await store.stores.organisations.findById(id))?.rateLimitPerMinute).to.equal(null);
     await store.unitOfWork.changeCredentials([id], (s) => s.organisations.update(id, { rateLimitPerMinute: 1_000_000, updatedAt: new Date(2) }));
     expect((await store.stores.organisations.findById(id))?.rateLimitPerMinute).to.equal(1_000_000);

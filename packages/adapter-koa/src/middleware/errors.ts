@@ -37,12 +37,19 @@ export function createErrorResponder(errorsUrl: string): ErrorResponder {
 export function createRateLimitResponder(errorsUrl: string): RateLimitResponder {
   // The last answer rendered: a flood of refused requests (one organisation's path, the same second)
   // asks for the same body again and again. Kept only while everything it was made from is the same.
-  let last: { instance: string; limit: number; retryAfter: number; rendered: RenderedError } | null = null;
+  let last: { instance: string; limit: number; retryAfter: number; scope: RateDecision['limitScope']; rendered: RenderedError } | null = null;
   return (ctx, state, decision) => {
     const instance = originalPath(ctx);
-    if (last === null || last.instance !== instance || last.limit !== decision.limit || last.retryAfter !== decision.retryAfterSeconds) {
+    if (
+      last === null ||
+      last.instance !== instance ||
+      last.limit !== decision.limit ||
+      last.retryAfter !== decision.retryAfterSeconds ||
+      last.scope !== decision.limitScope
+    ) {
       const rc = { requestId: state.requestId, instance, errorsUrl };
-      last = { instance, limit: decision.limit, retryAfter: decision.retryAfterSeconds, rendered: renderRateLimited(decision, rateLimitExceededMessage(decision), rc) };
+      const rendered = renderRateLimited(decision, rateLimitExceededMessage(decision), rc);
+      last = { instance, limit: decision.limit, retryAfter: decision.retryAfterSeconds, scope: decision.limitScope, rendered };
     }
     // The kept rendering as it is (no copy per request); the headers' numbers are this decision's.
     write(ctx, state, last.rendered, undefined);

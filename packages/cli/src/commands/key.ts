@@ -4,7 +4,7 @@ import { CliError } from '../errors.js';
 import { currentIo } from '../io.js';
 import { emit, fields, orNone, table } from '../output.js';
 import { runCommand } from '../runtime.js';
-import { DURATION_GRAMMAR, durationMs, durationSeconds, TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
+import { DURATION_GRAMMAR, durationMs, durationSeconds, limitPerMinute, TIMESTAMP_GRAMMAR, timestamp, uuid } from '../values.js';
 import { STORE_KEY_NOW } from './bootstrap.js';
 import { registerKeyUsage } from './key-usage.js';
 import { fetchPaged, inOrganisation, jsonWanted, nextPageCommand, plural, withJson, withPaging, type PagingOptions } from './shared.js';
@@ -41,6 +41,7 @@ function keyRows(k: ApiKey, core: Core): (readonly [string, string])[] {
     ['scopes', v.scopes.join(', ')],
     ['created by', orNone(v.created_by_key_id, 'operator')],
     ['allowed from', v.allowed_cidrs === null ? 'any address' : v.allowed_cidrs.join(', ')],
+    ['rate limit', v.rate_limit_per_minute === null ? "the organisation's" : `${v.rate_limit_per_minute} per minute`],
     ...Object.entries(v.metadata).map(([name, value]) => [`metadata ${name}`, value] as const),
   ];
 }
@@ -50,6 +51,7 @@ interface UpdateOptions {
   metadata: string[];
   unsetMetadata: string[];
   allowedCidrs?: string;
+  rateLimit?: { readonly perMinute: number | null };
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -80,7 +82,9 @@ function updateBody(opts: UpdateOptions): { body: Record<string, unknown>; label
     // fromEntries defines own properties, so a name such as `__proto__` is sent as given.
     ...(entries.length > 0 ? { metadata: Object.fromEntries(entries) } : {}),
     ...(allowedCidrs !== undefined ? { allowed_cidrs: allowedCidrs } : {}),
+    ...(opts.rateLimit !== undefined ? { rate_limit_per_minute: opts.rateLimit.perMinute } : {}),
   };
+  if (opts.rateLimit !== undefined) labels.rate_limit_per_minute = '--rate-limit';
   return { body, labels };
 }
 
@@ -112,7 +116,11 @@ interface IssueOptions {
   scopes?: string;
   metadata: string[];
   allowedCidrs?: string;
+  rateLimit?: { readonly perMinute: number | null };
 }
+
+/** `--rate-limit`: a key's own limit per minute, or `none`. */
+const keyLimit = limitPerMinute('none');
 
 export function registerKey(program: Command): void {
   const key = program.command('key').description('API keys of an organisation: issue, list, roll, update, revoke, usage');
@@ -132,8 +140,14 @@ export function registerKey(program: Command): void {
       )
       .option('--metadata <name=value>', 'one metadata entry (repeatable); names of 1 to 40 characters of A-Z a-z 0-9 _ . -, values up to 500 characters', collect, [])
       .option('--allowed-cidrs <cidrs>', "comma-separated IPv4/IPv6 networks the key may be used from, e.g. 203.0.113.0/24 (default: any address)")
+      .option('--rate-limit <n>', "the key's own limit, requests per UTC minute from 1 to 1000000, at most the organisation's (default: none)", keyLimit)
       .action(async (orgId: string, opts: IssueOptions, cmd: Command) => {
-        const attributes = updateBody({ metadata: opts.metadata, unsetMetadata: [], ...(opts.allowedCidrs !== undefined ? { allowedCidrs: opts.allowedCidrs } : {}) });
+        const attributes = updateBody({
+          metadata: opts.metadata,
+          unsetMetadata: [],
+          ...(opts.allowedCidrs !== undefined ? { allowedCidrs: opts.allowedCidrs } : {}),
+          ...(opts.rateLimit !== undefined ? { rateLimit: opts.rateLimit } : {}),
+        });
         // --expires-in is sent as an expiry time: a refusal of it names the flag the operator typed.
         currentIo().state.labels = { ...attributes.labels, ...(opts.expiresIn !== undefined ? { expires_at: '--expires-in' } : {}) };
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
@@ -271,7 +285,7 @@ export function registerKey(program: Command): void {
     key
       .command('update')
       .description(
-        "change a key's label, metadata or allowed networks (scopes, environment and expiry are fixed: roll the key instead); takes effect on the next request at every instance",
+        "change a key's label, metadata, allowed networks or own rate limit (scopes, environment and expiry are fixed: roll the key instead); takes effect on the next request at every instance",
       )
       .argument('<org_id>', 'organisation id (UUID)', uuid)
       .argument('<key_id>', 'key id (UUID)', uuid)
@@ -279,9 +293,12 @@ export function registerKey(program: Command): void {
       .option('--metadata <name=value>', 'set one metadata entry (repeatable); names of 1 to 40 characters of A-Z a-z 0-9 _ . -, values up to 500 characters', collect, [])
       .option('--unset-metadata <name>', 'remove one metadata entry (repeatable)', collect, [])
       .option('--allowed-cidrs <cidrs>', "comma-separated IPv4/IPv6 networks the key may be used from, e.g. 203.0.113.0/24,2001:db8::/32; 'any' lifts the restriction")
+      .option('--rate-limit <n>', "the key's own limit, requests per UTC minute from 1 to 1000000, at most the organisation's; 'none' removes it", keyLimit)
       .action(async (orgId: string, keyId: string, opts: UpdateOptions, cmd: Command) => {
         const { body, labels } = updateBody(opts);
-        if (Object.keys(body).length === 0) throw new CliError('nothing to change: give --label, --metadata, --unset-metadata or --allowed-cidrs', { usage: true });
+        if (Object.keys(body).length === 0) {
+          throw new CliError('nothing to change: give --label, --metadata, --unset-metadata, --allowed-cidrs or --rate-limit', { usage: true });
+        }
         currentIo().state.labels = labels;
         await runCommand(jsonWanted(cmd), async ({ core, json, operator }) => {
           const updated = await inOrganisation(core, orgId, () => core.apiKeys.update(operator, orgId, keyId, body));

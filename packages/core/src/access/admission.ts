@@ -10,7 +10,8 @@
  * 3. one status check (statusOf: unknown, revoked, expired or active);
  * 4. the principal (principalOf);
  * 5. the rate decision: an admitted request against its organisation, under the limit of the
- *    organisation record read with the key (counted in the cache's
+ *    organisation record read with the key, and against its key's own window when the key has a
+ *    limit of its own (C-292: the key's window first, in the same step; counted in the cache's
  *    round trip when the cache confirmed or filled it, else by the rate limiter), a refused one
  *    against its source address (C-50: key guessing is throttled; over that limit the answer is
  *    429 instead of 401).
@@ -41,7 +42,7 @@ import type { Credential } from '../ports/api-key-store.js';
 import type { AuthFailureReason, Metrics } from '../ports/metrics.js';
 import type { CountAs, CredentialCache, CredentialRead } from './credential-cache.js';
 import type { CoreDeps } from '../deps.js';
-import type { RateLimiter, RateScope } from './rate-limit.js';
+import type { KeyScope, OrganisationScope, RateLimiter, RateScope } from './rate-limit.js';
 
 /** A request let in: who it is, its organisation as read with the key, and its organisation's decision. */
 export interface Admitted {
@@ -283,23 +284,44 @@ export class Admission {
       window,
       (credential) => {
         if (statusOf(credential, digest, now) !== 'active') return 'refuse';
-        return count !== null && !limiter.isBlocked(countedScope(count, credential.organisation), window.startMs) ? 'count' : 'confirm';
+        if (count === null || limiter.isBlocked(countedScope(count, credential.organisation), window.startMs)) return 'confirm';
+        const key = count === 'organisation' ? keyScopeOf(credential) : null;
+        return key === null || !limiter.isBlocked(key, window.startMs) ? 'count' : 'confirm';
       },
       count ?? 'organisation',
     );
-    return { credential: read.credential, counted: read.counted, window };
+    return { credential: read.credential, counted: read.counted, keyCount: read.keyCount, window };
   }
 
   /** The decision of the counter `count` for an active credential: counted in the read's round trip, or by the limiter now. */
   private decide(credential: Credential, now: Date, read: AdmissionRead, count: CountAs): RateDecision | Promise<RateDecision> {
+    if (count === 'organisation' && credential.key.rateLimitPerMinute != null) return this.decidePair(credential, now, read);
     const scope = countedScope(count, credential.organisation);
     return read.counted !== null && read.window !== null ? this.limiter.conclude(scope, read.window, read.counted) : this.limiter.checkAt(scope, now.getTime());
   }
+
+  /** decide() for a key with a limit of its own (C-292): its window and its organisation's. */
+  private decidePair(credential: Credential, now: Date, read: AdmissionRead): RateDecision | Promise<RateDecision> {
+    const organisation = organisationScope(credential.organisation);
+    const key = keyScopeOf(credential)!;
+    return read.counted !== null && read.window !== null
+      ? this.limiter.concludePair(organisation, key, read.window, read.counted, read.keyCount)
+      : this.limiter.checkPairAt(organisation, key, now.getTime());
+  }
+}
+
+/** The organisation's own limit scope (C-240). */
+function organisationScope(organisation: Organisation): OrganisationScope {
+  return { kind: 'organisation', organisationId: organisation.id, limitPerMinute: organisation.rateLimitPerMinute };
+}
+
+/** The key's own window (C-290), or null when the key has no limit of its own. */
+function keyScopeOf(credential: Credential): KeyScope | null {
+  const limit = credential.key.rateLimitPerMinute;
+  return limit == null ? null : { kind: 'key', organisationId: credential.key.organisationId, keyId: credential.key.id, limitPerMinute: limit };
 }
 
 /** The organisation's counter `count` as a rate scope: its limit read with its record (C-240), or its introspection ceiling (C-271). */
 function countedScope(count: CountAs, organisation: Organisation): RateScope {
-  return count === 'organisation'
-    ? { kind: 'organisation', organisationId: organisation.id, limitPerMinute: organisation.rateLimitPerMinute }
-    : { kind: 'introspection', organisationId: organisation.id };
+  return count === 'organisation' ? organisationScope(organisation) : { kind: 'introspection', organisationId: organisation.id };
 }

@@ -7,7 +7,8 @@
  * - a rate-limit counter: `{<scope>}:<windowStartMs>` with the scope `org:<id>`, `unauth`,
  *   `src:<address>` or `scan` (RateLimiter's scopeKey); an organisation's introspection counter
  *   `{org:<id>}:introspect:<windowStartMs>`, in the organisation's slot, so that the call confirming
- *   an introspecting key's freshness counts it in the same round trip;
+ *   an introspecting key's freshness counts it in the same round trip; a key's own window (a key
+ *   with its own limit) `{org:<id>}:key:<key id>:<windowStartMs>`, in the same slot for the same reason;
  * - an organisation's freshness token and changes in progress: `{org:<id>}:cc:token`,
  *   `{org:<id>}:cc:changes` (next to its counters: one hash tag, one Redis Cluster slot);
  * - the markers of whether the store lost its data, per Redis Cluster hash slot:
@@ -26,6 +27,14 @@ export function counterKey(scope: string, windowStartMs: number): string {
 /** The introspection counter of `organisationId` in the window starting at `windowStartMs` (C-271). */
 export function introspectionCounterKey(organisationId: string, windowStartMs: number): string {
   return `{org:${organisationId}}:introspect:${windowStartMs}`;
+}
+
+/**
+ * The own window of key `keyId` of `organisationId` (C-292) starting at `windowStartMs`: in the
+ * organisation's slot, so that it is counted in the same call as the organisation's counter.
+ */
+export function keyCounterKey(organisationId: string, keyId: string, windowStartMs: number): string {
+  return `{org:${organisationId}}:key:${keyId}:${windowStartMs}`;
 }
 
 /** Redis Cluster's hash slots. */

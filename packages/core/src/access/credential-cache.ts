@@ -44,7 +44,8 @@ import type { RateWindow } from '../domain/rate-window.js';
 import type { Credential } from '../ports/api-key-store.js';
 import type { CredentialFreshness, FreshnessCount, FreshnessKeys, FreshnessReply } from '../ports/credential-freshness.js';
 import type { CoreDeps } from '../deps.js';
-import { counterKey, freshnessKeys, introspectionCounterKey } from './counter-keys.js';
+import type { KeyCounter } from '../ports/rate-counter.js';
+import { counterKey, freshnessKeys, introspectionCounterKey, keyCounterKey } from './counter-keys.js';
 import { COUNTER_TTL_MS, scopeKey, type RateScope } from './rate-limit.js';
 import type { Bounded } from './timeout.js';
 import { TurnBatch } from './turn-batch.js';
@@ -103,6 +104,8 @@ export interface CredentialRead {
    * 'count'; null when nothing was counted (the caller counts, or refuses).
    */
   readonly counted: Bounded<number | null> | null;
+  /** With `counted`, for a key with a limit of its own (C-292): its window's count in the same step (absent: not counted). */
+  readonly keyCount?: number | undefined;
 }
 
 /**
@@ -192,12 +195,17 @@ export class CredentialCache {
       if (plan === 'refuse') return { credential: entry.credential, counted: null };
       const organisationId = entry.credential.key.organisationId;
       const generation = this.generation;
-      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs);
+      const guard = plan === 'count' ? keyGuard(entry.credential, window, countAs) : null;
+      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs, guard);
       if (outcome.kind === 'value') {
         const reply = outcome.value;
         // A fresh answer is proof by itself (and has counted the hit as planned): trusted even if
         // another request's call failed meanwhile.
-        if (reply.fresh) return { credential: entry.credential, counted: plan === 'count' ? { kind: 'value', value: reply.count } : null };
+        if (reply.fresh) {
+          if (plan !== 'count') return { credential: entry.credential, counted: null };
+          const counted: Bounded<number | null> = { kind: 'value', value: reply.count };
+          return guard === null ? { credential: entry.credential, counted } : { credential: entry.credential, counted, keyCount: reply.keyCounts?.[0] };
+        }
         this.entries.delete(digest);
         if (reply.settled && generation === this.generation) fillUnder = { organisationId, token: reply.token, generation };
       } else {
@@ -221,12 +229,14 @@ export class CredentialCache {
     }
 
     let counted: Bounded<number | null> | null = null;
+    let keyCount: number | undefined;
     if (plan === 'count') {
       if (failure !== null) {
         counted = failure;
       } else {
-        const outcome = await this.call(organisationId, null, 'always', window, countAs);
+        const outcome = await this.call(organisationId, null, 'always', window, countAs, keyGuard(credential, window, countAs));
         counted = outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome;
+        if (outcome.kind === 'value') keyCount = outcome.value.keyCounts?.[0];
       }
     } else if (plan === 'confirm' && fillUnder === null && failure === null && leased) {
       // Nothing to count, but the organisation's token observed now lets its next miss fill: a
@@ -237,7 +247,7 @@ export class CredentialCache {
     if (plan !== 'refuse' && fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
       this.fill(digest, { credential, tag: fillUnder.token });
     }
-    return { credential, counted };
+    return keyCount === undefined ? { credential, counted } : { credential, counted, keyCount };
   }
 
   /**
@@ -271,11 +281,22 @@ export class CredentialCache {
    * cache when it failed (not when it was late). `countAs`: the counter a counted hit goes to, the
    * organisation's or its introspection counter (C-271), both in the organisation's slot.
    */
-  private async call(organisationId: string, tag: string | null, count: FreshnessCount, window: RateWindow, countAs: CountAs = 'organisation'): Promise<Bounded<FreshnessReply>> {
+  private async call(
+    organisationId: string,
+    tag: string | null,
+    count: FreshnessCount,
+    window: RateWindow,
+    countAs: CountAs = 'organisation',
+    guard: KeyCounter | null = null,
+  ): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const names = this.keysOf(organisationId, window.startMs);
     const counter = countAs === 'organisation' ? names.counterKey : introspectionCounterKey(organisationId, window.startMs);
-    const outcome = await this.batch.check({ keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS });
+    const outcome = await this.batch.check(
+      guard === null
+        ? { keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS }
+        : { keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS, keyCounters: [guard] },
+    );
     if (outcome.kind !== 'value') {
       if (outcome.kind === 'error' && !lateCall(outcome.error)) this.clear();
       return outcome;
@@ -317,6 +338,13 @@ export class CredentialCache {
     this.entries.set(digest, entry);
     if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
   }
+}
+
+/** The key's own window to count with its organisation's (C-292): only for a key with a limit of its own, counted against its organisation's limit. */
+function keyGuard(credential: Credential, window: RateWindow, countAs: CountAs): KeyCounter | null {
+  const limit = credential.key.rateLimitPerMinute;
+  if (limit == null || countAs !== 'organisation') return null;
+  return { counterKey: keyCounterKey(credential.key.organisationId, credential.key.id, window.startMs), limit, hits: 1 };
 }
 
 function organisationCounter(organisationId: string, windowStartMs: number): string {

@@ -5,7 +5,8 @@
  * swept at most once per second, so memory stays bounded by the scopes active within one ttl.
  */
 import type { Clock } from '../ports/clock.js';
-import type { RateCounter } from '../ports/rate-counter.js';
+import type { GuardedCount, KeyCounter, RateCounter } from '../ports/rate-counter.js';
+import { keyAdmitted } from '../domain/rate-window.js';
 import { systemClock } from '../defaults.js';
 
 interface Slot {
@@ -32,6 +33,24 @@ export class InProcessRateCounter implements RateCounter {
     }
     slot.count += n;
     return slot.count;
+  }
+
+  /** RateCounter.hitGuarded, synchronously: every key counter first, then the organisation's by the hits they admitted. */
+  hitGuarded(key: string, ttlMs: number, n: number, keys: readonly KeyCounter[]): GuardedCount {
+    let admitted = n;
+    const keyCounts: number[] = [];
+    for (const k of keys) {
+      const total = this.hit(k.counterKey, ttlMs, k.hits);
+      keyCounts.push(total);
+      admitted -= k.hits - keyAdmitted(total, k.hits, k.limit);
+    }
+    return { count: admitted > 0 ? this.hit(key, ttlMs, admitted) : this.current(key), keyCounts };
+  }
+
+  /** The live count of `key` (0 when none), counting nothing. */
+  private current(key: string): number {
+    const slot = this.slots.get(key);
+    return slot === undefined || slot.expiresAtMs <= this.clock.now().getTime() ? 0 : slot.count;
   }
 
   /** Number of live counters (for tests and diagnostics). */

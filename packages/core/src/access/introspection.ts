@@ -13,7 +13,7 @@
  * exactly `{"active": false}`: no reason (RFC 7662 §2.2), and each is digested and looked up the same
  * way, compared in constant time.
  */
-import { keyEnvironmentOf, metadataOf, scopesOf, type ApiKey, type KeyEnvironment } from '../domain/api-key.js';
+import { keyEnvironmentOf, keyRateLimitOf, metadataOf, scopesOf, type ApiKey, type KeyEnvironment } from '../domain/api-key.js';
 import { addressAllowed } from '../domain/key-network.js';
 import type { Principal } from '../domain/principal.js';
 import { encodeScopes } from '../domain/scopes.js';
@@ -43,9 +43,11 @@ export interface ActiveTokenView {
   exp?: number;
   /** The key's metadata (`{}` for none). */
   metadata: Readonly<Record<string, string>>;
+  /** The key's own limit per minute (C-290), null for none. */
+  rate_limit_per_minute: number | null;
   /** With `source_address`: whether the key's networks allow that address (always true for a key without restrictions). */
   source_address_allowed?: boolean;
-  /** With `count: true`: the token's organisation's window after this request. */
+  /** With `count: true`: the window after this request, its organisation's or its key's own, whichever has fewer left (C-293). */
   rate_limit?: { limit: number; remaining: number; reset: number };
   /** With `count: true`, only when the window is exhausted: the asking service answers its client 429. */
   rate_limited?: true;
@@ -83,6 +85,7 @@ function activeViewOf(key: ApiKey): Readonly<ActiveTokenView> {
       scope: encodeScopes(scopesOf(key)),
       iat: epochSeconds(key.createdAt),
       metadata: metadataOf(key),
+      rate_limit_per_minute: keyRateLimitOf(key),
     };
     if (key.expiresAt !== null) built.exp = epochSeconds(key.expiresAt);
     view = Object.freeze(built);

@@ -2,7 +2,8 @@ import { RateLimitedError } from '../domain/errors.js';
 import { noopMetrics } from '../defaults.js';
 import type { Metrics } from '../ports/metrics.js';
 import { WINDOW_MS, decide, failOpen, windowAt, type RateDecision, type RateWindow } from '../domain/rate-window.js';
-import { counterKey, introspectionCounterKey } from './counter-keys.js';
+import type { GuardedCount } from '../ports/rate-counter.js';
+import { counterKey, introspectionCounterKey, keyCounterKey } from './counter-keys.js';
 import type { CoreDeps } from '../deps.js';
 import { withTimeout, type Bounded } from './timeout.js';
 import type { TurnBatch } from './turn-batch.js';
@@ -12,7 +13,8 @@ import { LogThrottle } from '../log-throttle.js';
  * What is counted (C-50): an organisation, the global unauthenticated counter, a source address
  * (401s), the secret-scanning alerts whose signature verified (their own global counter, so a
  * burst of alerts never competes with /health and /version), or the introspection calls of a
- * system organisation's keys (C-271: their own counter, never the organisation's).
+ * system organisation's keys (C-271: their own counter, never the organisation's), or a key with a
+ * limit of its own (C-290: counted together with its organisation, checkPairAt).
  */
 export type RateScope =
   | {
@@ -27,7 +29,19 @@ export type RateScope =
   | { readonly kind: 'unauthenticated' }
   | { readonly kind: 'source'; readonly address: string }
   | { readonly kind: 'secret_scanning' }
-  | { readonly kind: 'introspection'; readonly organisationId: string };
+  | { readonly kind: 'introspection'; readonly organisationId: string }
+  | KeyScope;
+
+/** A key's own window (C-290): its limit as read with its record. */
+export interface KeyScope {
+  readonly kind: 'key';
+  readonly organisationId: string;
+  readonly keyId: string;
+  readonly limitPerMinute: number;
+}
+
+/** An organisation's scope. */
+export type OrganisationScope = Extract<RateScope, { kind: 'organisation' }>;
 
 /** Counters outlive their window a little so that a late hit still lands in the right window. */
 export const COUNTER_TTL_MS = 2 * WINDOW_MS;
@@ -37,7 +51,7 @@ export const COUNTER_TTL_MS = 2 * WINDOW_MS;
  */
 export const FAIL_OPEN_WARN_INTERVAL_MS = 10_000;
 
-/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan`, `intro:<id>` (its counters' names: counter-keys.ts). */
+/** The key of a scope: `org:<id>`, `unauth`, `src:<address>`, `scan`, `intro:<id>`, `key:<id>` (its counters' names: counter-keys.ts). */
 export function scopeKey(scope: RateScope): string {
   switch (scope.kind) {
     case 'organisation':
@@ -50,12 +64,24 @@ export function scopeKey(scope: RateScope): string {
       return 'scan';
     case 'introspection':
       return `intro:${scope.organisationId}`;
+    case 'key':
+      return `key:${scope.keyId}`;
   }
 }
 
 /** The name of `scope`'s counter in the window starting at `windowStartMs` (counter-keys.ts). */
 function scopeCounterKey(scope: RateScope, windowStartMs: number): string {
-  return scope.kind === 'introspection' ? introspectionCounterKey(scope.organisationId, windowStartMs) : counterKey(scopeKey(scope), windowStartMs);
+  if (scope.kind === 'introspection') return introspectionCounterKey(scope.organisationId, windowStartMs);
+  if (scope.kind === 'key') return keyCounterKey(scope.organisationId, scope.keyId, windowStartMs);
+  return counterKey(scopeKey(scope), windowStartMs);
+}
+
+/**
+ * A refusal of a request counted in two windows (a key with its own limit) says which refused it
+ * (C-293); a request counted in one window gets the v1 answer as it was.
+ */
+function refusedIn(window: 'organisation' | 'key', decision: RateDecision): RateDecision {
+  return { ...decision, limitScope: window };
 }
 
 /**
@@ -111,6 +137,7 @@ export class RateLimiter {
     if (scope.kind === 'unauthenticated') return config.unauthRateLimitPerMinute;
     if (scope.kind === 'secret_scanning') return config.secretScanningRateLimitPerMinute;
     if (scope.kind === 'introspection') return config.introspectionRateLimitPerMinute;
+    if (scope.kind === 'key') return scope.limitPerMinute;
     return config.rateLimitPerMinute;
   }
 
@@ -144,6 +171,51 @@ export class RateLimiter {
     const outcome = this.count(scope, window.startMs);
     if (!(outcome instanceof Promise)) return this.decideAfter(scope, key, limit, window, outcome, nowMs);
     return outcome.then((answer) => this.decideAfter(scope, key, limit, window, answer));
+  }
+
+  /**
+   * checkAt() for a request counted against its organisation and its key's own window (C-292): the
+   * key's window first, and the organisation's only when the key's admits, in one atomic step of the
+   * counter (hitGuarded; through the turn's batch on a shared store). A window known exhausted
+   * refuses from memory, counting nothing. The answer is the refusing window's decision, or when
+   * both admit the one with fewer requests remaining (C-293). Never throws or rejects.
+   */
+  checkPairAt(organisation: OrganisationScope, key: KeyScope, nowMs: number): RateDecision | Promise<RateDecision> {
+    const window = windowAt(nowMs);
+    this.forgetEndedWindows(window.startMs);
+    const keyLimit = key.limitPerMinute;
+    if (this.over(scopeKey(key), keyLimit, window.startMs)) {
+      this.metrics.rateLimitDecision('key', 'limited');
+      return refusedIn('key', decide(keyLimit + 1, keyLimit, window, nowMs));
+    }
+    const limit = this.limitFor(organisation);
+    if (this.over(scopeKey(organisation), limit, window.startMs)) {
+      this.metrics.rateLimitDecision('organisation', 'limited');
+      return refusedIn('organisation', decide(limit + 1, limit, window, nowMs));
+    }
+    const outcome = this.countPair(organisation, key, window.startMs);
+    if (!(outcome instanceof Promise)) return this.concludeGuarded(organisation, key, window, outcome, nowMs);
+    return outcome.then((answer) => this.concludeGuarded(organisation, key, window, answer));
+  }
+
+  /**
+   * conclude() for a request counted against its organisation and its key's window in the same
+   * round trip (the credential cache's freshness call): `keyCount` is the key window's count, absent
+   * when the store did not count it (the key's window then fails open).
+   */
+  concludePair(organisation: OrganisationScope, key: KeyScope, window: RateWindow, outcome: Bounded<number | null>, keyCount: number | undefined): RateDecision {
+    if (outcome.kind !== 'value' || typeof outcome.value !== 'number' || keyCount === undefined) return this.conclude(organisation, window, outcome);
+    return this.concludeGuarded(organisation, key, window, { kind: 'value', value: { count: outcome.value, keyCounts: [keyCount] } });
+  }
+
+  private concludeGuarded(organisation: OrganisationScope, key: KeyScope, window: RateWindow, outcome: Bounded<GuardedCount>, nowMs: number = this.deps.clock.now().getTime()): RateDecision {
+    if (outcome.kind !== 'value') return this.decideAfter(organisation, scopeKey(organisation), this.limitFor(organisation), window, outcome, nowMs);
+    const { count, keyCounts } = outcome.value;
+    const byKey = this.decideAfter(key, scopeKey(key), key.limitPerMinute, window, { kind: 'value', value: keyCounts[0] ?? null }, nowMs);
+    if (!byKey.allowed) return refusedIn('key', byKey);
+    const byOrganisation = this.decideAfter(organisation, scopeKey(organisation), this.limitFor(organisation), window, { kind: 'value', value: count }, nowMs);
+    if (!byOrganisation.allowed) return refusedIn('organisation', byOrganisation);
+    return byKey.remaining < byOrganisation.remaining ? byKey : byOrganisation;
   }
 
   /**
@@ -233,6 +305,25 @@ export class RateLimiter {
       return { kind: 'error', error };
     }
     if (typeof answer !== 'object' || answer === null) return { kind: 'value', value: answer };
+    this.countsLater = true;
+    const pending = answer;
+    return withTimeout(() => pending, this.deps.config.rateCounterTimeoutMs);
+  }
+
+  /** One hit of an organisation and its key's window (C-292), as count() makes one hit. */
+  private countPair(organisation: OrganisationScope, key: KeyScope, windowStartMs: number): Bounded<GuardedCount> | Promise<Bounded<GuardedCount>> {
+    const organisationCounter = scopeCounterKey(organisation, windowStartMs);
+    const guard = { counterKey: scopeCounterKey(key, windowStartMs), limit: key.limitPerMinute, hits: 1 };
+    if (this.countsLater && this.batch !== null) return this.batch.hitGuarded(organisationCounter, COUNTER_TTL_MS, guard);
+    const counter = this.deps.counter;
+    let answer: GuardedCount | Promise<GuardedCount>;
+    try {
+      if (counter.hitGuarded === undefined) throw new Error('the rate counter cannot count a key window');
+      answer = counter.hitGuarded(organisationCounter, COUNTER_TTL_MS, 1, [guard]);
+    } catch (error) {
+      return { kind: 'error', error };
+    }
+    if (!(answer instanceof Promise)) return { kind: 'value', value: answer };
     this.countsLater = true;
     const pending = answer;
     return withTimeout(() => pending, this.deps.config.rateCounterTimeoutMs);

@@ -19,20 +19,66 @@
  * "one shared-store call per organisation per turn".
  */
 import type { CredentialFreshness, FreshnessCheck, FreshnessReply } from '../ports/credential-freshness.js';
-import type { RateCounter } from '../ports/rate-counter.js';
+import type { GuardedCount, KeyCounter, RateCounter } from '../ports/rate-counter.js';
+import { keyAdmitted } from '../domain/rate-window.js';
 import { BoundedCalls, type Bounded } from './timeout.js';
 
 type Waiter<T> = (outcome: Bounded<T>) => void;
+/** A hit's waiter: its organisation count, and its key's count when it came with a key window. */
+type HitWaiter = (outcome: Bounded<number>, keyCount?: number) => void;
 
 interface CheckGroup {
   readonly request: FreshnessCheck;
   readonly waiters: Waiter<FreshnessReply>[];
+  /** Per waiter, its key's own window (C-292; null: none); null while no waiter of the group has one. */
+  guards: (KeyCounter | null)[] | null;
 }
 
 interface HitGroup {
   readonly key: string;
   readonly ttlMs: number;
-  readonly waiters: Waiter<number>[];
+  readonly waiters: HitWaiter[];
+  /** As CheckGroup's. */
+  guards: (KeyCounter | null)[] | null;
+}
+
+/**
+ * The key windows of a group's requests (C-292), one counter per key with the number of its
+ * requests, and for each request the index of its key's counter (-1: none).
+ */
+function keyCounters(guards: readonly (KeyCounter | null)[]): { counters: { counterKey: string; limit: number; hits: number }[]; index: number[] } {
+  const counters: { counterKey: string; limit: number; hits: number }[] = [];
+  const byName = new Map<string, number>();
+  const index = guards.map((guard) => {
+    if (guard === null) return -1;
+    let j = byName.get(guard.counterKey);
+    if (j === undefined) {
+      byName.set(guard.counterKey, (j = counters.length));
+      counters.push({ counterKey: guard.counterKey, limit: guard.limit, hits: 0 });
+    }
+    counters[j]!.hits++;
+    return j;
+  });
+  return { counters, index };
+}
+
+/**
+ * Each request's counts of a guarded step (C-292), in call order, as n sequential requests would
+ * have had them: the i-th request of a key gets that key's count total − hits + 1 + i; a request
+ * under its key's limit (or without one) gets the organisation's next count, one refused by its key
+ * the organisation's count so far (it was not counted there).
+ */
+function guardedCounts(answer: GuardedCount, counters: readonly KeyCounter[], index: readonly number[]): { count: number; keyCount: number | undefined }[] {
+  let admitted = index.length;
+  counters.forEach((c, j) => (admitted -= c.hits - keyAdmitted(answer.keyCounts[j] ?? 0, c.hits, c.limit)));
+  let count = answer.count - admitted;
+  const seen = counters.map(() => 0);
+  return index.map((j) => {
+    if (j < 0) return { count: ++count, keyCount: undefined };
+    const c = counters[j]!;
+    const keyCount = (answer.keyCounts[j] ?? 0) - c.hits + ++seen[j]!;
+    return { count: keyCount <= c.limit ? ++count : count, keyCount };
+  });
 }
 
 export interface TurnBatchParts {
@@ -64,7 +110,8 @@ export class TurnBatch {
 
   /**
    * The freshness check of one request (its `hits` ignored: one request), answered with its own
-   * count when it counted. Never rejects.
+   * count when it counted. With one of `keyCounters` (its key's own window, C-292; `hits` ignored),
+   * answered with that window's count for this request as `keyCounts[0]`. Never rejects.
    */
   check(request: FreshnessCheck): Promise<Bounded<FreshnessReply>> {
     let groups = this.checks.get(request.counterKey);
@@ -76,19 +123,42 @@ export class TurnBatch {
         break;
       }
     }
-    if (group === undefined) groups.push((group = { request, waiters: [] }));
+    if (group === undefined) groups.push((group = { request, waiters: [], guards: null }));
     const waiters = group.waiters;
+    const guard = request.keyCounters?.[0] ?? null;
+    if (guard !== null || group.guards !== null) (group.guards ??= waiters.map(() => null)).push(guard);
     this.schedule();
     return new Promise((resolve) => waiters.push(resolve));
   }
 
   /** One hit of the counter `key` (RateCounter.hit), answered with its own count. Never rejects. */
   hit(key: string, ttlMs: number): Promise<Bounded<number>> {
-    let group = this.hits.get(key);
-    if (group === undefined) this.hits.set(key, (group = { key, ttlMs, waiters: [] }));
+    const group = this.hitGroup(key, ttlMs);
     const waiters = group.waiters;
+    if (group.guards !== null) group.guards.push(null);
     this.schedule();
     return new Promise((resolve) => waiters.push(resolve));
+  }
+
+  /**
+   * One hit of the organisation counter `key` by a request whose key has its own window `guard`
+   * (its `hits` ignored: one request), counted as RateCounter.hitGuarded counts it, answered with
+   * its own counts. Never rejects.
+   */
+  hitGuarded(key: string, ttlMs: number, guard: KeyCounter): Promise<Bounded<GuardedCount>> {
+    const group = this.hitGroup(key, ttlMs);
+    const waiters = group.waiters;
+    (group.guards ??= waiters.map(() => null)).push(guard);
+    this.schedule();
+    return new Promise((resolve) =>
+      waiters.push((outcome, keyCount) => resolve(outcome.kind === 'value' ? { kind: 'value', value: { count: outcome.value, keyCounts: [keyCount ?? 0] } } : outcome)),
+    );
+  }
+
+  private hitGroup(key: string, ttlMs: number): HitGroup {
+    let group = this.hits.get(key);
+    if (group === undefined) this.hits.set(key, (group = { key, ttlMs, waiters: [], guards: null }));
+    return group;
   }
 
   private schedule(): void {
@@ -115,6 +185,10 @@ export class TurnBatch {
       for (const waiter of waiters) waiter({ kind: 'error', error: new Error('TurnBatch: no freshness port') });
       return;
     }
+    if (group.guards !== null) {
+      this.sendGuardedCheck(freshness, group, group.guards);
+      return;
+    }
     const request = n === 1 ? group.request : { ...group.request, hits: n };
     void this.bounded
       .run(() => freshness.check(request))
@@ -129,6 +203,26 @@ export class TurnBatch {
       });
   }
 
+  /** A check group with key windows (C-292): one call carrying every key's counter, each request answered with its own counts. */
+  private sendGuardedCheck(freshness: CredentialFreshness, group: CheckGroup, guards: readonly (KeyCounter | null)[]): void {
+    const waiters = group.waiters;
+    const { counters, index } = keyCounters(guards);
+    const request: FreshnessCheck = { ...group.request, hits: waiters.length, keyCounters: counters };
+    void this.bounded
+      .run(() => freshness.check(request))
+      .then((outcome) => {
+        if (outcome.kind !== 'value' || outcome.value.count === null) {
+          for (const waiter of waiters) waiter(outcome);
+          return;
+        }
+        const reply = outcome.value;
+        const counts = guardedCounts({ count: reply.count!, keyCounts: reply.keyCounts ?? [] }, counters, index);
+        counts.forEach(({ count, keyCount }, i) =>
+          waiters[i]!({ kind: 'value', value: keyCount === undefined ? { ...reply, count, keyCounts: [] } : { ...reply, count, keyCounts: [keyCount] } }),
+        );
+      });
+  }
+
   private sendHit(group: HitGroup): void {
     const counter = this.counter;
     const waiters = group.waiters;
@@ -136,6 +230,10 @@ export class TurnBatch {
     this.sent++;
     if (counter === null) {
       for (const waiter of waiters) waiter({ kind: 'error', error: new Error('TurnBatch: no counter port') });
+      return;
+    }
+    if (group.guards !== null) {
+      this.sendGuardedHit(counter, group, group.guards);
       return;
     }
     void this.bounded
@@ -147,6 +245,24 @@ export class TurnBatch {
         }
         const total = outcome.value;
         for (let i = 0; i < n; i++) waiters[i]!({ kind: 'value', value: total - n + 1 + i });
+      });
+  }
+
+  /** A hit group with key windows (C-292): one RateCounter.hitGuarded call, each request answered with its own counts. */
+  private sendGuardedHit(counter: RateCounter, group: HitGroup, guards: readonly (KeyCounter | null)[]): void {
+    const waiters = group.waiters;
+    const { counters, index } = keyCounters(guards);
+    void this.bounded
+      .run(async () => {
+        if (counter.hitGuarded === undefined) throw new Error('TurnBatch: the counter cannot count key windows');
+        return counter.hitGuarded(group.key, group.ttlMs, waiters.length, counters);
+      })
+      .then((outcome) => {
+        if (outcome.kind !== 'value') {
+          for (const waiter of waiters) waiter(outcome);
+          return;
+        }
+        guardedCounts(outcome.value, counters, index).forEach(({ count, keyCount }, i) => waiters[i]!({ kind: 'value', value: count }, keyCount));
       });
   }
 }

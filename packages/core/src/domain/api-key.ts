@@ -50,6 +50,17 @@ export interface ApiKey {
    * Stores always return it; a record being inserted without it is unrestricted.
    */
   readonly allowedCidrs?: readonly string[] | null;
+  /**
+   * The key's own limit (C-290): requests per UTC minute counted against the key as well as its
+   * organisation; null: none, the organisation's limit alone applies. Stores always return it; a
+   * record being inserted without it has none.
+   */
+  readonly rateLimitPerMinute?: number | null;
+}
+
+/** A key's own limit per minute, or null when it has none. */
+export function keyRateLimitOf(key: Pick<ApiKey, 'rateLimitPerMinute'>): number | null {
+  return key.rateLimitPerMinute ?? null;
 }
 
 /** Metadata limits (C-260): entries, name length and characters, value length. */

@@ -23,6 +23,11 @@ export interface RateDecision {
   readonly retryAfterSeconds: number;
   /** True when the counter store failed and the request was let through unchecked (C-54). */
   readonly degraded: boolean;
+  /**
+   * On a refusal of a request counted in two windows (its key has a limit of its own): the one that
+   * refused it (C-293), its organisation's or its key's. Absent otherwise.
+   */
+  readonly limitScope?: 'organisation' | 'key';
 }
 
 export function windowAt(nowMs: number): RateWindow {
@@ -54,4 +59,10 @@ export function decide(count: number, limit: number, window: RateWindow, nowMs: 
 /** The fail-open decision (C-54): allowed, Remaining shows the full limit. */
 export function failOpen(limit: number, window: RateWindow, nowMs: number): RateDecision {
   return { ...decide(0, limit, window, nowMs), allowed: true, remaining: limit, degraded: true };
+}
+
+/** Of `hits` requests that brought a key counter to `total`, how many found its window under `limit` (C-292). */
+export function keyAdmitted(total: number, hits: number, limit: number): number {
+  const admitted = limit - (total - hits);
+  return admitted < 0 ? 0 : admitted > hits ? hits : admitted;
 }

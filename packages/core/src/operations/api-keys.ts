@@ -4,6 +4,7 @@ import {
   generateRawKey,
   keyEnvironmentOf,
   keyPrefixOf,
+  keyRateLimitOf,
   keyStatus,
   metadataOf,
   scopesOf,
@@ -30,7 +31,7 @@ import type { CoreDeps } from '../deps.js';
 import type { Page } from './page.js';
 import { paginate } from './paginate.js';
 import { requireOrganisation } from './require-organisation.js';
-import { callerCidrs, KEY_NOT_FOUND_MESSAGE, newKeyCidrs, refuseWiderCidrs, updateKeyIn } from './key-update.js';
+import { callerCidrs, KEY_NOT_FOUND_MESSAGE, newKeyCidrs, refuseKeyLimitAbove, refuseWiderCidrs, updateKeyIn } from './key-update.js';
 
 /** The issuance result: the only place the raw key ever appears (spec §5.6, C-22). */
 export interface IssuedKey {
@@ -68,6 +69,7 @@ interface NewKeySpec {
   readonly createdByKeyId: string | null;
   readonly metadata: Readonly<Record<string, string>>;
   readonly allowedCidrs: readonly string[] | null;
+  readonly rateLimitPerMinute: number | null;
 }
 
 export const ISSUE_ENVIRONMENT_NOT_ALLOWED = "is not allowed by the organisation's key policy";
@@ -159,6 +161,7 @@ function newKey(deps: Pick<CoreDeps, 'random'>, organisationId: string, spec: Ne
     createdByKeyId: spec.createdByKeyId,
     metadata: spec.metadata,
     allowedCidrs: spec.allowedCidrs,
+    rateLimitPerMinute: spec.rateLimitPerMinute,
   };
   return { key, rawKey };
 }
@@ -177,7 +180,8 @@ export type IssueKeyRequest = Omit<IssueKeyInput, 'scopes' | 'expiresAtGiven'> &
  * the earlier of the two), it must hold fewer than config.maxActiveKeysPerOrg active keys (C-25,
  * 409); the key and its api_key_issued entry are written together (C-41). Only the digest is stored
  * (C-31). Scopes omitted: the issuing key's own (the operator's: every built-in scope). Networks
- * (C-264): omitted, the issuing key's own; given, within them (403).
+ * (C-264): omitted, the issuing key's own; given, within them (403). A key limit (C-290) no higher
+ * than the organisation's (400, C-291).
  */
 export async function issueKeyIn(
   stores: OuterStores,
@@ -205,12 +209,18 @@ export async function issueKeyIn(
   const scopes = input.scopes ?? inheritedScopes(organisation, principal);
   const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
   const allowedCidrs = await newKeyCidrs(stores, principal, input.allowedCidrs);
+  const rateLimitPerMinute = input.rateLimitPerMinute ?? null;
+  refuseKeyLimitAbove(organisation, rateLimitPerMinute, deps.config.rateLimitPerMinute);
   const metadata = input.metadata ?? {};
-  const issued = newKey(deps, organisationId, { ...input, expiresAt, rolledFromKeyId: null, scopes, createdByKeyId, metadata, allowedCidrs }, now);
+  const issued = newKey(deps, organisationId, { ...input, expiresAt, rolledFromKeyId: null, scopes, createdByKeyId, metadata, allowedCidrs, rateLimitPerMinute }, now);
   const { key } = issued;
   await stores.apiKeys.insert(key);
-  const entry = auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key);
-  await stores.audit.append(allowedCidrs === null ? entry : { ...entry, allowedCidrs });
+  const entry = {
+    ...auditEntry(deps.random, 'api_key_issued', now, actor, organisationId, key),
+    ...(allowedCidrs === null ? {} : { allowedCidrs }),
+    ...(rateLimitPerMinute === null ? {} : { rateLimit: { old: null, new: rateLimitPerMinute } }),
+  };
+  await stores.audit.append(entry);
   await notifyKeyEvents(stores, deps.random, [{ type: 'api_key.issued', cause: causeOf(actor) }], now, key);
   return issued;
 }
@@ -278,10 +288,10 @@ export class ApiKeys {
       const cap = await expiryCap(stores, principal, policy, now);
       const expiresAt = cap !== null && (old.expiresAt === null || old.expiresAt.getTime() > cap.at.getTime()) ? cap.at : old.expiresAt;
       const createdByKeyId = principal.kind === 'api_key' ? principal.keyId : null;
-      // The new key keeps the old one's metadata and networks, which must lie within the rolling key's (C-264).
+      // The new key keeps the old one's metadata, own limit (C-290) and networks, which must lie within the rolling key's (C-264).
       const allowedCidrs = allowedCidrsOf(old);
       refuseWiderCidrs(allowedCidrs, await callerCidrs(stores, principal));
-      const spec = { label, environment, expiresAt, rolledFromKeyId: old.id, scopes, createdByKeyId, metadata: metadataOf(old), allowedCidrs };
+      const spec = { label, environment, expiresAt, rolledFromKeyId: old.id, scopes, createdByKeyId, metadata: metadataOf(old), allowedCidrs, rateLimitPerMinute: keyRateLimitOf(old) };
       const rolled = newKey(this.deps, org, spec, now);
       // A second key rolled from `old` (a concurrent or earlier roll) fails here with 409.
       await stores.apiKeys.insert(rolled.key);
@@ -305,7 +315,7 @@ export class ApiKeys {
   }
 
   /**
-   * PATCH .../api-keys/{key_id} (C-261), body {label?, metadata?, allowed_cidrs?}: the same
+   * PATCH .../api-keys/{key_id} (C-261), body {label?, metadata?, allowed_cidrs?, rate_limit_per_minute?}: the same
    * authorisation as issuing a key; scopes, environment and expires_at are 400 (a different key is a
    * roll). Metadata is merged (null removes a name). A change of allowed_cidrs must hold at every
    * instance from the next request, and the cached credential carries the whole record: the unit of
@@ -315,7 +325,7 @@ export class ApiKeys {
     authorise(principal, 'api_keys.update', orgId);
     const [org, kid, input] = all(checkUuid(orgId, 'org_id'), checkUuid(keyId, 'key_id'), checkPatchKey(body));
     const now = this.deps.clock.now();
-    return this.deps.unitOfWork.changeCredentials([org], (stores) => updateKeyIn(stores, this.deps.random, org, kid, input, actorOf(principal), principal, now));
+    return this.deps.unitOfWork.changeCredentials([org], (stores) => updateKeyIn(stores, this.deps, org, kid, input, actorOf(principal), principal, now));
   }
 
   /**

@@ -20,6 +20,8 @@ export interface KeyAttributes {
   readonly metadata: Readonly<Record<string, string>>;
   /** Canonical CIDRs, or null for any address. */
   readonly allowedCidrs: readonly string[] | null;
+  /** The key's own limit per minute (C-290), or null for none. */
+  readonly rateLimitPerMinute: number | null;
 }
 
 /** An update of a key's attributes: the values it is expected to hold now, and the new ones. */
@@ -65,12 +67,12 @@ export interface ApiKeyStore {
    */
   shortenExpiry(organisationId: string, keyId: string, expiresAt: Date, now: Date): Promise<boolean>;
   /**
-   * Sets the key's label, metadata and allowedCidrs to `change.to` if it is active at `now` (not
+   * Sets the key's label, metadata, allowedCidrs and rateLimitPerMinute to `change.to` if it is active at `now` (not
    * revoked, not expired) and still holds exactly `change.from` (metadata compared as a whole,
    * whatever the order of its names). Returns true when this call changed the key, false otherwise
    * (unknown, another organisation's, revoked, expired, or changed by someone else since it was
    * read). One conditional statement, so of concurrent updates made from the same reading only one
-   * applies. A write that affects authentication (allowedCidrs; the record cached with the key, C-36).
+   * applies. A write that affects authentication (allowedCidrs, rateLimitPerMinute; the record cached with the key, C-36).
    */
   update(organisationId: string, keyId: string, change: KeyAttributesChange, now: Date): Promise<boolean>;
   /**

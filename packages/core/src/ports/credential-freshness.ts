@@ -1,3 +1,5 @@
+import type { KeyCounter } from './rate-counter.js';
+
 /**
  * The freshness of cached credentials (C-36, C-57): one token per organisation in the
  * shared counter store (Redis), replaced by every change that can affect an authentication or the
@@ -37,8 +39,13 @@ export interface FreshnessKeys {
 }
 
 export interface FreshnessReply {
-  /** The organisation scope's count including this check's hits (all `hits` of them), or null when nothing was counted. */
+  /**
+   * The organisation scope's count including this check's hits (all `hits` of them, less those its
+   * `keyCounters` refused), or null when nothing was counted.
+   */
   readonly count: number | null;
+  /** When the check counted with `keyCounters`: each key counter's count after it, in their order. */
+  readonly keyCounts?: readonly number[];
   /** The organisation's current token. */
   readonly token: string;
   /** No change of the organisation in progress (and none can have been lost). */
@@ -63,6 +70,12 @@ export interface FreshnessCheck {
    * counts that many hits in one atomic increment, and `count` includes them all.
    */
   readonly hits?: number;
+  /**
+   * Keys among the check's requests that have a limit of their own (C-292): when it counts, each is
+   * counted first and only its hits under its limit count against the organisation, in the same
+   * atomic step (RateCounter.hitGuarded). `hits` then includes theirs.
+   */
+  readonly keyCounters?: readonly KeyCounter[];
 }
 
 /**

@@ -9,7 +9,7 @@ export type { OrganisationChanges, OrganisationStore } from './organisation-stor
 export type { AttemptOutcome, Outbox, OutboxFilter } from './outbox.js';
 export type { KeysetPosition, PageRequest } from './pagination.js';
 export type { Random } from './random.js';
-export type { RateCounter } from './rate-counter.js';
+export type { GuardedCount, KeyCounter, RateCounter } from './rate-counter.js';
 export type { OuterStores, Stores, UnitOfWork } from './unit-of-work.js';
 export type { WebhookStore } from './webhook-store.js';
 export type { WebhookHostResolver, WebhookRequest, WebhookResult, WebhookSender } from './webhook-sender.js';

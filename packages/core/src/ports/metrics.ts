@@ -25,7 +25,7 @@ export interface Metrics {
 }
 
 /** The rate scopes of C-50 (RateScope['kind']). */
-export type RateLimitScopeKind = 'organisation' | 'unauthenticated' | 'source' | 'secret_scanning' | 'introspection';
+export type RateLimitScopeKind = 'organisation' | 'key' | 'unauthenticated' | 'source' | 'secret_scanning' | 'introspection';
 export type RateLimitOutcome = 'allowed' | 'limited';
 /**
  * missing: no Authorization header; malformed: not `Bearer <well-formed key>`; unknown_key: no such

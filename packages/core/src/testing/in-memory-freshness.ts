@@ -1,7 +1,7 @@
 import { systemClock } from '../defaults.js';
 import type { Clock } from '../ports/clock.js';
 import type { CredentialFreshness, FreshnessCheck, FreshnessKeys, FreshnessReply } from '../ports/credential-freshness.js';
-import type { RateCounter } from '../ports/rate-counter.js';
+import type { GuardedCount, KeyCounter, RateCounter } from '../ports/rate-counter.js';
 import { InProcessRateCounter } from '../access/in-process-counter.js';
 import { freshnessKeys } from '../access/counter-keys.js';
 
@@ -42,6 +42,10 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
     return this.run(() => this.counters.hit(key, ttlMs, n));
   }
 
+  hitGuarded(key: string, ttlMs: number, n: number, keys: readonly KeyCounter[]): Promise<GuardedCount> {
+    return this.run(() => this.counters.hitGuarded(key, ttlMs, n, keys));
+  }
+
   check(request: FreshnessCheck): Promise<FreshnessReply> {
     return this.run(() => {
       const nowMs = this.clock.now().getTime();
@@ -49,6 +53,11 @@ export class InMemoryFreshCounter implements RateCounter, CredentialFreshness {
       const settled = this.settled(request.keys, nowMs);
       const fresh = settled && request.tag === token;
       const counts = request.count === 'always' || (request.count === 'if-fresh' && fresh);
+      const keys = request.keyCounters;
+      if (counts && keys !== undefined && keys.length > 0) {
+        const guarded = this.counters.hitGuarded(request.counterKey, request.ttlMs, request.hits ?? 1, keys);
+        return { count: guarded.count, keyCounts: guarded.keyCounts, token, settled, fresh };
+      }
       const count = counts ? this.counters.hit(request.counterKey, request.ttlMs, request.hits ?? 1) : null;
       return { count, token, settled, fresh };
     });

@@ -1,9 +1,10 @@
-/** Issuance body (C-23): {label, expires_at?, environment?}. */
+/** Issuance body (C-23): {label, expires_at?, environment?, scopes?, metadata?, allowed_cidrs?, rate_limit_per_minute?}. */
 import { z } from 'zod';
 import { LABEL_MAX, MAX_ROLL_GRACE_SECONDS, type KeyEnvironment } from '../domain/api-key.js';
 import { ALL_BUILTIN_SCOPES, sortedScopes } from '../domain/scopes.js';
 import { all, checkBody, checkThrowing, hasNoControlCharacters, isJsonObject, ISSUE_CONTROL_CHARACTERS, valid, type Checked } from './issues.js';
 import { checkAllowedCidrs, checkMetadata, type MetadataInput } from './key-attributes.js';
+import { perMinuteSchema } from './rate-limit.js';
 
 export const ISSUE_LABEL = `must be a string of 1 to ${LABEL_MAX} characters`;
 export const ISSUE_EXPIRES_AT = 'must be an ISO 8601 timestamp in the future';
@@ -24,6 +25,8 @@ export interface IssueKeyInput {
   readonly metadata?: Readonly<Record<string, string>>;
   /** Canonical CIDRs, null for any address (C-262); undefined when the body names none (the issuer's apply). */
   readonly allowedCidrs?: readonly string[] | null;
+  /** The key's own limit per minute (C-290), null for none (also when the body names none). */
+  readonly rateLimitPerMinute?: number | null;
 }
 
 /**
@@ -63,6 +66,7 @@ function issueKeySchema(now: Date, known: readonly string[] = ALL_BUILTIN_SCOPES
       // Checked by checkMetadata and checkAllowedCidrs, which name the failing entry.
       metadata: z.unknown().optional(),
       allowed_cidrs: z.unknown().optional(),
+      rate_limit_per_minute: perMinuteSchema.optional(),
     })
     .transform(
       (b): IssueKeyInput => ({
@@ -71,6 +75,7 @@ function issueKeySchema(now: Date, known: readonly string[] = ALL_BUILTIN_SCOPES
         environment: b.environment ?? 'live',
         scopes: b.scopes ?? null,
         expiresAtGiven: b.expires_at !== undefined,
+        rateLimitPerMinute: b.rate_limit_per_minute ?? null,
       }),
     );
 }
@@ -110,12 +115,15 @@ export interface PatchKeyInput {
   /** Names to set, and (null) to remove. */
   readonly metadata?: MetadataInput;
   readonly allowedCidrs?: readonly string[] | null;
+  /** The key's own limit per minute (C-290); null removes it. */
+  readonly rateLimitPerMinute?: number | null;
 }
 
 const patchKeySchema = z.strictObject({
   label: labelSchema.optional(),
   metadata: z.unknown().optional(),
   allowed_cidrs: z.unknown().optional(),
+  rate_limit_per_minute: perMinuteSchema.optional(),
   // Named so that the strict object does not call them extra: they get their own detail.
   scopes: z.unknown().optional(),
   environment: z.unknown().optional(),
@@ -123,7 +131,7 @@ const patchKeySchema = z.strictObject({
 });
 
 /**
- * `label`, `metadata` (null for a name removes it) and `allowed_cidrs` only; `scopes`,
+ * `label`, `metadata` (null for a name removes it), `allowed_cidrs` and `rate_limit_per_minute` only; `scopes`,
  * `environment` and `expires_at` are each refused with ISSUE_IMMUTABLE_KEY_FIELD; anything else is
  * an extra field.
  */
@@ -136,6 +144,7 @@ export function checkPatchKey(body: unknown): Checked<PatchKeyInput> {
       ...(b.label !== undefined ? { label: b.label } : {}),
       ...(metadata !== undefined ? { metadata } : {}),
       ...(allowedCidrs !== undefined ? { allowedCidrs } : {}),
+      ...(b.rate_limit_per_minute !== undefined ? { rateLimitPerMinute: b.rate_limit_per_minute } : {}),
     };
   });
 }

@@ -26,6 +26,7 @@ import { organisationRateLimit } from './0015_organisation_rate_limit.js';
 import { keyUsage } from './0016_key_usage.js';
 import { keyMetadataCidrs } from './0017_key_metadata_cidrs.js';
 import { expiryNotices } from './0018_expiry_notices.js';
+import { keyRateLimit } from './0019_key_rate_limit.js';
 import type { SqlMigration } from './migration.js';
 
 export type { SqlMigration } from './migration.js';
@@ -52,6 +53,7 @@ export const MIGRATIONS: readonly SqlMigration[] = Object.freeze([
   keyUsage,
   keyMetadataCidrs,
   expiryNotices,
+  keyRateLimit,
 ]);
 
 export function migrationSource(dialect: SqlDialect): Knex.MigrationSource<SqlMigration> {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   allowedCidrsOf,
   DEFAULT_KEY_POLICY,
+  keyRateLimitOf,
   MAX_EXPIRY_NOTICE_SECONDS,
   decodeMetadata,
   decodeScopes,
@@ -17,10 +18,10 @@ import {
   type KeyUse,
   type PageRequest,
 } from '@cos/core';
-import { credentialWrite, execute, msOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
+import { credentialWrite, execute, msOrNull, numberOrNull, query, stringOrNull, toBool, toDate, toDateOrNull, type StoreContext } from '../context.js';
 
 const COLUMNS =
-  'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id, scopes, created_by_key_id, metadata, allowed_cidrs';
+  'id, organisation_id, label, key_prefix, digest, expires_at, created_at, revoked_at, last_used_at, rolled_from_key_id, scopes, created_by_key_id, metadata, allowed_cidrs, rate_limit_per_minute';
 
 /** allowed_cidrs as stored: a JSON array, NULL for any address. */
 function encodeCidrs(cidrs: readonly string[] | null): string | null {
@@ -43,6 +44,7 @@ function keyFromRow(row: Record<string, unknown>): ApiKey {
     createdByKeyId: stringOrNull(row.created_by_key_id),
     metadata: decodeMetadata(String(row.metadata)),
     allowedCidrs: row.allowed_cidrs === null || row.allowed_cidrs === undefined ? null : (JSON.parse(String(row.allowed_cidrs)) as string[]),
+    rateLimitPerMinute: numberOrNull(row.rate_limit_per_minute),
   };
 }
 
@@ -56,18 +58,18 @@ export function credentialFromRow(row: Record<string, unknown> | undefined): Cre
       slug: String(row.o_slug),
       industrySection: row.o_industry_section === null || row.o_industry_section === undefined ? null : (String(row.o_industry_section) as Credential['organisation']['industrySection']),
       isSystem: toBool(row.o_is_system),
-      rateLimitPerMinute: row.o_rate_limit_per_minute === null || row.o_rate_limit_per_minute === undefined ? null : Number(row.o_rate_limit_per_minute),
+      rateLimitPerMinute: numberOrNull(row.o_rate_limit_per_minute),
       createdAt: toDate(row.o_created_at),
       updatedAt: toDate(row.o_updated_at),
     },
   };
 }
 
-const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)`;
+const INSERT = `INSERT INTO api_keys (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)`;
 const BY_ID = `SELECT ${COLUMNS} FROM api_keys WHERE organisation_id = ? AND id = ?`;
 /** The authentication hot path: one query on the unique digest index, joined to the organisation. */
 export const CREDENTIAL = `SELECT k.id, k.organisation_id, k.label, k.key_prefix, k.digest, k.expires_at, k.created_at, k.revoked_at,
-  k.last_used_at, k.rolled_from_key_id, k.scopes, k.created_by_key_id, k.metadata, k.allowed_cidrs,
+  k.last_used_at, k.rolled_from_key_id, k.scopes, k.created_by_key_id, k.metadata, k.allowed_cidrs, k.rate_limit_per_minute,
   o.name AS o_name, o.slug AS o_slug, o.industry_section AS o_industry_section, o.is_system AS o_is_system,
   o.rate_limit_per_minute AS o_rate_limit_per_minute, o.created_at AS o_created_at, o.updated_at AS o_updated_at
   FROM api_keys k JOIN organisations o ON o.id = k.organisation_id WHERE k.digest = ?`;
@@ -120,9 +122,10 @@ const SHORTEN_EXPIRY = `UPDATE api_keys SET expires_at = ?
  * still holds the values the caller read (metadata is stored with its names sorted, so equal
  * metadata is equal text), so of concurrent updates from one reading only one applies.
  */
-const UPDATE = `UPDATE api_keys SET label = ?, metadata = ?, allowed_cidrs = ?
+const UPDATE = `UPDATE api_keys SET label = ?, metadata = ?, allowed_cidrs = ?, rate_limit_per_minute = ?
   WHERE organisation_id = ? AND id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)
-  AND label = ? AND metadata = ? AND (allowed_cidrs = ? OR (allowed_cidrs IS NULL AND CAST(? AS text) IS NULL))`;
+  AND label = ? AND metadata = ? AND (allowed_cidrs = ? OR (allowed_cidrs IS NULL AND CAST(? AS text) IS NULL))
+  AND (rate_limit_per_minute = ? OR (rate_limit_per_minute IS NULL AND CAST(? AS integer) IS NULL))`;
 /**
  * A whole batch of uses in one statement with one parameter (a JSON array of [key id, epoch ms]),
  * so the text never changes with the batch size (one prepared statement, no bound-parameter limit).
@@ -163,6 +166,7 @@ export class SqlApiKeyStore implements ApiKeyStore {
       k.createdByKeyId ?? null,
       encodeMetadata(metadataOf(k)),
       encodeCidrs(allowedCidrsOf(k)),
+      keyRateLimitOf(k),
     ]);
   }
 
@@ -223,6 +227,7 @@ export class SqlApiKeyStore implements ApiKeyStore {
         to.label,
         encodeMetadata(to.metadata),
         encodeCidrs(to.allowedCidrs),
+        to.rateLimitPerMinute,
         organisationId,
         keyId,
         now.getTime(),
@@ -230,6 +235,8 @@ export class SqlApiKeyStore implements ApiKeyStore {
         encodeMetadata(from.metadata),
         fromCidrs,
         fromCidrs,
+        from.rateLimitPerMinute,
+        from.rateLimitPerMinute,
       ])) > 0
     );
   }

@@ -1,5 +1,5 @@
 import type { KeyEnvironment, KeyPolicy, NaceSection, Organisation, OrganisationChanges, OrganisationStore, PageRequest } from '@cos/core';
-import { credentialWrite, execute, query, toBool, toDate, type StoreContext } from '../context.js';
+import { credentialWrite, execute, numberOrNull, query, toBool, toDate, type StoreContext } from '../context.js';
 
 const ORGANISATION_COLUMNS = 'id, name, slug, industry_section, is_system, rate_limit_per_minute, created_at, updated_at';
 
@@ -10,7 +10,7 @@ export function organisationFromRow(row: Record<string, unknown>): Organisation 
     slug: String(row.slug),
     industrySection: row.industry_section === null || row.industry_section === undefined ? null : (String(row.industry_section) as NaceSection),
     isSystem: toBool(row.is_system),
-    rateLimitPerMinute: row.rate_limit_per_minute === null || row.rate_limit_per_minute === undefined ? null : Number(row.rate_limit_per_minute),
+    rateLimitPerMinute: numberOrNull(row.rate_limit_per_minute),
     createdAt: toDate(row.created_at),
     updatedAt: toDate(row.updated_at),
   };

@@ -22,6 +22,7 @@ export function issuedKey(organisationId: string, overrides: Partial<ApiKey> = {
       createdByKeyId: null,
       metadata: {},
       allowedCidrs: null,
+      rateLimitPerMinute: null,
       ...overrides,
     }),
   };

@@ -4,7 +4,10 @@
  * organisation's key from its warm cache; a plan set at A applies to B's next request, which reports
  * the new X-RateLimit-Limit and is limited by it, and a plan set at B to A's; no restart, no expiry.
  * An organisation at limit N gets exactly N requests of a minute through the two instances together
- * (one Redis count), then 429 with the v1 body.
+ * (one Redis count), then 429 with the v1 body. A key's own limit (C-290, C-292) changed at one
+ * instance applies to the other's next request, and a key limited to 60 under an organisation at
+ * 1,000 gets exactly 60 requests of a minute through both instances at once, then 429 "key", its
+ * refusals leaving the organisation's window alone.
  */
 import { expect } from 'chai';
 import type { TcpProxy } from '@cos/test-support/tcp-proxy';
@@ -123,5 +126,76 @@ describe('system: an organisation\'s plan across two serve instances with warm c
     expect(answers.map((r) => r.status)).to.deep.equal([...Array<number>(10).fill(200), 429, 429, 429, 429]);
     expect(answers.map(limitOf)).to.deep.equal(Array<number>(14).fill(10));
     expect(answers.slice(0, 10).map((r) => Number(r.headers.get('x-ratelimit-remaining')))).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+  });
+
+  /** PATCH …/api-keys/{key_id} with the organisation's own key, sent again while its fence is refused (503: nothing changed). */
+  async function setKeyLimit(c: Client, orgId: string, ownerKey: string, keyId: string, perMinute: number | null): Promise<Incoming> {
+    for (let attempt = 0; ; attempt++) {
+      const r = await c.call('PATCH', `/v1/organisations/${orgId}/api-keys/${keyId}`, { key: ownerKey, body: { rate_limit_per_minute: perMinute }, timeoutMs: 5_000 });
+      if (r.status !== 503 || attempt === 5) return r;
+      await sleep(50 * 2 ** attempt);
+    }
+  }
+  /** A key of `orgId` with its own limit, issued by the operator. */
+  const limitedKey = (orgId: string, perMinute: number): Promise<{ id: string; key: string }> =>
+    cliJson<{ id: string; key: string }>(['key', 'issue', orgId, '--label', 'limited', '--rate-limit', String(perMinute)], env, work.dir);
+
+  it("C-290, C-292: a key limit lowered at B refuses A's next request with that key while A's cache is warm; raised at A, B's next request is let in under it", async () => {
+    const { orgId, key: owner } = await organisation('key-limit-warm');
+    const limited = await limitedKey(orgId, 50);
+    for (const c of [a, b]) expect((await getOrg(c, orgId, limited.key)).status).to.equal(200);
+    await sleep(10_500);
+    await windowWithRoom(30);
+    for (const c of [a, b]) for (let n = 0; n < 3; n++) expect(limitOf(await getOrg(c, orgId, limited.key))).to.equal(50);
+    const cached = await storeReadsDuring(pgProxy, async () => {
+      for (let n = 0; n < 3; n++) expect((await getOrg(a, orgId, limited.key)).status).to.equal(200);
+    });
+    expect(cached, 'A answers the key from its cache before the change').to.deep.equal([]);
+
+    const lowered = await setKeyLimit(b, orgId, owner, limited.id, 2);
+    expect(lowered.status, lowered.text).to.equal(200);
+    expect(lowered.json<{ rate_limit_per_minute: number }>().rate_limit_per_minute).to.equal(2);
+    // At least 9 of the key's requests are counted in this minute: the next one, at A, is over 2.
+    const refused = await getOrg(a, orgId, limited.key);
+    expect(refused.status, refused.text).to.equal(429);
+    expect(refused.json<{ limit_scope: string }>().limit_scope).to.equal('key');
+    expect(limitOf(refused)).to.equal(2);
+    const other = await getOrg(b, orgId, owner);
+    expect(other.status, 'the organisation itself is far from its limit').to.equal(200);
+
+    const raised = await setKeyLimit(a, orgId, owner, limited.id, 1_000);
+    expect(raised.status, raised.text).to.equal(200);
+    const atB = await getOrg(b, orgId, limited.key);
+    expect(atB.status, 'the raised limit lets the key in at once').to.equal(200);
+    expect(Number(atB.headers.get('x-ratelimit-remaining')), 'the organisation (100,000) has more left than the key (1,000)').to.be.within(1_000 - 20, 1_000 - 10);
+    expect(limitOf(atB)).to.equal(1_000);
+
+    expect((await setKeyLimit(b, orgId, owner, limited.id, null)).status).to.equal(200);
+    expect(limitOf(await getOrg(a, orgId, limited.key)), "the organisation's window alone").to.equal(DEFAULT_LIMIT);
+  });
+
+  it('C-292, C-293: a key limited to 60 under an organisation at 1,000 gets exactly 60 requests of a minute through both instances at once, then 429 "key"; the organisation counted only those 60', async () => {
+    const { orgId, key: owner } = await organisation('key-limit-exact');
+    expect((await setPlan(a, orgId, 1_000)).status).to.equal(200);
+    const limited = await limitedKey(orgId, 60);
+    await windowWithRoom(20);
+    // 80 requests in bursts of 16 at once, half at each instance: each instance batches its turn's requests.
+    const answers: Incoming[] = [];
+    for (let burst = 0; burst < 5; burst++) {
+      answers.push(...(await Promise.all(Array.from({ length: 16 }, (_, n) => getOrg(n % 2 === 0 ? a : b, orgId, limited.key)))));
+    }
+    const after = await getOrg(b, orgId, owner);
+    const resets = new Set([...answers, after].map((r) => r.headers.get('x-ratelimit-reset')));
+    expect(resets.size, 'one window').to.equal(1);
+    expect(answers.filter((r) => r.status === 200)).to.have.length(60);
+    const refused = answers.filter((r) => r.status !== 200);
+    expect(refused.map((r) => r.status)).to.deep.equal(Array<number>(20).fill(429));
+    expect(refused.map((r) => r.json<{ limit_scope: string }>().limit_scope)).to.deep.equal(Array<string>(20).fill('key'));
+    expect(answers.map(limitOf)).to.deep.equal(Array<number>(80).fill(60));
+    const remaining = answers.filter((r) => r.status === 200).map((r) => Number(r.headers.get('x-ratelimit-remaining')));
+    expect(remaining.sort((x, y) => y - x), 'each count of the key window handed out once').to.deep.equal(Array.from({ length: 60 }, (_, i) => 59 - i));
+    // The plan's PUT and the issue are not requests of the organisation; its window: 60 + this one.
+    expect(after.status).to.equal(200);
+    expect(Number(after.headers.get('x-ratelimit-remaining')), 'refusals by the key left the organisation alone').to.equal(1_000 - 61);
   });
 });

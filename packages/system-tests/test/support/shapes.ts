@@ -86,7 +86,8 @@ const schemas = {
     type: 'object',
     additionalProperties: false,
     // C-22's fields, plus last_used_at and rolled_from (the key lifecycle), scopes and created_by_key_id
-    // (C-60, C-61), metadata and allowed_cidrs (C-260, C-262), added beyond v1 (C-56: fields may be added).
+    // (C-60, C-61), metadata and allowed_cidrs (C-260, C-262), rate_limit_per_minute (C-290), added
+    // beyond v1 (C-56: fields may be added).
     required: [
       'id',
       'organisation_id',
@@ -103,6 +104,7 @@ const schemas = {
       'created_by_key_id',
       'metadata',
       'allowed_cidrs',
+      'rate_limit_per_minute',
     ],
     properties: {
       id: uuid,
@@ -120,6 +122,7 @@ const schemas = {
       created_by_key_id: { anyOf: [uuid, { type: 'null' }] },
       metadata: { type: 'object', maxProperties: 20, additionalProperties: { type: 'string', maxLength: 500 } },
       allowed_cidrs: { anyOf: [{ type: 'array', minItems: 1, maxItems: 20, items: { type: 'string' } }, { type: 'null' }] },
+      rate_limit_per_minute: { anyOf: [{ type: 'integer', minimum: 1, maximum: 1_000_000 }, { type: 'null' }] },
     },
   },
   health: {

@@ -36,6 +36,8 @@ export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey
   // C-260, C-262: a record inserted without them has no metadata and any address.
   expect(k.metadata, 'metadata').to.deep.equal(expected.metadata ?? {});
   expect(k.allowedCidrs, 'allowedCidrs').to.deep.equal(expected.allowedCidrs ?? null);
+  // C-290: a record inserted without it has no limit of its own.
+  expect(k.rateLimitPerMinute, 'rateLimitPerMinute').to.equal(expected.rateLimitPerMinute ?? null);
   expect(Object.keys(k).sort()).to.deep.equal(
     [
       'allowedCidrs',
@@ -49,6 +51,7 @@ export function expectApiKey(actual: ApiKey | undefined | null, expected: ApiKey
       'lastUsedAt',
       'metadata',
       'organisationId',
+      'rateLimitPerMinute',
       'revokedAt',
       'rolledFromKeyId',
       'scopes',
@@ -473,12 +476,12 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       });
     });
 
-    describe('metadata and allowedCidrs (C-260, C-261, C-262)', () => {
+    describe('metadata, allowedCidrs and rateLimitPerMinute (C-260, C-261, C-262, C-290)', () => {
       const META = { owner: 'team-a', 'ci.job': 'deploy – prod ✓', __proto__name: 'x', 'z.last': '' };
-      const attributes = (k: ApiKey): KeyAttributes => ({ label: k.label, metadata: k.metadata ?? {}, allowedCidrs: k.allowedCidrs ?? null });
+      const attributes = (k: ApiKey): KeyAttributes => ({ label: k.label, metadata: k.metadata ?? {}, allowedCidrs: k.allowedCidrs ?? null, rateLimitPerMinute: k.rateLimitPerMinute ?? null });
 
-      it('C-260, C-262: round-trip through findById, findCredential and list; a record inserted without them has {} and null', async () => {
-        const rich = newApiKey(orgA.id, { metadata: META, allowedCidrs: ['10.0.0.0/8', '2001:db8::/32', '203.0.113.7/32'] });
+      it('C-260, C-262, C-290: round-trip through findById, findCredential and list; a record inserted without them has {}, null and null', async () => {
+        const rich = newApiKey(orgA.id, { metadata: META, allowedCidrs: ['10.0.0.0/8', '2001:db8::/32', '203.0.113.7/32'], rateLimitPerMinute: 1_000_000 });
         const plain = newApiKey(orgA.id);
         for (const k of [rich, plain]) await keys().insert(k);
         expectApiKey(await keys().findById(orgA.id, rich.id), rich);
@@ -488,6 +491,8 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         expectApiKey(listed.find((k) => k.id === rich.id), rich);
         expect((await keys().findById(orgA.id, plain.id))!.metadata).to.deep.equal({});
         expect((await keys().findById(orgA.id, plain.id))!.allowedCidrs).to.equal(null);
+        expect((await keys().findById(orgA.id, plain.id))!.rateLimitPerMinute).to.equal(null);
+        expect((await keys().findCredential(rich.digest))!.key.rateLimitPerMinute).to.equal(1_000_000);
       });
 
       it('C-260: a metadata name such as __proto__ is an entry like any other', async () => {
@@ -498,16 +503,16 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
         expect(Object.entries(found.metadata!).sort()).to.deep.equal([['__proto__', 'kept'], ['constructor', 'too']]);
       });
 
-      it('C-261: update sets label, metadata and allowedCidrs of an active key holding `from`; the credential read next sees them', async () => {
+      it('C-261, C-290: update sets label, metadata, allowedCidrs and rateLimitPerMinute of an active key holding `from`; the credential read next sees them', async () => {
         const k = newApiKey(orgA.id, { metadata: { owner: 'a' } });
         await keys().insert(k);
-        const to: KeyAttributes = { label: 'renamed', metadata: { owner: 'b', team: 'x' }, allowedCidrs: ['192.0.2.0/24'] };
+        const to: KeyAttributes = { label: 'renamed', metadata: { owner: 'b', team: 'x' }, allowedCidrs: ['192.0.2.0/24'], rateLimitPerMinute: 60 };
         expect(await keys().update(orgA.id, k.id, { from: attributes(k), to }, at(100))).to.equal(true);
         const changed = { ...k, ...to };
         expectApiKey(await keys().findById(orgA.id, k.id), changed);
         expectApiKey((await keys().findCredential(k.digest))!.key, changed);
-        // Back to any address, and to no metadata.
-        const back: KeyAttributes = { label: 'renamed', metadata: {}, allowedCidrs: null };
+        // Back to any address, no metadata and no limit of its own.
+        const back: KeyAttributes = { label: 'renamed', metadata: {}, allowedCidrs: null, rateLimitPerMinute: null };
         expect(await keys().update(orgA.id, k.id, { from: to, to: back }, at(100))).to.equal(true);
         expectApiKey(await keys().findById(orgA.id, k.id), { ...k, ...back });
       });
@@ -515,7 +520,7 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       it('C-261: metadata in `from` is compared as a whole, whatever the order of its names', async () => {
         const k = newApiKey(orgA.id, { metadata: { a: '1', b: '2', c: '3' } });
         await keys().insert(k);
-        const from: KeyAttributes = { label: k.label, metadata: { c: '3', a: '1', b: '2' }, allowedCidrs: null };
+        const from: KeyAttributes = { label: k.label, metadata: { c: '3', a: '1', b: '2' }, allowedCidrs: null, rateLimitPerMinute: null };
         expect(await keys().update(orgA.id, k.id, { from, to: { ...from, label: 'x' } }, at(100))).to.equal(true);
         expect((await keys().findById(orgA.id, k.id))!.label).to.equal('x');
       });
@@ -523,9 +528,9 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
       it('C-261: changes nothing on a revoked, an expired, an unknown or another organisation\'s key, nor when the key no longer holds `from`', async () => {
         const revoked = newApiKey(orgA.id, { revokedAt: at(1) });
         const expired = newApiKey(orgA.id, { expiresAt: at(50) });
-        const mine = newApiKey(orgA.id, { metadata: { owner: 'a' }, allowedCidrs: ['10.0.0.0/8'] });
+        const mine = newApiKey(orgA.id, { metadata: { owner: 'a' }, allowedCidrs: ['10.0.0.0/8'], rateLimitPerMinute: 100 });
         for (const k of [revoked, expired, mine]) await keys().insert(k);
-        const to: KeyAttributes = { label: 'changed', metadata: { x: 'y' }, allowedCidrs: null };
+        const to: KeyAttributes = { label: 'changed', metadata: { x: 'y' }, allowedCidrs: null, rateLimitPerMinute: null };
         expect(await keys().update(orgA.id, revoked.id, { from: attributes(revoked), to }, at(100))).to.equal(false);
         expect(await keys().update(orgA.id, expired.id, { from: attributes(expired), to }, at(50)), 'expired at expiresAt exactly').to.equal(false);
         expect(await keys().update(orgB.id, mine.id, { from: attributes(mine), to }, at(100))).to.equal(false);
@@ -536,6 +541,8 @@ export function describeApiKeyStore(name: string, factory: StoreHarnessFactory):
           { ...attributes(mine), metadata: { owner: 'a', more: '' } },
           { ...attributes(mine), allowedCidrs: null },
           { ...attributes(mine), allowedCidrs: ['10.0.0.0/16'] },
+          { ...attributes(mine), rateLimitPerMinute: null },
+          { ...attributes(mine), rateLimitPerMinute: 99 },
         ];
         for (const from of stale) expect(await keys().update(orgA.id, mine.id, { from, to }, at(100)), JSON.stringify(from)).to.equal(false);
         for (const k of [revoked, expired, mine]) expectApiKey(await keys().findById(orgA.id, k.id), k);

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CredentialFreshness, FreshnessCount } from '../../ports/credential-freshness.js';
 import type { RateCounter } from '../../ports/rate-counter.js';
-import { counterKey, freshnessKeys, introspectionCounterKey } from '../../access/counter-keys.js';
+import { counterKey, freshnessKeys, introspectionCounterKey, keyCounterKey } from '../../access/counter-keys.js';
 
 export interface FreshnessHarness {
   /** Two clients of one shared store (two instances). */
@@ -82,6 +82,27 @@ export function describeCredentialFreshness(name: string, factory: () => Promise
       expect((await many(h.first, token, 'never', 5)).count).to.equal(null);
       expect(await h.second.hit(counterKey(`org:${org}`, window), TTL, 2)).to.equal(9);
       expect((await check(h.first, org, token, 'if-fresh')).count).to.equal(10);
+    });
+
+    it("C-292: with key windows, counts each key first and the organisation only by the hits under their limits; nothing when it does not count", async () => {
+      const org = randomUUID();
+      const token = await settledToken(h.first, org);
+      const guarded = (c: CredentialFreshness, tag: string | null, count: FreshnessCount, hits: number, keys: [string, number, number][]) =>
+        c.check({
+          keys: freshnessKeys(org),
+          tag,
+          count,
+          counterKey: counterKey(`org:${org}`, window),
+          ttlMs: TTL,
+          hits,
+          keyCounters: keys.map(([keyId, limit, n]) => ({ counterKey: keyCounterKey(org, keyId, window), limit, hits: n })),
+        });
+      expect(await guarded(h.first, token, 'if-fresh', 4, [['a', 2, 3]])).to.deep.equal({ count: 3, keyCounts: [3], token, settled: true, fresh: true });
+      expect(await guarded(h.second, 'stale', 'if-fresh', 2, [['a', 2, 2]])).to.deep.equal({ count: null, token, settled: true, fresh: false });
+      expect((await guarded(h.second, null, 'always', 1, [['a', 2, 1]])).count, 'refused by the key: the organisation unchanged').to.equal(3);
+      expect(await h.first.hit(keyCounterKey(org, 'a', window), TTL), "the key's counter RateCounter.hit counts").to.equal(5);
+      expect((await guarded(h.first, token, 'if-fresh', 3, [['a', 2, 1], ['b', 5, 1]])).keyCounts).to.deep.equal([6, 1]);
+      expect((await check(h.first, org, token, 'if-fresh')).count).to.equal(6);
     });
 
     it("C-271: counts in the organisation's introspection counter when given it (the same slot), never in its rate-limit counter", async () => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { CounterHarness } from '../harness.js';
-import { counterKey } from '../../access/counter-keys.js';
+import { counterKey, keyCounterKey } from '../../access/counter-keys.js';
 
 const MINUTE = 60_000;
 /** Long enough that nothing expires during a test. */
@@ -97,6 +97,43 @@ export function describeRateCounter(name: string, factory: () => Promise<Counter
       // Each answer a and its n cover the counts a-n+1..a: together every count 1..total exactly once.
       const covered = answers.flatMap((a, i) => Array.from({ length: sizes[i]! }, (_, k) => a - k));
       expect(covered.sort((a, b) => a - b)).to.deep.equal(Array.from({ length: total }, (_, i) => i + 1));
+    });
+
+    describe('hitGuarded: key windows counted first, in the same step (C-292)', () => {
+      const guarded = (org: string, n: number, keys: { keyId: string; limit: number; hits: number }[]) => {
+        if (harness.counter.hitGuarded === undefined) throw new Error(`${name} has no hitGuarded`);
+        return harness.counter.hitGuarded(
+          counterKey(`org:${org}`, window),
+          TTL,
+          n,
+          keys.map((k) => ({ counterKey: keyCounterKey(org, k.keyId, window), limit: k.limit, hits: k.hits })),
+        );
+      };
+
+      it('C-292: hits under the key limit count against the organisation; those over it count only in the key window', async () => {
+        const org = scope('org');
+        expect(await guarded(org, 3, [{ keyId: 'a', limit: 2, hits: 3 }])).to.deep.equal({ count: 2, keyCounts: [3] });
+        // Nothing admitted: the organisation's current count, unchanged.
+        expect(await guarded(org, 1, [{ keyId: 'a', limit: 2, hits: 1 }])).to.deep.equal({ count: 2, keyCounts: [4] });
+        expect(await hit(`org:${org}`)).to.equal(3);
+        // Two keys and two requests without a key window: 2 + 1 (b: 1 of 2 under its limit of 1) + 2.
+        expect(await guarded(org, 6, [{ keyId: 'a', limit: 10, hits: 2 }, { keyId: 'b', limit: 1, hits: 2 }])).to.deep.equal({ count: 8, keyCounts: [6, 2] });
+      });
+
+      it("C-292: a hit refused by its key answers the organisation's count so far, counting nothing there", async () => {
+        const org = scope('org');
+        expect(await guarded(org, 1, [{ keyId: 'k', limit: 1, hits: 1 }])).to.deep.equal({ count: 1, keyCounts: [1] });
+        const other = scope('other');
+        await guarded(other, 1, [{ keyId: 'k', limit: 1, hits: 1 }]);
+        expect(await guarded(other, 1, [{ keyId: 'k', limit: 1, hits: 1 }])).to.deep.equal({ count: 1, keyCounts: [2] });
+      });
+
+      it('C-292, C-55: 40 concurrent guarded hits of one key limited to 25: exactly 25 reach the organisation', async () => {
+        const org = scope('org');
+        const answers = await Promise.all(Array.from({ length: 40 }, () => guarded(org, 1, [{ keyId: 'k', limit: 25, hits: 1 }])));
+        expect(answers.map((a) => a.keyCounts[0]).sort((a, b) => a! - b!)).to.deep.equal(Array.from({ length: 40 }, (_, i) => i + 1));
+        expect(await hit(`org:${org}`)).to.equal(26);
+      });
     });
 
     it('C-50: a first hit of n gives the window its ttl', async function () {

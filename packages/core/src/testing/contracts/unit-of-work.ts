@@ -309,7 +309,10 @@ export function describeUnitOfWork(name: string, factory: StoreHarnessFactory): 
             tx.apiKeys.update(
               org.id,
               key.id,
-              { from: { label: key.label, metadata: {}, allowedCidrs: null }, to: { label: key.label, metadata: { a: 'b' }, allowedCidrs: ['10.0.0.0/8'] } },
+              {
+                from: { label: key.label, metadata: {}, allowedCidrs: null, rateLimitPerMinute: null },
+                to: { label: key.label, metadata: { a: 'b' }, allowedCidrs: ['10.0.0.0/8'], rateLimitPerMinute: 60 },
+              },
               at(20),
             ),
         ],

@@ -1,5 +1,5 @@
 /** In memory: API keys (ApiKeyStore), their use and recorded exposures. */
-import { allowedCidrsOf, digestsEqual, encodeMetadata, metadataOf, scopesOf, type ApiKey } from '../../domain/api-key.js';
+import { allowedCidrsOf, digestsEqual, encodeMetadata, keyRateLimitOf, metadataOf, scopesOf, type ApiKey } from '../../domain/api-key.js';
 import { sortedScopes } from '../../domain/scopes.js';
 import { uniqueConflict } from '../../domain/errors.js';
 import { DEFAULT_KEY_POLICY } from '../../domain/key-policy.js';
@@ -24,6 +24,7 @@ function copyApiKey(k: ApiKey): ApiKey {
     createdByKeyId: k.createdByKeyId ?? null,
     metadata: { ...metadataOf(k) },
     allowedCidrs: k.allowedCidrs == null ? null : [...k.allowedCidrs],
+    rateLimitPerMinute: keyRateLimitOf(k),
   };
 }
 
@@ -32,6 +33,7 @@ function holds(k: ApiKey, a: KeyAttributes): boolean {
   const cidrs = allowedCidrsOf(k);
   return (
     k.label === a.label &&
+    keyRateLimitOf(k) === a.rateLimitPerMinute &&
     encodeMetadata(metadataOf(k)) === encodeMetadata(a.metadata) &&
     (cidrs === null ? a.allowedCidrs === null : a.allowedCidrs !== null && JSON.stringify(cidrs) === JSON.stringify(a.allowedCidrs))
   );
@@ -140,7 +142,7 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
 
   async update(organisationId: string, keyId: string, change: KeyAttributesChange, now: Date): Promise<boolean> {
     const nowMs = now.getTime();
-    const { label } = change.to;
+    const { label, rateLimitPerMinute } = change.to;
     const metadata = { ...change.to.metadata };
     const allowedCidrs = change.to.allowedCidrs === null ? null : [...change.to.allowedCidrs];
     this.session.credentialWrite(organisationId, 'apiKeys.update');
@@ -149,7 +151,7 @@ export class InMemoryApiKeyStore implements ApiKeyStore {
       if (k === undefined || k.organisationId !== organisationId || k.revokedAt !== null) return false;
       if (k.expiresAt !== null && k.expiresAt.getTime() <= nowMs) return false;
       if (!holds(k, change.from)) return false;
-      t.apiKeys.set(keyId, { ...k, label, metadata, allowedCidrs });
+      t.apiKeys.set(keyId, { ...k, label, metadata, allowedCidrs, rateLimitPerMinute });
       return true;
     });
   }
