@@ -93,7 +93,7 @@ export {
   type RegistrationTimings,
 } from './access/instance-lease.js';
 export { CommandFence, CommandFenceRefusal, type CommandRedis } from './access/command-fence.js';
-export { RateLimiter, type RateScope } from './access/rate-limit.js';
+export { RateLimiter, type RateScope, type OrganisationScope, type KeyScope } from './access/rate-limit.js';
 export { TurnBatch, type TurnBatchParts } from './access/turn-batch.js';
 export { Introspection, introspectionJson, type ActiveTokenView, type InactiveTokenView, type IntrospectionView } from './access/introspection.js';
 export { MAX_INTROSPECTED_TOKEN_LENGTH, ISSUE_INTROSPECTED_TOKEN, ISSUE_INTROSPECT_COUNT, ISSUE_INTROSPECT_SOURCE_ADDRESS } from './validation/introspect.js';
