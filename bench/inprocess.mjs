@@ -8,6 +8,7 @@
 //   valgrind --tool=callgrind node bench/inprocess.mjs --scenario a --count 4000
 //                                                               instructions: see --count below
 //   node bench/inprocess.mjs --scenario i                       introspection vs this checkout's GET
+//   node bench/inprocess.mjs --scenario i --stack b             the same on (b)'s stack
 //
 // One Node process runs, side by side, the built service of this checkout (buildContainer and
 // listen of @cos/cli, as `serve` composes them, LOG_LEVEL=warn, no OPS_PORT), optionally the built
@@ -26,7 +27,8 @@
 // TEST_DATABASE_URL, REDIS_URL=TEST_REDIS_URL, the credential cache on); (i): on (a)'s stack, a
 // system organisation's key holding keys:introspect introspects the tenant's key (POST
 // /v1/introspect, JSON body, count false), and the same service's authenticated GET of (a) runs as
-// one more side.
+// one more side. `--stack b` runs a scenario on (b)'s stack instead of its own (the default: (b)'s
+// for b, (a)'s for the others), e.g. (i) on Postgres and Redis against the GET of (b).
 // `--count N`: the first side only, one warm-up batch of `--per`, then exactly N requests, and exit.
 // Run it under callgrind for N and 2N: (I(2N) − I(N)) / N is the instructions per request, a figure
 // that does not depend on what else the machine runs. `--koa` counts bare Koa instead; `--profile
@@ -46,6 +48,7 @@ import { infraUrls } from './lib/session.mjs';
 const { values: opt } = parseArgs({
   options: {
     scenario: { type: 'string', default: 'a' },
+    stack: { type: 'string' },
     other: { type: 'string' },
     rounds: { type: 'string', default: '12' },
     per: { type: 'string', default: '3000' },
@@ -64,7 +67,9 @@ const CONNECTIONS = Math.max(...counts);
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'cos-inprocess-'));
 const file = path.join(work, 'bench.sqlite');
-const scratch = opt.scenario === 'b' ? await createScratchDatabase(infraUrls().databaseUrl) : null;
+const stack = opt.stack ?? (opt.scenario === 'b' ? 'b' : 'a');
+if (!['a', 'b'].includes(stack)) throw new Error(`--stack a or b, got ${stack}`);
+const scratch = stack === 'b' ? await createScratchDatabase(infraUrls().databaseUrl) : null;
 const storeEnv = scratch === null ? { DATABASE_URL: `sqlite:${file}` } : { DATABASE_URL: scratch.url, REDIS_URL: infraUrls().redisUrl, CREDENTIAL_CACHE: 'on' };
 const cosAdmin = (...args) => {
   const res = spawnSync(process.execPath, [CLI_MAIN, ...args, '--json'], {
@@ -265,7 +270,7 @@ async function alternate(sides, own) {
   for (let r = 0; r < rounds; r++) for (const side of sides) side.runs.push(await runBatch(side));
   process.stdout.write(`scenario (${opt.scenario}), ${rounds} rounds of ${per} requests per side, ${opt.connections} connections, load average ${os.loadavg()[0].toFixed(1)}\n`);
   for (const side of sides) {
-    process.stdout.write(`  ${side.name.padEnd(34)} ${median(side.runs).toFixed(1).padStart(6)} µs CPU/req (median; rounds ${side.runs.map((v) => v.toFixed(0)).join(' ')})\n`);
+    process.stdout.write(`  ${side.name.padEnd(34)} ${median(side.runs).toFixed(1).padStart(6)} µs CPU/req (median; rounds ${side.runs.map((v) => v.toFixed(1)).join(' ')})\n`);
   }
   const [first] = sides;
   for (const side of sides.slice(1)) {

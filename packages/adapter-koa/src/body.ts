@@ -105,13 +105,13 @@ function untilEnd<T>(req: IncomingMessage, reading: Promise<T>, translate: (err:
  * The body's bytes, at most `limitBytes` of them (raw-body: 413 past the limit). A body that cannot
  * arrive is the parser's 400 or ClientAbortedError.
  */
-function receive(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
+function receive(req: IncomingMessage, limitBytes: number): Buffer | Promise<Buffer> {
   const early = endedEarly(req);
   if (early !== undefined) return Promise.reject(early);
   // Something in front of this adapter (a host's body parser) already consumed the stream.
   if (req.readableEnded) return Promise.reject(new Error('request body was already consumed before the v1 surface read it'));
   const arrived = alreadyArrived(req, limitBytes);
-  if (arrived !== null) return Promise.resolve(arrived);
+  if (arrived !== null) return arrived;
   return untilEnd(req, getRawBody(req, { length: req.headers['content-length'] ?? null, limit: limitBytes }), (err) => {
     if ((err as { type?: unknown }).type !== 'entity.too.large') return undefined;
     // raw-body leaves the stream paused for its caller to handle: drop the rest, so that the
@@ -174,6 +174,15 @@ export async function readJsonBytes(req: IncomingMessage, limitBytes: number): P
 
 /** readJsonBytes for a route that also takes other media types: `accepts` says which (415 otherwise). */
 export async function readBytesOfType(req: IncomingMessage, limitBytes: number, accepts: (contentType: string) => boolean): Promise<Buffer> {
+  return bytesOfType(req, limitBytes, accepts);
+}
+
+/**
+ * readBytesOfType for a route on the hot path: the bytes themselves when they have all arrived
+ * (alreadyArrived), without a promise, else a promise of them; the refusals that need no bytes
+ * (415, 400) are thrown at once.
+ */
+export function bytesOfType(req: IncomingMessage, limitBytes: number, accepts: (contentType: string) => boolean): Buffer | Promise<Buffer> {
   const contentType = req.headers['content-type'];
   const bodyPresent = hasBody(req);
   if (contentType === undefined) {
@@ -201,7 +210,8 @@ export function parseJson(raw: Uint8Array): unknown {
   } catch {
     throw invalidBody(MALFORMED_JSON);
   }
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalidBody(TOO_DEEP);
+  // Nesting deeper than the limit takes more opening brackets than a shorter text has.
+  if (text.length > MAX_JSON_DEPTH && nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalidBody(TOO_DEEP);
   return wellFormedBody(text, parsed);
 }
 

@@ -1,7 +1,8 @@
 /** The body of POST /v1/introspect (C-272): {token, count?, source_address?, token_type_hint?}. */
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { checkBody, type Checked } from './issues.js';
+import { wellFormedText } from '../domain/text.js';
+import { checkBody, valid, type Checked } from './issues.js';
 
 /** Longest token accepted: far above a key's 57 characters, so that any token a gateway holds fits. */
 export const MAX_INTROSPECTED_TOKEN_LENGTH = 512;
@@ -31,7 +32,26 @@ const introspectSchema = z
   })
   .transform((b): IntrospectInput => ({ token: b.token, count: b.count ?? false, sourceAddress: b.source_address ?? null }));
 
+/**
+ * The body a gateway sends on every call, `{"token": …}` with `count` or not, read without the
+ * schema: exactly the input the schema would give for it (every rule of those two fields is checked
+ * here; the token made well-formed as checkBody does). Null for anything else (another field, a
+ * value of another type or length), which the schema then reads, with its errors.
+ */
+function commonIntrospect(body: unknown): IntrospectInput | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const record = body as Record<string, unknown>;
+  for (const name in record) {
+    if (name !== 'token' && name !== 'count') return null;
+  }
+  const { token, count } = record;
+  if (typeof token !== 'string' || token.length === 0 || token.length > MAX_INTROSPECTED_TOKEN_LENGTH) return null;
+  if (count !== undefined && typeof count !== 'boolean') return null;
+  return { token: wellFormedText(token), count: count ?? false, sourceAddress: null };
+}
+
 /** Only `token` is required; `count` defaults to false. */
 export function checkIntrospect(body: unknown): Checked<IntrospectInput> {
-  return checkBody(introspectSchema, body);
+  const common = commonIntrospect(body);
+  return common !== null ? valid(common) : checkBody(introspectSchema, body);
 }
