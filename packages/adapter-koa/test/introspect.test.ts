@@ -256,14 +256,24 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
       expect((await introspect({ token: issued.rawKey, source_address: '198.51.100.7' })).text).to.equal('{"active":false}');
     });
 
-    it('malformed JSON, a body that is not an object, another media type', async () => {
+    it('malformed JSON, a body that is not an object, another media type or a compressed body: 400', async () => {
       const raw = (body: string, type: string) => w.api.post(PATH, { key: introspector, body, headers: { 'content-type': type } });
       expect((await raw('{"token":', 'application/json')).body.details).to.deep.equal([{ field: 'body', issue: 'malformed JSON' }]);
       expect((await raw('["x"]', 'application/json')).body.details).to.deep.equal([{ field: 'body', issue: 'must be a JSON object' }]);
       expect((await raw(`token=${w.own.key}`, 'application/json')).status).to.equal(400);
       expect((await raw(JSON.stringify({ token: w.own.key }), 'application/x-www-form-urlencoded')).status).to.equal(400);
-      expect((await raw(`token=${w.own.key}`, 'text/plain')).status).to.equal(415);
-      expect((await raw(`token=${w.own.key}`, 'application/x-www-form-urlencoded; charset=latin1')).status).to.equal(415);
+      // RFC 7662's invalid_request: 400 naming the header, where the v1 routes answer 415.
+      const contentType = [{ field: 'Content-Type', issue: 'must be application/json or application/x-www-form-urlencoded, charset absent or utf-8' }];
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded; charset=latin1', 'not a media type']) {
+        const res = await raw(`token=${w.own.key}`, type);
+        expect(res.status, type).to.equal(400);
+        expect(res.body, type).to.include({ error: 'VALIDATION_ERROR' });
+        expect(res.body.details, type).to.deep.equal(contentType);
+      }
+      const untyped = await w.api.post(PATH, { key: introspector, body: `token=${w.own.key}` });
+      expect([untyped.status, untyped.body.details]).to.deep.equal([400, contentType]);
+      const gzip = await w.api.post(PATH, { key: introspector, body: JSON.stringify({ token: w.own.key }), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      expect([gzip.status, gzip.body.details]).to.deep.equal([400, [{ field: 'Content-Encoding', issue: 'must be absent or identity: the body is not compressed' }]]);
     });
   });
 

@@ -7,13 +7,15 @@
  *
  * The body is JSON (`{"token": …, "count": …, "source_address": …}`) or, as RFC 7662 §2.1 has it,
  * form-encoded (`token=…&count=true`). Form values are text: `count` is `true` or `false`, every
- * field at most once, names at most 100 characters (400 otherwise). Any other media type is 415, like every body of the API. An
+ * field at most once, names at most 100 characters (400 otherwise). Any other media type, and a
+ * compressed body, is 400 naming the header (RFC 7662's `invalid_request`; the v1 routes answer 415). An
  * introspection is a read: it takes no Idempotency-Key, and its answer is never cached (no-store).
  */
 import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { authorise, introspectionJson, ValidationError } from '@cos/core';
-import { isJsonMediaType, MALFORMED_JSON, parseJson, readBytesOfType, NOT_AN_OBJECT, utf8MediaType } from '../body.js';
+import { HttpError } from '../errors.js';
+import { bytesOfType, isJsonMediaType, MALFORMED_JSON, parseJson, NOT_AN_OBJECT, utf8MediaType } from '../body.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route } from './route.js';
 
@@ -23,6 +25,8 @@ const ISSUE_REPEATED_FIELD = 'must be given once';
 /** Longest form field name: a longer one (JSON sent as a form, say) is no field of this body, and is not echoed back. */
 const MAX_FORM_NAME_LENGTH = 100;
 const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
+const ISSUE_CONTENT_TYPE = 'must be application/json or application/x-www-form-urlencoded, charset absent or utf-8';
+const ISSUE_CONTENT_ENCODING = 'must be absent or identity: the body is not compressed';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -47,12 +51,35 @@ function parseForm(raw: Uint8Array): Record<string, unknown> {
   return fields;
 }
 
-async function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+/**
+ * The body as an object: at once when it has already arrived whole (the usual case: a small body
+ * comes with its headers), else once it has. The refusals that need no bytes are thrown at once.
+ */
+function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Record<string, unknown> | Promise<Record<string, unknown>> {
   // The Content-Type parsed once: JSON or form, charset absent or UTF-8 (415 otherwise).
   const contentType = req.headers['content-type'];
   const type = contentType === undefined ? null : utf8MediaType(contentType);
   const form = type === FORM_MEDIA_TYPE;
-  const raw = await readBytesOfType(req, limitBytes, () => form || (type !== null && isJsonMediaType(type)));
+  let raw: Buffer | Promise<Buffer>;
+  try {
+    raw = bytesOfType(req, limitBytes, () => form || (type !== null && isJsonMediaType(type)));
+  } catch (e) {
+    throw e instanceof HttpError && e.code === 'UNSUPPORTED_MEDIA_TYPE' ? mediaTypeRefusal(req) : e;
+  }
+  return raw instanceof Promise ? raw.then((bytes) => parseIntrospectionBody(bytes, form)) : parseIntrospectionBody(raw, form);
+}
+
+/**
+ * A body of a media type this endpoint does not take, or compressed: 400 naming the header, as RFC
+ * 7662 answers a request it cannot read (`invalid_request`), where the rest of the API answers 415.
+ */
+function mediaTypeRefusal(req: IncomingMessage): ValidationError {
+  const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return new ValidationError([{ field: 'Content-Encoding', issue: ISSUE_CONTENT_ENCODING }]);
+  return new ValidationError([{ field: 'Content-Type', issue: ISSUE_CONTENT_TYPE }]);
+}
+
+function parseIntrospectionBody(raw: Uint8Array, form: boolean): Record<string, unknown> {
   if (form) return parseForm(raw);
   const parsed = parseJson(raw);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ValidationError([{ field: 'body', issue: NOT_AN_OBJECT }]);
@@ -67,8 +94,8 @@ export function introspectRoutes(kit: RouteKit): Route[] {
       INTROSPECT_PATH,
       async (ctx: Koa.Context, _params, principal) => {
         authorise(principal, 'keys.introspect');
-        const body = await readIntrospectionBody(ctx.req, kit.bodyLimitBytes);
-        const answer = await core.introspection.introspect(principal, body);
+        const read = readIntrospectionBody(ctx.req, kit.bodyLimitBytes);
+        const answer = await core.introspection.introspect(principal, read instanceof Promise ? await read : read);
         ctx.set('Cache-Control', 'no-store');
         kit.jsonText(ctx, 200, introspectionJson(answer));
       },
