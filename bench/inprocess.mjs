@@ -44,6 +44,7 @@ import { median } from './lib/alternate.mjs';
 import { createScratchDatabase } from './lib/infra.mjs';
 import { CLI_MAIN, importFrom, ROOT } from './lib/resolve.mjs';
 import { infraUrls } from './lib/session.mjs';
+import { untilSettled } from './lib/settle.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -92,6 +93,8 @@ function introspectRequest() {
   return Buffer.from(`POST /v1/introspect HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${gatewayKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccept: */*\r\n\r\n${body}`);
 }
 const request = opt.scenario === 'i' ? introspectRequest() : getRequest;
+/** When the fixtures' last credential change was made (on (b)'s stack, the cache trusts nothing until its slot is settled). */
+const fixturesAt = Date.now();
 
 /** Closes each service's container (its pools) before the scratch database goes. */
 const closers = [];
@@ -197,6 +200,17 @@ function connect(server, req = request) {
   return connections;
 }
 
+/**
+ * On (b)'s stack, warms `sides` up (batch by batch) until the fixtures' slot is settled (lib/settle.mjs),
+ * then once more so the cache fills: what is measured afterwards is the cached path, not a store
+ * read per request.
+ */
+async function settle(sides) {
+  if (stack !== 'b') return;
+  while (untilSettled(fixturesAt) > 0) for (const side of sides) await runBatch(side);
+  for (const side of sides) await runBatch(side);
+}
+
 /** Sends exactly `wanted` requests over the side's connections; the CPU time per answer. */
 async function runBatch(side, wanted = per) {
   batch.answered = 0;
@@ -238,6 +252,7 @@ try {
   const sides = sidesOf(`service (${path.basename(ROOT)})`, connect(own));
   if (opt.count !== undefined) {
     await runBatch(sides[0]);
+    await settle(sides.slice(0, 1));
     const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest))[0] : sides[0];
     if (opt.koa) await runBatch(side);
     const cpu = await profiled(() => runBatch(side, Number(opt.count)));
@@ -257,11 +272,12 @@ async function alternate(sides, own) {
     await runBatch(sides[0]);
     if (!firstBody?.startsWith('{"active":true')) throw new Error(`the introspection answered ${firstBody}`);
     firstBody = null;
-    sides.push(...sidesOf('service GET (a)', connect(own, getRequest)));
+    sides.push(...sidesOf(`service GET (${stack})`, connect(own, getRequest)));
   }
   await runBatch(sides.at(-1));
   if (firstBody === null) throw new Error('the service answered no 200 with the organisation');
   sides.push(...sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest)));
+  await settle(sides);
   for (const side of sides) {
     side.runs = [];
     await runBatch(side);
