@@ -64,6 +64,8 @@ interface OrganisationKeys {
   readonly keys: FreshnessKeys;
   windowStartMs: number;
   counterKey: string;
+  /** Its introspection counter (C-271) of that window, built on first use; null until then. */
+  introspectionKey: string | null;
 }
 
 /** A store read in flight: the lookups begun, the replies processed and the generation when it started. */
@@ -291,7 +293,7 @@ export class CredentialCache {
   ): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const names = this.keysOf(organisationId, window.startMs);
-    const counter = countAs === 'organisation' ? names.counterKey : introspectionCounterKey(organisationId, window.startMs);
+    const counter = countAs === 'organisation' ? names.counterKey : (names.introspectionKey ??= introspectionCounterKey(organisationId, window.startMs));
     const outcome = await this.batch.check(
       guard === null
         ? { keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS }
@@ -306,18 +308,19 @@ export class CredentialCache {
   }
 
   /**
-   * An organisation's freshness keys and its counter of the window starting at `windowStartMs`,
+   * An organisation's freshness keys and its counters of the window starting at `windowStartMs`,
    * kept with its entries: the hot path builds key strings once per organisation and window.
    */
   private keysOf(organisationId: string, windowStartMs: number): OrganisationKeys {
     let names = this.keys.get(organisationId);
     if (names === undefined) {
-      names = { keys: freshnessKeys(organisationId), windowStartMs, counterKey: organisationCounter(organisationId, windowStartMs) };
+      names = { keys: freshnessKeys(organisationId), windowStartMs, counterKey: organisationCounter(organisationId, windowStartMs), introspectionKey: null };
       if (this.keys.size >= this.maxEntries) this.keys.clear();
       this.keys.set(organisationId, names);
     } else if (names.windowStartMs !== windowStartMs) {
       names.windowStartMs = windowStartMs;
       names.counterKey = organisationCounter(organisationId, windowStartMs);
+      names.introspectionKey = null;
     }
     return names;
   }
