@@ -210,8 +210,8 @@ export function parseJson(raw: Uint8Array): unknown {
   } catch {
     throw invalidBody(MALFORMED_JSON);
   }
-  // Nesting deeper than the limit takes more opening brackets than a shorter text has.
-  if (text.length > MAX_JSON_DEPTH && nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalidBody(TOO_DEEP);
+  // Valid JSON nested deeper than the limit opens and closes more brackets than a shorter text has.
+  if (text.length > 2 * MAX_JSON_DEPTH && nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalidBody(TOO_DEEP);
   return wellFormedBody(text, parsed);
 }
 
