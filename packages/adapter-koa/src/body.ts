@@ -169,18 +169,13 @@ function invalidBody(issue: string): ValidationError {
  * 400 "must be a JSON object" when neither a body nor a Content-Type was sent.
  */
 export async function readJsonBytes(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
-  return readBytesOfType(req, limitBytes, isJsonContentType);
-}
-
-/** readJsonBytes for a route that also takes other media types: `accepts` says which (415 otherwise). */
-export async function readBytesOfType(req: IncomingMessage, limitBytes: number, accepts: (contentType: string) => boolean): Promise<Buffer> {
-  return bytesOfType(req, limitBytes, accepts);
+  return bytesOfType(req, limitBytes, isJsonContentType);
 }
 
 /**
- * readBytesOfType for a route on the hot path: the bytes themselves when they have all arrived
- * (alreadyArrived), without a promise, else a promise of them; the refusals that need no bytes
- * (415, 400) are thrown at once.
+ * readJsonBytes for a route that also takes other media types (`accepts` says which, 415 otherwise),
+ * on the hot path: the bytes themselves when they have all arrived (alreadyArrived), without a
+ * promise, else a promise of them; the refusals that need no bytes (415, 400) are thrown at once.
  */
 export function bytesOfType(req: IncomingMessage, limitBytes: number, accepts: (contentType: string) => boolean): Buffer | Promise<Buffer> {
   const contentType = req.headers['content-type'];
