@@ -58,8 +58,20 @@ export function isJsonMediaType(type: string): boolean {
   return JSON_MEDIA_TYPE.test(type);
 }
 
+/** The header utf8MediaType read last, and its answer: a client sends the same Content-Type with every request. */
+let lastHeader: string | undefined;
+let lastMediaType: string | null = null;
+
 /** `header`'s media type when its charset is absent or utf-8; null otherwise, and for a header that does not parse. */
 export function utf8MediaType(header: string): string | null {
+  if (header !== lastHeader) {
+    lastMediaType = parseUtf8MediaType(header);
+    lastHeader = header;
+  }
+  return lastMediaType;
+}
+
+function parseUtf8MediaType(header: string): string | null {
   let parsed: ReturnType<typeof parseContentType>;
   try {
     parsed = parseContentType(header);

@@ -29,6 +29,9 @@ const ISSUE_CONTENT_TYPE = 'must be application/json or application/x-www-form-u
 const ISSUE_CONTENT_ENCODING = 'must be absent or identity: the body is not compressed';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** bytesOfType's verdict on the Content-Type, decided here (a media type parsed once). */
+const accepted = (): boolean => true;
+const refused = (): boolean => false;
 
 /**
  * A form-encoded body as the object the JSON body would be: each field once, `count`'s `true` and
@@ -62,7 +65,7 @@ function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Record
   const form = type === FORM_MEDIA_TYPE;
   let raw: Buffer | Promise<Buffer>;
   try {
-    raw = bytesOfType(req, limitBytes, () => form || (type !== null && isJsonMediaType(type)));
+    raw = bytesOfType(req, limitBytes, form || (type !== null && isJsonMediaType(type)) ? accepted : refused);
   } catch (e) {
     throw e instanceof HttpError && e.code === 'UNSUPPORTED_MEDIA_TYPE' ? mediaTypeRefusal(req) : e;
   }
