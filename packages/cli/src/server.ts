@@ -153,19 +153,22 @@ export async function listen(
     }
     inFlight += 1;
     if (stopping) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      inFlight -= 1;
-      if (state !== undefined) {
-        state.active -= 1;
-        if (state.active === 0) state.request = undefined;
-        state.idleSince = Date.now();
-        // To the end of the idle order (a connection already closed stays out), unless the answer
-        // closes it: then it keeps its place, ahead of connections accepted after it.
-        if (res.shouldKeepAlive && connections.delete(req.socket)) connections.set(req.socket, state);
-      }
-    });
+    res.on('close', answered);
     handle(req, res);
   };
+  /** A response's 'close' (once per response; one listener for all of them, no closure per request). */
+  function answered(this: ServerResponse): void {
+    inFlight -= 1;
+    const socket = this.req.socket;
+    const state = connections.get(socket);
+    if (state === undefined) return; // the connection is closed: nothing of it is tracked any more
+    state.active -= 1;
+    if (state.active === 0) state.request = undefined;
+    state.idleSince = Date.now();
+    // To the end of the idle order, unless the answer closes the connection: then it keeps its
+    // place, ahead of connections accepted after it.
+    if (this.shouldKeepAlive && connections.delete(socket)) connections.set(socket, state);
+  }
   // Node checks the header and request timeouts every connectionsCheckingInterval: a silent
   // connection counts as one whose headers have not arrived. Past either timeout the connection gets
   // the app's 408 (clientError, ERR_HTTP_REQUEST_TIMEOUT) and is closed.
