@@ -57,6 +57,10 @@ interface Entry {
   readonly credential: Credential;
   /** The organisation's token the entry was filled under. */
   readonly tag: string;
+  /** The key's own window last counted through this entry (C-292), kept for the rest of that window; null: none yet. */
+  guard: KeyCounter | null;
+  /** The start of `guard`'s window. */
+  guardWindowMs: number;
 }
 
 /** An organisation's key names, built once: its freshness keys, and its counter of the window last used. */
@@ -195,7 +199,7 @@ export class CredentialCache {
       if (plan === 'refuse') return { credential: entry.credential, counted: null };
       const organisationId = entry.credential.key.organisationId;
       const generation = this.generation;
-      const guard = plan === 'count' ? keyGuard(entry.credential, window, countAs) : null;
+      const guard = plan === 'count' ? entryGuard(entry, window, countAs) : null;
       const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs, guard);
       if (outcome.kind === 'value') {
         const reply = outcome.value;
@@ -245,7 +249,7 @@ export class CredentialCache {
     }
     // leaseHeld() before the generation check: a lease lost or renewed since the read started bumps the generation.
     if (plan !== 'refuse' && fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
-      this.fill(digest, { credential, tag: fillUnder.token });
+      this.fill(digest, { credential, tag: fillUnder.token, guard: null, guardWindowMs: 0 });
     }
     return keyCount === undefined ? { credential, counted } : { credential, counted, keyCount };
   }
@@ -345,6 +349,20 @@ function keyGuard(credential: Credential, window: RateWindow, countAs: CountAs):
   const limit = credential.key.rateLimitPerMinute;
   if (limit == null || countAs !== 'organisation') return null;
   return { counterKey: keyCounterKey(credential.key.organisationId, credential.key.id, window.startMs), limit, hits: 1 };
+}
+
+/**
+ * keyGuard() of a cached credential: built once per window and entry, so that a request through a
+ * limited key builds no counter name of its own (the entry's credential, hence its limit, never
+ * changes; a changed key is a new entry).
+ */
+function entryGuard(entry: Entry, window: RateWindow, countAs: CountAs): KeyCounter | null {
+  if (entry.credential.key.rateLimitPerMinute == null || countAs !== 'organisation') return null;
+  if (entry.guard === null || entry.guardWindowMs !== window.startMs) {
+    entry.guard = keyGuard(entry.credential, window, countAs);
+    entry.guardWindowMs = window.startMs;
+  }
+  return entry.guard;
 }
 
 function organisationCounter(organisationId: string, windowStartMs: number): string {
