@@ -75,7 +75,8 @@ function keyCounters(guards: readonly (KeyCounter | null)[]): { counters: { coun
  * Each request's counts of a guarded step (C-292), in call order, as n sequential requests would
  * have had them: the i-th request of a key gets that key's count total − hits + 1 + i; a request
  * under its key's limit (or without one) gets the organisation's next count, one refused by its key
- * the organisation's count so far (it was not counted there).
+ * the organisation's count so far (it was not counted there). Handed to `deliver` request by request
+ * (its index in the group), with no object per request.
  */
 function guardedCounts(
   answer: GuardedCount,
