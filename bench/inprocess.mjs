@@ -61,6 +61,7 @@ const { values: opt } = parseArgs({
     koa: { type: 'boolean', default: false },
     unlimited: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    callgrind: { type: 'boolean', default: false },
   },
 });
 if (!['a', 'b', 'c', 'i', 'k'].includes(opt.scenario)) throw new Error(`--scenario a, b, c, i or k, got ${opt.scenario}`);
@@ -235,6 +236,16 @@ async function runBatch(side, wanted = per) {
   return (used.user + used.system) / wanted;
 }
 
+/**
+ * With `--callgrind` (under valgrind --tool=callgrind): callgrind_control zeroes the counts before
+ * the N requests and dumps them after, so that dump holds those requests alone.
+ */
+async function callgrindControl(command) {
+  if (!opt.callgrind) return;
+  const { execFile } = await import('node:child_process');
+  await new Promise((resolve, reject) => execFile('callgrind_control', [command, String(process.pid)], (err) => (err ? reject(err) : resolve())));
+}
+
 /** Runs `measure`, under V8's sampling profiler (200 µs) into `--profile` when given. */
 async function profiled(measure) {
   if (opt.profile === undefined) return measure();
@@ -267,7 +278,9 @@ try {
     const counted = opt.scenario === 'k' && !opt.unlimited ? sides[counts.length] : sides[0];
     const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest))[0] : counted;
     await runBatch(side);
+    await callgrindControl('--zero');
     const cpu = await profiled(() => runBatch(side, Number(opt.count)));
+    await callgrindControl('--dump=measured');
     process.stdout.write(`scenario (${opt.scenario}), ${side.name}: ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
   } else await alternate(sides, own);
 } finally {
