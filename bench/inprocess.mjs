@@ -32,8 +32,8 @@
 // its own limit of 1 000 000 per minute (`key issue --rate-limit`, never reached; the organisation's
 // limit is 1e9, as in every scenario but (c)), one without: the key without is the first side, so
 // the ratios printed are the limited key's over it.
-// `--count N`: one batch of `--per` on the first side (on Redis, then the wait for the change bound
-// below), one warm-up batch of `--per` on the side counted, then exactly N requests, and exit.
+// `--count N`: on the side counted, one batch of `--per` (on Redis, then the wait for the change
+// bound below) and one warm-up batch of `--per`, then exactly N requests, and exit.
 // Run it under callgrind for N and 2N: (I(2N) − I(N)) / N is the instructions per request, a figure
 // that does not depend on what else the machine runs. `--koa` counts bare Koa instead; in scenario
 // (k) the limited key is counted, with `--unlimited` the key without. `--profile F` writes a CPU
@@ -273,15 +273,16 @@ try {
   const own = await serviceServer(ROOT);
   const sides = opt.scenario === 'k' ? keySides(own, path.basename(ROOT)) : sidesOf(`service (${path.basename(ROOT)})`, connect(own));
   if (opt.count !== undefined) {
-    await runBatch(sides[0]);
-    await settled();
     const counted = opt.scenario === 'k' && !opt.unlimited ? sides[counts.length] : sides[0];
+    // Both batches before the N requests on the side counted: in (k) each key's path is as warm.
+    await runBatch(counted);
+    await settled();
     const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest))[0] : counted;
     await runBatch(side);
     await callgrindControl('--zero');
     const cpu = await profiled(() => runBatch(side, Number(opt.count)));
     await callgrindControl('--dump=measured');
-    process.stdout.write(`scenario (${opt.scenario}), ${side.name}: ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
+    process.stdout.write(`scenario (${opt.scenario}), ${side.name}: 2 × ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
   } else await alternate(sides, own);
 } finally {
   rmSync(work, { recursive: true, force: true });
