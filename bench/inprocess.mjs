@@ -7,8 +7,10 @@
 //   node bench/inprocess.mjs --scenario b --connections 50,200  Postgres + Redis, 50 against 200 connections
 //   valgrind --tool=callgrind node bench/inprocess.mjs --scenario a --count 4000
 //                                                               instructions: see --count below
+//                                                               (b, k: with REDIS_TIMEOUT_MS=10000 in the environment)
 //   node bench/inprocess.mjs --scenario i                       introspection vs this checkout's GET
 //   node bench/inprocess.mjs --scenario i --stack b             the same on (b)'s stack
+//   node bench/inprocess.mjs --scenario k                       (b) through a key with its own limit vs one without
 //
 // One Node process runs, side by side, the built service of this checkout (buildContainer and
 // listen of @cos/cli, as `serve` composes them, LOG_LEVEL=warn, no OPS_PORT), optionally the built
@@ -27,12 +29,18 @@
 // TEST_DATABASE_URL, REDIS_URL=TEST_REDIS_URL, the credential cache on); (i): on (a)'s stack, a
 // system organisation's key holding keys:introspect introspects the tenant's key (POST
 // /v1/introspect, JSON body, count false), and the same service's authenticated GET of (a) runs as
-// one more side. `--stack b` runs a scenario on (b)'s stack instead of its own (the default: (b)'s
-// for b, (a)'s for the others), e.g. (i) on Postgres and Redis against the GET of (b).
-// `--count N`: the first side only, one warm-up batch of `--per`, then exactly N requests, and exit.
+// one more side; (k): on (b)'s stack, the same GET through two keys of the tenant, one issued with
+// its own limit of 1 000 000 per minute (`key issue --rate-limit`, never reached; the organisation's
+// limit is 1e9, as in every scenario but (c)), one without: the key without is the first side, so
+// the ratios printed are the limited key's over it. `--stack b` runs a scenario on (b)'s stack
+// instead of its own (the default: (b)'s for b and k, (a)'s for the others), e.g. (i) on Postgres
+// and Redis against the GET of (b).
+// `--count N`: on the side counted, one batch of `--per` (on Redis, then the wait for the change
+// bound below) and one warm-up batch of `--per`, then exactly N requests, and exit.
 // Run it under callgrind for N and 2N: (I(2N) − I(N)) / N is the instructions per request, a figure
-// that does not depend on what else the machine runs. `--koa` counts bare Koa instead; `--profile
-// F` writes a CPU profile of the N requests to F (`node bench/lib/profile.mjs --areas F`).
+// that does not depend on what else the machine runs. `--koa` counts bare Koa instead; in scenario
+// (k) the limited key is counted, with `--unlimited` the key without. `--profile F` writes a CPU
+// profile of the N requests to F (`node bench/lib/profile.mjs --areas F`).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -44,7 +52,6 @@ import { median } from './lib/alternate.mjs';
 import { createScratchDatabase } from './lib/infra.mjs';
 import { CLI_MAIN, importFrom, ROOT } from './lib/resolve.mjs';
 import { infraUrls } from './lib/session.mjs';
-import { untilSettled } from './lib/settle.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -56,10 +63,12 @@ const { values: opt } = parseArgs({
     connections: { type: 'string', default: '50' },
     count: { type: 'string' },
     koa: { type: 'boolean', default: false },
+    unlimited: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    callgrind: { type: 'boolean', default: false },
   },
 });
-if (!['a', 'b', 'c', 'i'].includes(opt.scenario)) throw new Error(`--scenario a, b, c or i, got ${opt.scenario}`);
+if (!['a', 'b', 'c', 'i', 'k'].includes(opt.scenario)) throw new Error(`--scenario a, b, c, i or k, got ${opt.scenario}`);
 const rounds = Number(opt.rounds);
 const per = Number(opt.per);
 const counts = opt.connections.split(',').map(Number);
@@ -68,13 +77,15 @@ const CONNECTIONS = Math.max(...counts);
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'cos-inprocess-'));
 const file = path.join(work, 'bench.sqlite');
-const stack = opt.stack ?? (opt.scenario === 'b' ? 'b' : 'a');
+const stack = opt.stack ?? (opt.scenario === 'b' || opt.scenario === 'k' ? 'b' : 'a');
 if (!['a', 'b'].includes(stack)) throw new Error(`--stack a or b, got ${stack}`);
 const scratch = stack === 'b' ? await createScratchDatabase(infraUrls().databaseUrl) : null;
 const storeEnv = scratch === null ? { DATABASE_URL: `sqlite:${file}` } : { DATABASE_URL: scratch.url, REDIS_URL: infraUrls().redisUrl, CREDENTIAL_CACHE: 'on' };
+/** The organisation's limit of every scenario but (c): above any key's own (at most 1 000 000). */
+const RAISED = '1000000000';
 const cosAdmin = (...args) => {
   const res = spawnSync(process.execPath, [CLI_MAIN, ...args, '--json'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...storeEnv },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: RAISED, ...storeEnv },
     encoding: 'utf8',
   });
   if (res.status !== 0) throw new Error(`cos-admin ${args.join(' ')} failed: ${res.stderr || res.stdout}`);
@@ -84,7 +95,11 @@ cosAdmin('migrate');
 cosAdmin('bootstrap');
 const orgId = cosAdmin('org', 'create', '--name', 'Bench Tenant', '--slug', 'bench-tenant').id;
 const rawKey = cosAdmin('key', 'issue', orgId, '--label', 'bench').key;
-const getRequest = Buffer.from(`GET /v1/organisations/${orgId} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${rawKey}\r\nAccept: */*\r\n\r\n`);
+const getWith = (key) => Buffer.from(`GET /v1/organisations/${orgId} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\nAccept: */*\r\n\r\n`);
+const getRequest = getWith(rawKey);
+/** (k): the same GET through a key with its own limit, issued under the organisation's limit (its ceiling). */
+const KEY_LIMIT = '1000000';
+const limitedRequest = opt.scenario === 'k' ? getWith(cosAdmin('key', 'issue', orgId, '--label', 'bench limited', '--rate-limit', KEY_LIMIT).key) : null;
 /** (i): the gateway's introspection of the tenant's key (as bench/run.mjs's introspectionFixture). */
 function introspectRequest() {
   const gatewayOrg = cosAdmin('org', 'create', '--name', 'Bench Gateway', '--slug', 'bench-gateway', '--system').id;
@@ -93,15 +108,28 @@ function introspectRequest() {
   return Buffer.from(`POST /v1/introspect HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${gatewayKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAccept: */*\r\n\r\n${body}`);
 }
 const request = opt.scenario === 'i' ? introspectRequest() : getRequest;
-/** When the fixtures' last credential change was made (on (b)'s stack, the cache trusts nothing until its slot is settled). */
-const fixturesAt = Date.now();
+/** When the first batch started (null: not yet). */
+let firstBatchAt = null;
+/**
+ * On Redis (scenarios b and k), the service's first call finds its slot's data missing and marks it
+ * unsettled for the change bound (10 s by default): no credential cache entry fills until then, and
+ * every request reads Postgres. After a first batch, measuring waits for the end of that bound.
+ */
+const settled = () => new Promise((resolve) => setTimeout(resolve, scratch === null ? 0 : Math.max(0, firstBatchAt + 11_000 - Date.now())));
+
+/**
+ * REDIS_TIMEOUT_MS from the environment, for runs under valgrind: a request there takes about 100
+ * times as long, a Redis call outlives the default 50 ms bound, and every request then reads the
+ * store instead of its cached credential.
+ */
+const redisTimeout = process.env.REDIS_TIMEOUT_MS ? { REDIS_TIMEOUT_MS: process.env.REDIS_TIMEOUT_MS } : {};
 
 /** Closes each service's container (its pools) before the scratch database goes. */
 const closers = [];
 
 async function serviceServer(root) {
   const cli = await import(pathToFileURL(path.join(root, 'packages', 'cli', 'dist', 'index.js')).href);
-  const env = { ...storeEnv, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : '1000000000', INTROSPECTION_RATE_LIMIT_PER_MINUTE: '1000000000' };
+  const env = { ...storeEnv, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: opt.scenario === 'c' ? '60' : RAISED, INTROSPECTION_RATE_LIMIT_PER_MINUTE: RAISED, ...redisTimeout };
   const config = cli.loadConfig(env);
   const logger = cli.createLogger({ level: 'warn', fd: 2 });
   const container = await cli.buildContainer(config, { logger });
@@ -200,19 +228,9 @@ function connect(server, req = request) {
   return connections;
 }
 
-/**
- * On (b)'s stack, warms `sides` up (batch by batch) until the fixtures' slot is settled (lib/settle.mjs),
- * then once more so the cache fills: what is measured afterwards is the cached path, not a store
- * read per request.
- */
-async function settle(sides) {
-  if (stack !== 'b') return;
-  while (untilSettled(fixturesAt) > 0) for (const side of sides) await runBatch(side);
-  for (const side of sides) await runBatch(side);
-}
-
 /** Sends exactly `wanted` requests over the side's connections; the CPU time per answer. */
 async function runBatch(side, wanted = per) {
+  firstBatchAt ??= Date.now();
   batch.answered = 0;
   batch.wanted = wanted;
   batch.sent = Math.min(wanted, side.connections.length);
@@ -222,6 +240,16 @@ async function runBatch(side, wanted = per) {
   await finished;
   const used = process.cpuUsage(before);
   return (used.user + used.system) / wanted;
+}
+
+/**
+ * With `--callgrind` (under valgrind --tool=callgrind): callgrind_control zeroes the counts before
+ * the N requests and dumps them after, so that dump holds those requests alone.
+ */
+async function callgrindControl(command) {
+  if (!opt.callgrind) return;
+  const { execFile } = await import('node:child_process');
+  await new Promise((resolve, reject) => execFile('callgrind_control', [command, String(process.pid)], (err) => (err ? reject(err) : resolve())));
 }
 
 /** Runs `measure`, under V8's sampling profiler (200 µs) into `--profile` when given. */
@@ -249,14 +277,18 @@ const sidesOf = (name, connections) => counts.map((n) => ({ name: counts.length 
 
 try {
   const own = await serviceServer(ROOT);
-  const sides = sidesOf(`service (${path.basename(ROOT)})`, connect(own));
+  const sides = opt.scenario === 'k' ? keySides(own, path.basename(ROOT)) : sidesOf(`service (${path.basename(ROOT)})`, connect(own));
   if (opt.count !== undefined) {
-    await runBatch(sides[0]);
-    await settle(sides.slice(0, 1));
-    const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest))[0] : sides[0];
-    if (opt.koa) await runBatch(side);
+    const counted = opt.scenario === 'k' && !opt.unlimited ? sides[counts.length] : sides[0];
+    // Both batches before the N requests on the side counted: in (k) each key's path is as warm.
+    await runBatch(counted);
+    await settled();
+    const side = opt.koa ? sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest))[0] : counted;
+    await runBatch(side);
+    await callgrindControl('--zero');
     const cpu = await profiled(() => runBatch(side, Number(opt.count)));
-    process.stdout.write(`scenario (${opt.scenario}), ${side.name}: ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
+    await callgrindControl('--dump=measured');
+    process.stdout.write(`scenario (${opt.scenario}), ${side.name}: 2 × ${per} + ${opt.count} requests on ${side.connections.length} connections, ${cpu.toFixed(1)} µs CPU/req, answers by status: ${JSON.stringify(Object.fromEntries(statuses))}\n`);
   } else await alternate(sides, own);
 } finally {
   rmSync(work, { recursive: true, force: true });
@@ -265,8 +297,17 @@ try {
 }
 process.exit(0);
 
+/** (k)'s sides of one service: the key without its own limit first, then the limited key's. */
+function keySides(server, name) {
+  return [...sidesOf(`key without (${name})`, connect(server)), ...sidesOf(`limited key (${name})`, connect(server, limitedRequest))];
+}
+
 async function alternate(sides, own) {
-  if (opt.other !== undefined) sides.push(...sidesOf(`service (${path.basename(path.resolve(opt.other))})`, connect(await serviceServer(path.resolve(opt.other)))));
+  if (opt.other !== undefined) {
+    const other = await serviceServer(path.resolve(opt.other));
+    const name = path.basename(path.resolve(opt.other));
+    sides.push(...(opt.scenario === 'k' ? keySides(other, name) : sidesOf(`service (${name})`, connect(other))));
+  }
   // The JSON the service answered, for bare Koa to answer the same (scenario c's first 60 are 200s).
   if (opt.scenario === 'i') {
     await runBatch(sides[0]);
@@ -275,9 +316,9 @@ async function alternate(sides, own) {
     sides.push(...sidesOf(`service GET (${stack})`, connect(own, getRequest)));
   }
   await runBatch(sides.at(-1));
+  await settled();
   if (firstBody === null) throw new Error('the service answered no 200 with the organisation');
   sides.push(...sidesOf('bare Koa', connect(await bareKoaServer(JSON.parse(firstBody)), getRequest)));
-  await settle(sides);
   for (const side of sides) {
     side.runs = [];
     await runBatch(side);

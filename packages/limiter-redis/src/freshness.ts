@@ -67,8 +67,11 @@ export class RedisFreshness implements CredentialFreshness {
           throw new RedisCounterError('expired', `redis credential freshness: the call reached ${this.#link.target} after its deadline; not counted`);
         }
         const [count, token, settled, fresh] = reply;
-        const answer = { count: count === NOT_COUNTED ? null : Number(count), token: String(token), settled: Number(settled) === 1, fresh: Number(fresh) === 1 };
-        return guarded && answer.count !== null ? { ...answer, keyCounts: reply.slice(4).map(Number) } : answer;
+        const counted = count === NOT_COUNTED ? null : Number(count);
+        if (!guarded || counted === null) return { count: counted, token: String(token), settled: Number(settled) === 1, fresh: Number(fresh) === 1 };
+        const keyCounts: number[] = [];
+        for (let i = 4; i < reply.length; i++) keyCounts.push(Number(reply[i]));
+        return { count: counted, token: String(token), settled: Number(settled) === 1, fresh: Number(fresh) === 1, keyCounts };
       },
       (err: unknown) => {
         throw err instanceof RedisCounterError ? err : new RedisCounterError('command-failed', `redis credential freshness: ${errorMessage(err)}`, { cause: err });

@@ -57,6 +57,10 @@ interface Entry {
   readonly credential: Credential;
   /** The organisation's token the entry was filled under. */
   readonly tag: string;
+  /** The key's own window last counted through this entry (C-292), as a call's key counters, kept for the rest of that window; null: none yet. */
+  guards: readonly KeyCounter[] | null;
+  /** The start of `guards`' window. */
+  guardWindowMs: number;
 }
 
 /** An organisation's key names, built once: its freshness keys, and its counter of the window last used. */
@@ -197,8 +201,8 @@ export class CredentialCache {
       if (plan === 'refuse') return { credential: entry.credential, counted: null };
       const organisationId = entry.credential.key.organisationId;
       const generation = this.generation;
-      const guard = plan === 'count' ? keyGuard(entry.credential, window, countAs) : null;
-      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs, guard);
+      const guards = plan === 'count' ? entryGuards(entry, window, countAs) : null;
+      const outcome = await this.call(organisationId, entry.tag, plan === 'count' ? 'if-fresh' : 'never', window, countAs, guards);
       if (outcome.kind === 'value') {
         const reply = outcome.value;
         // A fresh answer is proof by itself (and has counted the hit as planned): trusted even if
@@ -206,7 +210,7 @@ export class CredentialCache {
         if (reply.fresh) {
           if (plan !== 'count') return { credential: entry.credential, counted: null };
           const counted: Bounded<number | null> = { kind: 'value', value: reply.count };
-          return guard === null ? { credential: entry.credential, counted } : { credential: entry.credential, counted, keyCount: reply.keyCounts?.[0] };
+          return guards === null ? { credential: entry.credential, counted } : { credential: entry.credential, counted, keyCount: reply.keyCounts?.[0] };
         }
         this.entries.delete(digest);
         if (reply.settled && generation === this.generation) fillUnder = { organisationId, token: reply.token, generation };
@@ -236,7 +240,7 @@ export class CredentialCache {
       if (failure !== null) {
         counted = failure;
       } else {
-        const outcome = await this.call(organisationId, null, 'always', window, countAs, keyGuard(credential, window, countAs));
+        const outcome = await this.call(organisationId, null, 'always', window, countAs, keyGuards(credential, window, countAs));
         counted = outcome.kind === 'value' ? { kind: 'value', value: outcome.value.count } : outcome;
         if (outcome.kind === 'value') keyCount = outcome.value.keyCounts?.[0];
       }
@@ -247,7 +251,7 @@ export class CredentialCache {
     }
     // leaseHeld() before the generation check: a lease lost or renewed since the read started bumps the generation.
     if (plan !== 'refuse' && fillUnder !== null && this.leaseHeld() && fillUnder.organisationId === organisationId && fillUnder.generation === this.generation) {
-      this.fill(digest, { credential, tag: fillUnder.token });
+      this.fill(digest, { credential, tag: fillUnder.token, guards: null, guardWindowMs: 0 });
     }
     return keyCount === undefined ? { credential, counted } : { credential, counted, keyCount };
   }
@@ -289,15 +293,15 @@ export class CredentialCache {
     count: FreshnessCount,
     window: RateWindow,
     countAs: CountAs = 'organisation',
-    guard: KeyCounter | null = null,
+    guards: readonly KeyCounter[] | null = null,
   ): Promise<Bounded<FreshnessReply>> {
     const generation = this.generation;
     const names = this.keysOf(organisationId, window.startMs);
     const counter = countAs === 'organisation' ? names.counterKey : (names.introspectionKey ??= introspectionCounterKey(organisationId, window.startMs));
     const outcome = await this.batch.check(
-      guard === null
+      guards === null
         ? { keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS }
-        : { keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS, keyCounters: [guard] },
+        : { keys: names.keys, tag, count, counterKey: counter, ttlMs: COUNTER_TTL_MS, keyCounters: guards },
     );
     if (outcome.kind !== 'value') {
       if (outcome.kind === 'error' && !lateCall(outcome.error)) this.clear();
@@ -348,6 +352,26 @@ function keyGuard(credential: Credential, window: RateWindow, countAs: CountAs):
   const limit = credential.key.rateLimitPerMinute;
   if (limit == null || countAs !== 'organisation') return null;
   return { counterKey: keyCounterKey(credential.key.organisationId, credential.key.id, window.startMs), limit, hits: 1 };
+}
+
+/** keyGuard() as the key counters of a call (null: none). */
+function keyGuards(credential: Credential, window: RateWindow, countAs: CountAs): readonly KeyCounter[] | null {
+  const guard = keyGuard(credential, window, countAs);
+  return guard === null ? null : [guard];
+}
+
+/**
+ * keyGuards() of a cached credential: built once per window and entry, so that a request through a
+ * limited key builds neither a counter name nor an array of its own (the entry's credential, hence
+ * its limit, never changes; a changed key is a new entry).
+ */
+function entryGuards(entry: Entry, window: RateWindow, countAs: CountAs): readonly KeyCounter[] | null {
+  if (entry.credential.key.rateLimitPerMinute == null || countAs !== 'organisation') return null;
+  if (entry.guards === null || entry.guardWindowMs !== window.startMs) {
+    entry.guards = keyGuards(entry.credential, window, countAs);
+    entry.guardWindowMs = window.startMs;
+  }
+  return entry.guards;
 }
 
 function organisationCounter(organisationId: string, windowStartMs: number): string {

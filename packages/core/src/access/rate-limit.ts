@@ -160,17 +160,16 @@ export class RateLimiter {
    * else a promise of it, decided when the counter's answer arrives. Never throws or rejects.
    */
   checkAt(scope: RateScope, nowMs: number): RateDecision | Promise<RateDecision> {
-    const key = scopeKey(scope);
     const limit = this.limitFor(scope);
     const window = windowAt(nowMs);
     this.forgetEndedWindows(window.startMs);
-    if (this.over(key, limit, window.startMs)) {
+    if (this.over(scope, limit, window.startMs)) {
       this.metrics.rateLimitDecision(scope.kind, 'limited');
       return decide(limit + 1, limit, window, nowMs);
     }
     const outcome = this.count(scope, window.startMs);
-    if (!(outcome instanceof Promise)) return this.decideAfter(scope, key, limit, window, outcome, nowMs);
-    return outcome.then((answer) => this.decideAfter(scope, key, limit, window, answer));
+    if (!(outcome instanceof Promise)) return this.decideAfter(scope, limit, window, outcome, nowMs);
+    return outcome.then((answer) => this.decideAfter(scope, limit, window, answer));
   }
 
   /**
@@ -184,12 +183,12 @@ export class RateLimiter {
     const window = windowAt(nowMs);
     this.forgetEndedWindows(window.startMs);
     const keyLimit = key.limitPerMinute;
-    if (this.over(scopeKey(key), keyLimit, window.startMs)) {
+    if (this.over(key, keyLimit, window.startMs)) {
       this.metrics.rateLimitDecision('key', 'limited');
       return refusedIn('key', decide(keyLimit + 1, keyLimit, window, nowMs));
     }
     const limit = this.limitFor(organisation);
-    if (this.over(scopeKey(organisation), limit, window.startMs)) {
+    if (this.over(organisation, limit, window.startMs)) {
       this.metrics.rateLimitDecision('organisation', 'limited');
       return refusedIn('organisation', decide(limit + 1, limit, window, nowMs));
     }
@@ -205,15 +204,19 @@ export class RateLimiter {
    */
   concludePair(organisation: OrganisationScope, key: KeyScope, window: RateWindow, outcome: Bounded<number | null>, keyCount: number | undefined): RateDecision {
     if (outcome.kind !== 'value' || typeof outcome.value !== 'number' || keyCount === undefined) return this.conclude(organisation, window, outcome);
-    return this.concludeGuarded(organisation, key, window, { kind: 'value', value: { count: outcome.value, keyCounts: [keyCount] } });
+    return this.decidePair(organisation, key, window, outcome.value, keyCount, this.deps.clock.now().getTime());
   }
 
   private concludeGuarded(organisation: OrganisationScope, key: KeyScope, window: RateWindow, outcome: Bounded<GuardedCount>, nowMs: number = this.deps.clock.now().getTime()): RateDecision {
-    if (outcome.kind !== 'value') return this.decideAfter(organisation, scopeKey(organisation), this.limitFor(organisation), window, outcome, nowMs);
-    const { count, keyCounts } = outcome.value;
-    const byKey = this.decideAfter(key, scopeKey(key), key.limitPerMinute, window, { kind: 'value', value: keyCounts[0] ?? null }, nowMs);
+    if (outcome.kind !== 'value') return this.decideAfter(organisation, this.limitFor(organisation), window, outcome, nowMs);
+    return this.decidePair(organisation, key, window, outcome.value.count, outcome.value.keyCounts[0] ?? null, nowMs);
+  }
+
+  /** The decision of a request counted in both windows (C-293): the key's window decides first. */
+  private decidePair(organisation: OrganisationScope, key: KeyScope, window: RateWindow, count: number, keyCount: number | null, nowMs: number): RateDecision {
+    const byKey = this.decideCounted(key, key.limitPerMinute, window, keyCount, nowMs);
     if (!byKey.allowed) return refusedIn('key', byKey);
-    const byOrganisation = this.decideAfter(organisation, scopeKey(organisation), this.limitFor(organisation), window, { kind: 'value', value: count }, nowMs);
+    const byOrganisation = this.decideCounted(organisation, this.limitFor(organisation), window, count, nowMs);
     if (!byOrganisation.allowed) return refusedIn('organisation', byOrganisation);
     return byKey.remaining < byOrganisation.remaining ? byKey : byOrganisation;
   }
@@ -224,15 +227,17 @@ export class RateLimiter {
    */
   isBlocked(scope: RateScope, windowStartMs: number): boolean {
     this.forgetEndedWindows(windowStartMs);
-    return this.over(scopeKey(scope), this.limitFor(scope), windowStartMs);
+    return this.over(scope, this.limitFor(scope), windowStartMs);
   }
 
   /**
    * Known over `limit` in the window: it went over a limit at least as high in this window (a limit
    * raised since must count again, C-242; a lowered one is still exceeded).
    */
-  private over(key: string, limit: number, windowStartMs: number): boolean {
-    const blocked = this.blocked.get(key);
+  private over(scope: RateScope, limit: number, windowStartMs: number): boolean {
+    // Nothing is known over its limit most of the time: no scope key to build then.
+    if (this.blocked.size === 0) return false;
+    const blocked = this.blocked.get(scopeKey(scope));
     return blocked !== undefined && blocked.windowStartMs === windowStartMs && limit <= blocked.limit;
   }
 
@@ -242,12 +247,11 @@ export class RateLimiter {
    * exactly as check() does when it is not a count.
    */
   conclude(scope: RateScope, window: RateWindow, outcome: Bounded<number | null>): RateDecision {
-    return this.decideAfter(scope, scopeKey(scope), this.limitFor(scope), window, outcome);
+    return this.decideAfter(scope, this.limitFor(scope), window, outcome);
   }
 
   private decideAfter(
     scope: RateScope,
-    key: string,
     limit: number,
     window: RateWindow,
     outcome: Bounded<number | null>,
@@ -260,16 +264,27 @@ export class RateLimiter {
           : outcome.kind === 'timeout'
             ? `no answer within ${this.deps.config.rateCounterTimeoutMs} ms`
             : 'the counter returned no count';
-      this.counterFailed(key, reason, nowMs);
+      this.counterFailed(scopeKey(scope), reason, nowMs);
       this.metrics.rateLimitDecision(scope.kind, 'allowed');
       return failOpen(limit, window, nowMs);
     }
+    return this.decideCount(scope, limit, window, outcome.value, nowMs);
+  }
+
+  /** decideAfter() of a count as a number, or null when the store returned none (fails open). */
+  private decideCounted(scope: RateScope, limit: number, window: RateWindow, count: number | null, nowMs: number): RateDecision {
+    if (count === null || !Number.isFinite(count)) return this.decideAfter(scope, limit, window, { kind: 'value', value: count }, nowMs);
+    return this.decideCount(scope, limit, window, count, nowMs);
+  }
+
+  /** The decision of the `count`-th request of `scope`'s window; a refused scope is remembered until the window ends. */
+  private decideCount(scope: RateScope, limit: number, window: RateWindow, count: number, nowMs: number): RateDecision {
     if (this.recoveryUnannounced) this.counterAnswered(nowMs);
-    const decision = decide(outcome.value, limit, window, nowMs);
+    const decision = decide(count, limit, window, nowMs);
     this.metrics.rateLimitDecision(scope.kind, decision.allowed ? 'allowed' : 'limited');
     if (!decision.allowed) {
       this.forgetEndedWindows(window.startMs);
-      this.blocked.set(key, { windowStartMs: window.startMs, limit });
+      this.blocked.set(scopeKey(scope), { windowStartMs: window.startMs, limit });
     }
     return decision;
   }

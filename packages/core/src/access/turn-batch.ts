@@ -48,17 +48,26 @@ interface HitGroup {
  */
 function keyCounters(guards: readonly (KeyCounter | null)[]): { counters: { counterKey: string; limit: number; hits: number }[]; index: number[] } {
   const counters: { counterKey: string; limit: number; hits: number }[] = [];
-  const byName = new Map<string, number>();
-  const index = guards.map((guard) => {
-    if (guard === null) return -1;
-    let j = byName.get(guard.counterKey);
-    if (j === undefined) {
-      byName.set(guard.counterKey, (j = counters.length));
+  const index: number[] = [];
+  // A turn's requests of one organisation are mostly of one key: the last key's counter is tried
+  // first, and a map is built only when a second key shows up.
+  let byName: Map<string, number> | null = null;
+  let last = -1;
+  for (const guard of guards) {
+    if (guard === null) {
+      index.push(-1);
+      continue;
+    }
+    let j = last >= 0 && counters[last]!.counterKey === guard.counterKey ? last : (byName?.get(guard.counterKey) ?? -1);
+    if (j < 0) {
+      if (byName === null && counters.length > 0) byName = new Map([[counters[0]!.counterKey, 0]]);
+      j = counters.length;
+      byName?.set(guard.counterKey, j);
       counters.push({ counterKey: guard.counterKey, limit: guard.limit, hits: 0 });
     }
     counters[j]!.hits++;
-    return j;
-  });
+    index.push((last = j));
+  }
   return { counters, index };
 }
 
@@ -66,19 +75,34 @@ function keyCounters(guards: readonly (KeyCounter | null)[]): { counters: { coun
  * Each request's counts of a guarded step (C-292), in call order, as n sequential requests would
  * have had them: the i-th request of a key gets that key's count total − hits + 1 + i; a request
  * under its key's limit (or without one) gets the organisation's next count, one refused by its key
- * the organisation's count so far (it was not counted there).
+ * the organisation's count so far (it was not counted there). Handed to `deliver` request by request
+ * (its index in the group), with no object per request.
  */
-function guardedCounts(answer: GuardedCount, counters: readonly KeyCounter[], index: readonly number[]): { count: number; keyCount: number | undefined }[] {
+function guardedCounts(
+  answer: GuardedCount,
+  counters: readonly KeyCounter[],
+  index: readonly number[],
+  deliver: (i: number, count: number, keyCount: number | undefined) => void,
+): void {
   let admitted = index.length;
-  counters.forEach((c, j) => (admitted -= c.hits - keyAdmitted(answer.keyCounts[j] ?? 0, c.hits, c.limit)));
-  let count = answer.count - admitted;
-  const seen = counters.map(() => 0);
-  return index.map((j) => {
-    if (j < 0) return { count: ++count, keyCount: undefined };
+  // Per key counter, the count its next request gets.
+  const next: number[] = [];
+  for (let j = 0; j < counters.length; j++) {
     const c = counters[j]!;
-    const keyCount = (answer.keyCounts[j] ?? 0) - c.hits + ++seen[j]!;
-    return { count: keyCount <= c.limit ? ++count : count, keyCount };
-  });
+    const total = answer.keyCounts[j] ?? 0;
+    admitted -= c.hits - keyAdmitted(total, c.hits, c.limit);
+    next.push(total - c.hits + 1);
+  }
+  let count = answer.count - admitted;
+  for (let i = 0; i < index.length; i++) {
+    const j = index[i]!;
+    if (j < 0) {
+      deliver(i, ++count, undefined);
+      continue;
+    }
+    const keyCount = next[j]!++;
+    deliver(i, keyCount <= counters[j]!.limit ? ++count : count, keyCount);
+  }
 }
 
 export interface TurnBatchParts {
@@ -216,9 +240,8 @@ export class TurnBatch {
           return;
         }
         const reply = outcome.value;
-        const counts = guardedCounts({ count: reply.count!, keyCounts: reply.keyCounts ?? [] }, counters, index);
-        counts.forEach(({ count, keyCount }, i) =>
-          waiters[i]!({ kind: 'value', value: keyCount === undefined ? { ...reply, count, keyCounts: [] } : { ...reply, count, keyCounts: [keyCount] } }),
+        guardedCounts({ count: reply.count!, keyCounts: reply.keyCounts ?? [] }, counters, index, (i, count, keyCount) =>
+          waiters[i]!({ kind: 'value', value: { ...reply, count, keyCounts: keyCount === undefined ? [] : [keyCount] } }),
         );
       });
   }
@@ -262,7 +285,7 @@ export class TurnBatch {
           for (const waiter of waiters) waiter(outcome);
           return;
         }
-        guardedCounts(outcome.value, counters, index).forEach(({ count, keyCount }, i) => waiters[i]!({ kind: 'value', value: count }, keyCount));
+        guardedCounts(outcome.value, counters, index, (i, count, keyCount) => waiters[i]!({ kind: 'value', value: count }, keyCount));
       });
   }
 }
