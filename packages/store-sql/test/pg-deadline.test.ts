@@ -4,9 +4,12 @@
  * (backend pids through SqlStore.query) and the statements it sends (SqlStore.onStatement).
  *
  * The client-side deadline is made to fire before the server's statement_timeout (same budget, but
- * counted from the statement's arrival) by letting the call first wait for the pool's only
- * connection: the statement then has less than the budget left, and the server is still working
- * on it when the store answers.
+ * counted from the statement's arrival) by making the statement arrive late within its deadline:
+ * a single statement first waits for the pool's only connection (held for half the budget); a unit
+ * of work's callback waits half the budget before its UPDATE. The statement then has half the
+ * budget left, and the server is still working on it when the store answers. Every margin is half
+ * the budget: the hold ends that long before its own deadline, and the server's timeout comes that
+ * long after the store's answer, so a loaded machine's late timers do not change the outcome.
  *  - A connection whose statement outlived the deadline is disposed of, never handed out again: the
  *    next call runs at once on a new session instead of queueing behind the abandoned statement.
  *  - A unit of work that timed out sends no ROLLBACK (it would only queue behind the unanswered
@@ -23,7 +26,7 @@ import { holdTheConnection, outcomeOf } from './support/timing.js';
 import { storePorts } from '@cos/core/testing/contracts';
 
 const BUDGET_MS = 500;
-const HOLD_MS = 400;
+const HOLD_MS = BUDGET_MS / 2;
 const SLACK_MS = 300;
 
 async function pidOf(store: SqlStore): Promise<number> {
@@ -89,14 +92,14 @@ withPostgres('C-17: the Postgres deadline of a store from a URL (pg pool owned b
     const stop = store.onStatement((s) => void statements.push(s.sql.split(/\s+/, 3).join(' ')));
     try {
       const before = await pidOf(store);
-      const { released } = await holdTheConnection(store, HOLD_MS / 1000);
       statements.length = 0;
       const outcome = await outcomeOf(() =>
         store.unitOfWork.changeCredentials([org.id], async (tx) => {
+          // The unit's deadline runs from its start: the UPDATE arrives with half the budget left.
+          await new Promise((resolve) => setTimeout(resolve, BUDGET_MS / 2));
           await tx.organisations.update(org.id, { name: 'abandoned', updatedAt: org.updatedAt });
         }),
       );
-      await released;
       expect(outcome.error, 'the blocked unit of work').to.be.instanceOf(UnavailableError);
       expect(outcome.elapsedMs, 'answered at the deadline').to.be.within(BUDGET_MS - 50, BUDGET_MS + SLACK_MS);
       expect(statements, 'no ROLLBACK after the timeout').to.deep.equal(['BEGIN', 'UPDATE organisations SET']);
