@@ -2,7 +2,7 @@
  * Per-request state of the v1 surface, kept at `ctx.state.cos` (a host app mounting the surface can
  * read `requestId` and `principal` from it after the surface has run).
  */
-import type { IdempotencyTicket, KeyPrincipal, Organisation, RateDecision } from '@cos/core';
+import type { IdempotencyTicket, KeyPrincipal, LookAhead, Organisation, RateDecision } from '@cos/core';
 import type { HttpErrorCode } from './errors.js';
 
 export interface CosRequestState {
@@ -29,6 +29,13 @@ export interface CosRequestState {
   aborted: boolean;
   /** The claim of this request's Idempotency-Key, once started; its answer is kept at the end. */
   idempotency?: IdempotencyTicket | undefined;
+  /** POST /v1/introspect: its token's lookup, begun with the caller's admission (C-274). */
+  lookAhead?: LookAhead | undefined;
+  /** POST /v1/introspect: its body as read before admission (C-274), for the route to take instead of reading it. */
+  introspectionBody?: EarlyRead | undefined;
   /** The answer carries a secret shown once (`key` of an issue or roll, a webhook `secret`): it is kept without it. */
   withheld?: 'key' | 'secret' | undefined;
 }
+
+/** What reading a body gave: the value (or the promise of it), or what reading it threw. */
+type EarlyRead = { readonly value: unknown } | { readonly thrown: unknown };

@@ -15,9 +15,14 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
   /** A key of the platform organisation holding keys:introspect (and nothing else). */
   let introspector: string;
 
+  /** Its id. */
+  let introspectorId: string;
+
   beforeEach(async () => {
     w = await createWorld({ config: { rateLimitPerMinute: 5, introspectionRateLimitPerMinute: 1000 } });
-    introspector = (await w.tc.core.apiKeys.issue(OPERATOR, w.platform.orgId, { label: 'gateway', scopes: ['keys:introspect'] })).rawKey;
+    const gateway = await w.tc.core.apiKeys.issue(OPERATOR, w.platform.orgId, { label: 'gateway', scopes: ['keys:introspect'] });
+    introspector = gateway.rawKey;
+    introspectorId = gateway.key.id;
   });
   afterEach(async () => {
     await w.close();
@@ -274,6 +279,40 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
       expect([untyped.status, untyped.body.details]).to.deep.equal([400, contentType]);
       const gzip = await w.api.post(PATH, { key: introspector, body: JSON.stringify({ token: w.own.key }), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
       expect([gzip.status, gzip.body.details]).to.deep.equal([400, [{ field: 'Content-Encoding', issue: 'must be absent or identity: the body is not compressed' }]]);
+    });
+  });
+
+  describe('C-274: a known introspector (its token looked up alongside its admission)', () => {
+    const raw = (body: string, type = 'application/json', key = introspector) => w.api.post(PATH, { key, body, headers: { 'content-type': type } });
+    beforeEach(async () => {
+      expect((await introspect({ token: w.own.key })).body.active, 'admitted once: now known').to.equal(true);
+    });
+
+    it('C-274: every body is answered as before: the active record, {"active": false}, count: true counted once, source_address, a form', async () => {
+      expect((await introspect({ token: w.own.key })).body).to.include({ active: true, key_id: w.own.keyId });
+      expect((await introspect({ token: w.revokedKey })).text).to.equal('{"active":false}');
+      expect((await introspect({ token: w.own.key, count: true })).body.rate_limit.remaining).to.equal(4);
+      expect((await w.api.get(`/v1/organisations/${w.own.orgId}`, { key: w.own.key })).headers.get('x-ratelimit-remaining'), 'counted once').to.equal('3');
+      expect((await introspect({ token: w.own.key, source_address: '198.51.100.7' })).body).to.include({ active: true, source_address_allowed: true });
+      expect((await raw(`token=${w.own.key}`, 'application/x-www-form-urlencoded')).body).to.include({ active: true, key_id: w.own.keyId });
+    });
+
+    it('C-274, C-273: a bad body is still its 400, answered after admission', async () => {
+      expect((await raw('{"token":')).body.details).to.deep.equal([{ field: 'body', issue: 'malformed JSON' }]);
+      expect((await raw('["x"]')).body.details).to.deep.equal([{ field: 'body', issue: 'must be a JSON object' }]);
+      expect((await raw(JSON.stringify({ token: '' }))).body.details).to.deep.equal([{ field: 'token', issue: 'must be a string of 1 to 512 characters' }]);
+      expect((await raw(`token=${w.own.key}`, 'text/plain')).body.details).to.deep.equal([{ field: 'Content-Type', issue: 'must be application/json or application/x-www-form-urlencoded, charset absent or utf-8' }]);
+      const gzip = await w.api.post(PATH, { key: introspector, body: JSON.stringify({ token: w.own.key }), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      expect([gzip.status, gzip.body.details]).to.deep.equal([400, [{ field: 'Content-Encoding', issue: 'must be absent or identity: the body is not compressed' }]]);
+      expect((await introspect({ token: w.own.key })).body.active, 'and the next one is answered').to.equal(true);
+    });
+
+    it('C-274, C-33: revoked, its requests are 401 whatever the body, and never answer for the token', async () => {
+      await w.tc.core.apiKeys.revoke(OPERATOR, w.platform.orgId, introspectorId);
+      for (const res of [await introspect({ token: w.own.key }), await raw('{"token":'), await introspect({ token: w.own.key })]) {
+        expect(res.status).to.equal(401);
+        expect(res.text).to.not.include('active');
+      }
     });
   });
 

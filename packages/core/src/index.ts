@@ -25,7 +25,7 @@ export * from './defaults.js';
 export * from './views.js';
 export * from './version.js';
 export * from './core.js';
-export { counterKey, freshnessKeys, keySlot } from './access/counter-keys.js';
+export { counterKey, freshnessKeys, introspectionCounterKey, keySlot } from './access/counter-keys.js';
 export { UndeclaredCredentialChangeError, assertCredentialChangeDeclared } from './access/credential-change.js';
 export { InProcessRateCounter } from './access/in-process-counter.js';
 export { LogThrottle } from './log-throttle.js';
@@ -60,6 +60,8 @@ export {
   Authenticator,
   principalOf,
   statusOf,
+  KNOWN_INTROSPECTORS_MAX,
+  type LookAhead,
   type AdmissionCount,
   type AdmissionParts,
   type AuthenticatorParts,
@@ -96,7 +98,7 @@ export { CommandFence, CommandFenceRefusal, type CommandRedis } from './access/c
 export { RateLimiter, type RateScope, type OrganisationScope, type KeyScope } from './access/rate-limit.js';
 export { TurnBatch, type TurnBatchParts } from './access/turn-batch.js';
 export { Introspection, introspectionJson, type ActiveTokenView, type InactiveTokenView, type IntrospectionView } from './access/introspection.js';
-export { MAX_INTROSPECTED_TOKEN_LENGTH, ISSUE_INTROSPECTED_TOKEN, ISSUE_INTROSPECT_COUNT, ISSUE_INTROSPECT_SOURCE_ADDRESS } from './validation/introspect.js';
+export { tokenToLookAhead, MAX_INTROSPECTED_TOKEN_LENGTH, ISSUE_INTROSPECTED_TOKEN, ISSUE_INTROSPECT_COUNT, ISSUE_INTROSPECT_SOURCE_ADDRESS } from './validation/introspect.js';
 export { AuditTrail } from './operations/audit-trail.js';
 export { Bootstrap, type BootstrapResult } from './operations/bootstrap.js';
 export { Health, type HealthReport } from './operations/health.js';

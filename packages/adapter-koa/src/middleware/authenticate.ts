@@ -15,15 +15,24 @@ import { networkRefusal, type AdmissionCount, type Core, type KeyPrincipal } fro
 import type { CosRequestState } from '../state.js';
 import type { RateLimitResponder } from './errors.js';
 import type { SourceAddress } from './source-address.js';
+import type { TokenAhead } from '../routes/route.js';
 
-/** The admitted principal, or undefined once the request has been answered with 429; throws the 401. */
-export type AdmitStep = (ctx: Koa.Context, state: CosRequestState, counts?: AdmissionCount) => Promise<KeyPrincipal | undefined>;
+/**
+ * The admitted principal, or undefined once the request has been answered with 429; throws the 401.
+ * `tokenAhead`: the route's token to look up alongside (C-274), its lookup put in `state.lookAhead`.
+ */
+export type AdmitStep = (ctx: Koa.Context, state: CosRequestState, counts?: AdmissionCount, tokenAhead?: TokenAhead) => Promise<KeyPrincipal | undefined>;
 
 export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: RateLimitResponder): AdmitStep {
   const admission = core.admission;
-  return async (ctx, state, counts) => {
+  return async (ctx, state, counts, tokenAhead) => {
     // The address only for a refused key or a key restricted to networks (source-address.ts).
-    const answer = await admission.admit(ctx.req.headers.authorization, () => sourceAddress(ctx), counts);
+    const answer = await admission.admit(
+      ctx.req.headers.authorization,
+      () => sourceAddress(ctx),
+      counts,
+      tokenAhead === undefined ? undefined : () => tokenAhead(ctx, state),
+    );
     const decision = answer.decision;
     state.decision = decision;
     if (!decision.allowed) {
@@ -35,6 +44,7 @@ export function admitStep(core: Core, sourceAddress: SourceAddress, refuse: Rate
     if (outside !== null) throw outside;
     state.principal = answer.principal;
     state.organisation = answer.organisation;
+    if (answer.lookAhead !== undefined) state.lookAhead = answer.lookAhead;
     return answer.principal;
   };
 }

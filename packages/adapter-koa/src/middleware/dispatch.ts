@@ -58,7 +58,11 @@ export function createDispatch(
         await route.handle(ctx, state);
         return;
       }
-      const principal = await admit(ctx, state, route.counts);
+      const tokenAhead = route.tokenAhead;
+      // A body that came with the headers is parsed once the request's first callback has returned:
+      // one microtask later, a route looking a token up alongside admission (C-274) can read it.
+      if (tokenAhead !== undefined) await undefined;
+      const principal = await admit(ctx, state, route.counts, tokenAhead);
       if (principal === undefined) return;
       if (route.method === 'DELETE') {
         // It acts: it runs once a body sent anyway has arrived, so a framing error in it is the answer
@@ -68,7 +72,7 @@ export function createDispatch(
       } else if (!TAKES_BODY.has(route.method) && !ctx.req.complete) await refuseBrokenBody(ctx.req);
       // The route starts its Idempotency-Key through the route kit once the caller may perform the
       // operation (reads take none: nothing to start on the hot path).
-      await route.handle(ctx, found.params, principal);
+      await route.handle(ctx, found.params, principal, state);
     } finally {
       // A method that takes no body (C-141): whatever the answer, it closes the connection when a
       // body sent anyway is still arriving, so that body is never read.

@@ -13,11 +13,12 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
-import { authorise, introspectionJson, ValidationError } from '@cos/core';
+import { authorise, introspectionJson, tokenToLookAhead, ValidationError } from '@cos/core';
 import { HttpError } from '../errors.js';
 import { bytesOfType, isJsonMediaType, MALFORMED_JSON, parseJson, NOT_AN_OBJECT, utf8MediaType } from '../body.js';
 import type { RouteKit } from './kit.js';
-import { keyRoute, type Route } from './route.js';
+import { keyRoute, type Route, type TokenAhead } from './route.js';
+import type { CosRequestState } from '../state.js';
 
 const INTROSPECT_PATH = '/v1/introspect';
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
@@ -27,6 +28,11 @@ const MAX_FORM_NAME_LENGTH = 100;
 const ISSUE_FORM_NAME = `form field names are at most ${MAX_FORM_NAME_LENGTH} characters`;
 const ISSUE_CONTENT_TYPE = 'must be application/json or application/x-www-form-urlencoded, charset absent or utf-8';
 const ISSUE_CONTENT_ENCODING = 'must be absent or identity: the body is not compressed';
+
+/** Longest body read before admission (C-274): a token's body is far shorter; a longer one waits. */
+const LOOK_AHEAD_MAX_BYTES = 1024;
+const NO_STORE = 'no-store';
+const ignore = (): void => {};
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** bytesOfType's verdict on the Content-Type, decided here (a media type parsed once). */
@@ -89,20 +95,55 @@ function parseIntrospectionBody(raw: Uint8Array, form: boolean): Record<string, 
   return parsed as Record<string, unknown>;
 }
 
+/**
+ * The body's token to look up alongside the caller's admission (C-274), when the whole body, at
+ * most LOOK_AHEAD_MAX_BYTES, came with the headers. The body is then read here, once, exactly as the
+ * route would read it, and what that gave (its value or its error) is kept for the route, which
+ * answers it only after admission and authorisation, in the usual order.
+ */
+function tokenAhead(bodyLimitBytes: number): TokenAhead {
+  return (ctx, state) => {
+    const req = ctx.req;
+    if (!req.complete || req.readableLength > LOOK_AHEAD_MAX_BYTES) return null;
+    let body: Record<string, unknown> | Promise<Record<string, unknown>>;
+    try {
+      body = readIntrospectionBody(req, bodyLimitBytes);
+    } catch (thrown) {
+      state.introspectionBody = { thrown };
+      return null;
+    }
+    state.introspectionBody = { value: body };
+    if (body instanceof Promise) {
+      body.catch(ignore); // the route awaits it, if the caller is admitted
+      return null;
+    }
+    return tokenToLookAhead(body);
+  };
+}
+
+/** The body as tokenAhead read it, else read now. */
+function introspectionBodyOf(ctx: Koa.Context, state: CosRequestState, bodyLimitBytes: number): Record<string, unknown> | Promise<Record<string, unknown>> {
+  const early = state.introspectionBody;
+  if (early === undefined) return readIntrospectionBody(ctx.req, bodyLimitBytes);
+  if ('thrown' in early) throw early.thrown;
+  return early.value as Record<string, unknown> | Promise<Record<string, unknown>>;
+}
+
 export function introspectRoutes(kit: RouteKit): Route[] {
-  const { core } = kit;
+  const { core, bodyLimitBytes } = kit;
   return [
     keyRoute(
       'POST',
       INTROSPECT_PATH,
-      async (ctx: Koa.Context, _params, principal) => {
+      async (ctx: Koa.Context, _params, principal, state) => {
         authorise(principal, 'keys.introspect');
-        const read = readIntrospectionBody(ctx.req, kit.bodyLimitBytes);
-        const answer = await core.introspection.introspect(principal, read instanceof Promise ? await read : read);
-        ctx.set('Cache-Control', 'no-store');
+        const read = introspectionBodyOf(ctx, state, bodyLimitBytes);
+        const answer = await core.introspection.introspect(principal, read instanceof Promise ? await read : read, state.lookAhead);
+        ctx.res.setHeader('Cache-Control', NO_STORE);
         kit.jsonText(ctx, 200, introspectionJson(answer));
       },
       'introspection',
+      tokenAhead(bodyLimitBytes),
     ),
   ];
 }

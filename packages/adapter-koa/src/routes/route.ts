@@ -13,7 +13,13 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /** Handler of a route that needs no key (`/health`, `/version`). */
 export type PublicHandler = (ctx: Koa.Context) => Promise<void>;
 /** Handler of a route that needs a key; `params` are the decoded path parameters in template order. */
-export type KeyHandler = (ctx: Koa.Context, params: readonly string[], principal: KeyPrincipal) => Promise<void>;
+export type KeyHandler = (ctx: Koa.Context, params: readonly string[], principal: KeyPrincipal, state: CosRequestState) => Promise<void>;
+
+/**
+ * A route's token to look up alongside its caller's admission (C-274: POST /v1/introspect), read
+ * from what has arrived of the request; null for none. Called only for a known introspector.
+ */
+export type TokenAhead = (ctx: Koa.Context, state: CosRequestState) => string | null;
 
 /**
  * Handler of a route authenticated by a signature over its body rather than a key (the
@@ -30,6 +36,8 @@ export type Route =
       readonly handle: KeyHandler;
       /** What the admitted request counts against (the organisation's limit unless said otherwise). */
       readonly counts: AdmissionCount;
+      /** A token to look up alongside admission (C-274); undefined for every route but the introspection. */
+      readonly tokenAhead?: TokenAhead | undefined;
     }
   | { readonly access: 'signed'; readonly method: HttpMethod; readonly template: string; readonly handle: SignedHandler };
 
@@ -40,13 +48,8 @@ export const publicRoute = (method: HttpMethod, template: string, handle: Public
   handle,
 });
 
-export const keyRoute = (method: HttpMethod, template: string, handle: KeyHandler, counts: AdmissionCount = 'organisation'): Route => ({
-  access: 'key',
-  method,
-  template,
-  handle,
-  counts,
-});
+export const keyRoute = (method: HttpMethod, template: string, handle: KeyHandler, counts: AdmissionCount = 'organisation', tokenAhead?: TokenAhead): Route =>
+  tokenAhead === undefined ? { access: 'key', method, template, handle, counts } : { access: 'key', method, template, handle, counts, tokenAhead };
 
 export const signedRoute = (method: HttpMethod, template: string, handle: SignedHandler): Route => ({
   access: 'signed',

@@ -58,6 +58,19 @@ export interface Admitted {
   readonly organisation: Organisation;
   /** The request counted against its organisation: not allowed means 429 (C-51). */
   readonly decision: RateDecision;
+  /**
+   * The introspected token's lookup, started alongside this request's own (C-274): only when
+   * admit() was given a token to look up ahead and the caller's key is a known introspector.
+   */
+  readonly lookAhead?: LookAhead;
+}
+
+/** An introspected token's lookup begun with its caller's admission (C-274): nothing counted. */
+export interface LookAhead {
+  /** The token, as the introspection body's reading gives it (well-formed). */
+  readonly token: string;
+  /** inspect(token, false), begun in the caller's turn. */
+  readonly inspection: Promise<Inspection>;
 }
 
 /** A request whose key does not authenticate (401), counted against its source address. */
@@ -89,6 +102,11 @@ export type Inspection =
     };
 
 const INACTIVE: Inspection = Object.freeze({ active: false });
+
+/** Keys admitted to introspect whose digests are remembered (C-274): a platform has a few gateways. */
+export const KNOWN_INTROSPECTORS_MAX = 100;
+const INTROSPECT_SCOPE = 'keys:introspect';
+const ignore = (): void => {};
 
 const SCHEME = 'bearer';
 /** "Bearer" + one space + the key: the only header length that can be valid. */
@@ -216,6 +234,11 @@ export class Admission {
   private readonly limiter: RateLimiter;
   private readonly usage: KeyUseRecorder | null;
   private readonly cache: CredentialCache | null;
+  /**
+   * Digests of the keys last admitted to introspect (C-274), oldest first: only their requests may
+   * start an introspected token's lookup before they are admitted.
+   */
+  private readonly introspectors = new Set<string>();
 
   constructor(
     private readonly deps: Pick<CoreDeps, 'stores' | 'clock'> & Partial<Pick<CoreDeps, 'metrics'>>,
@@ -233,9 +256,40 @@ export class Admission {
    * and counts it exactly once (see the module comment). Never throws for a bad key; a failing
    * store rejects (503), and a failing counter fails open (C-54). `counts`: what an admitted request
    * is counted against (AdmissionCount).
+   *
+   * `tokenAhead` (an introspection, C-274): called, in the same turn as the caller's own lookup,
+   * only when the caller's key was admitted to introspect before (its digest is among the last
+   * KNOWN_INTROSPECTORS_MAX such); the token it answers (null: none) is then inspected without
+   * counting, and an admitted answer carries that inspection as `lookAhead`. A refused answer never
+   * waits for it.
    */
-  async admit(authorization: string | undefined, sourceAddress: string | (() => string), counts: AdmissionCount = 'organisation'): Promise<AdmissionResult> {
-    const found = await lookUp(this.deps, this.metrics, authorization, (digest, now) => this.read(digest, now, counts));
+  async admit(
+    authorization: string | undefined,
+    sourceAddress: string | (() => string),
+    counts: AdmissionCount = 'organisation',
+    tokenAhead?: () => string | null,
+  ): Promise<AdmissionResult> {
+    let lookAhead: LookAhead | undefined;
+    let callerDigest: string | undefined;
+    const found = await lookUp(
+      this.deps,
+      this.metrics,
+      authorization,
+      tokenAhead === undefined
+        ? (digest, now) => this.read(digest, now, counts)
+        : (digest, now) => {
+            const read = this.read(digest, now, counts);
+            callerDigest = digest;
+            const token = this.introspectors.has(digest) ? tokenAhead() : null;
+            if (token !== null) {
+              const inspection = this.inspect(token, false);
+              inspection.catch(ignore); // awaited only if the caller is admitted
+              lookAhead = { token, inspection };
+            }
+            return read;
+          },
+    );
+    if (callerDigest !== undefined) this.rememberIntrospector(callerDigest, found.active ? found.credential : null);
     if (!found.active) {
       const address = typeof sourceAddress === 'string' ? sourceAddress : sourceAddress();
       return { admitted: false, decision: await this.limiter.check({ kind: 'source', address }), refusal: found.refusal };
@@ -244,7 +298,24 @@ export class Admission {
     let decision = this.decide(credential, now, read, counts);
     if (decision instanceof Promise) decision = await decision;
     this.usage?.record(credential.key.id, now, decision.allowed ? 'answered' : 'rate_limited');
-    return { admitted: true, principal: principalOf(credential), organisation: credential.organisation, decision };
+    const principal = principalOf(credential);
+    return lookAhead === undefined
+      ? { admitted: true, principal, organisation: credential.organisation, decision }
+      : { admitted: true, principal, organisation: credential.organisation, decision, lookAhead };
+  }
+
+  /**
+   * Keeps or forgets the digest of a key that asked to introspect (C-274), given its active
+   * credential or null: kept while it authenticates and holds `keys:introspect` (a key's scopes never
+   * change), forgotten at its first refusal. When full, the key remembered first goes.
+   */
+  private rememberIntrospector(digest: string, credential: Credential | null): void {
+    const introspectors = this.introspectors;
+    if (credential === null) introspectors.delete(digest);
+    else if (!introspectors.has(digest) && scopesOf(credential.key).includes(INTROSPECT_SCOPE)) {
+      if (introspectors.size >= KNOWN_INTROSPECTORS_MAX) introspectors.delete(introspectors.values().next().value as string);
+      introspectors.add(digest);
+    }
   }
 
   /**

@@ -19,7 +19,7 @@ import type { Principal } from '../domain/principal.js';
 import { encodeScopes } from '../domain/scopes.js';
 import { checkIntrospect } from '../validation/introspect.js';
 import { unwrap } from '../validation/issues.js';
-import type { Admission } from './admission.js';
+import type { Admission, LookAhead } from './admission.js';
 import { authorise } from './authorise.js';
 
 /** The answer for a token that is not active: nothing else (RFC 7662 §2.2). */
@@ -117,11 +117,13 @@ export class Introspection {
    * request is counted against the token's organisation and recorded as the key's use, as a direct
    * request would be; the answer then carries `rate_limit`, and `rate_limited: true` when that
    * window is exhausted (the token stays active: the asking service answers its client 429).
+   * `lookAhead`: the admission's lookup of this body's token, begun with the caller's (C-274).
    */
-  async introspect(principal: Principal, body: unknown): Promise<IntrospectionView> {
+  async introspect(principal: Principal, body: unknown, lookAhead?: LookAhead): Promise<IntrospectionView> {
     authorise(principal, 'keys.introspect');
     const input = unwrap(checkIntrospect(body));
-    const found = await this.admission.inspect(input.token, input.count);
+    // A lookup begun with the caller's admission (C-274) answers exactly this: the same token, nothing counted.
+    const found = await (lookAhead !== undefined && !input.count && lookAhead.token === input.token ? lookAhead.inspection : this.admission.inspect(input.token, input.count));
     if (!found.active) return INACTIVE;
     const { key } = found.credential;
     const record = activeViewOf(key);

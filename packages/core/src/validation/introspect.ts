@@ -50,6 +50,15 @@ function commonIntrospect(body: unknown): IntrospectInput | null {
   return { token: wellFormedText(token), count: count ?? false, sourceAddress: null };
 }
 
+/**
+ * The token to look up before the caller is admitted (C-274): that of a common body that counts
+ * nothing, as its reading gives it; null for any other body, whose token waits for admission.
+ */
+export function tokenToLookAhead(body: unknown): string | null {
+  const common = commonIntrospect(body);
+  return common !== null && !common.count ? common.token : null;
+}
+
 /** Only `token` is required; `count` defaults to false. */
 export function checkIntrospect(body: unknown): Checked<IntrospectInput> {
   const common = commonIntrospect(body);
