@@ -31,11 +31,8 @@ export interface CosRequestState {
   idempotency?: IdempotencyTicket | undefined;
   /** POST /v1/introspect: its token's lookup, begun with the caller's admission (C-274). */
   lookAhead?: LookAhead | undefined;
-  /** POST /v1/introspect: its body as read before admission (C-274), for the route to take instead of reading it. */
-  introspectionBody?: EarlyRead | undefined;
+  /** POST /v1/introspect: its body as read before admission (C-274), the value (or its promise) or what reading it threw, for the route to take instead of reading it. */
+  introspectionBody?: { readonly value: unknown } | { readonly thrown: unknown } | undefined;
   /** The answer carries a secret shown once (`key` of an issue or roll, a webhook `secret`): it is kept without it. */
   withheld?: 'key' | 'secret' | undefined;
 }
-
-/** What reading a body gave: the value (or the promise of it), or what reading it threw. */
-type EarlyRead = { readonly value: unknown } | { readonly thrown: unknown };
