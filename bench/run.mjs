@@ -173,8 +173,10 @@ async function profileUnderLoad(scenario, serviceOptions, side) {
   const name = `${scenario.id}-${Date.now()}`;
   const p = await start({ ...serviceOptions, name, profileDir, logFile: path.join(work, `${name}.log`) });
   try {
-    await runLoad(generator, { url: side.url.replace(/^http:\/\/[^/]+/, p.base), durationS: Math.min(2, settings.durationS), connections: settings.connections, authorization: side.authorization });
-    await runLoad(generator, { url: side.url.replace(/^http:\/\/[^/]+/, p.base), durationS: settings.durationS, connections: settings.connections, authorization: side.authorization });
+    // The side's own request: its method and body too (the introspection is a POST).
+    const load = { url: side.url.replace(/^http:\/\/[^/]+/, p.base), connections: settings.connections, authorization: side.authorization, post: side.post };
+    await runLoad(generator, { ...load, durationS: Math.min(2, settings.durationS) });
+    await runLoad(generator, { ...load, durationS: settings.durationS });
   } finally {
     await stop(p);
   }
