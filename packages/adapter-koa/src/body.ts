@@ -136,18 +136,34 @@ function receive(req: IncomingMessage, limitBytes: number): Buffer | Promise<Buf
 /**
  * The body's bytes when all of them are already in the request stream's buffer and within the limit,
  * else null. A small request usually arrives in one read of its socket, and the route reads its body
- * only after admission's turn: the parser has then framed the whole message (`complete`, its
- * Content-Length or chunks checked), so the bytes are taken from the buffer at once, without
- * raw-body's listeners and the race against a parser error that cannot come any more. Anything
- * else (still arriving, flowing, decoded to text, or declared over the limit) goes through raw-body.
+ * after the parser has delivered all of it (bodyInBuffer), so the bytes are taken from the buffer at
+ * once, without raw-body's listeners and the race against a parser error that cannot come any more.
+ * Anything else (still arriving, flowing, decoded to text, or declared over the limit) goes through
+ * raw-body.
  */
 function alreadyArrived(req: IncomingMessage, limitBytes: number): Buffer | null {
-  if (!req.complete || req.readableFlowing !== null || req.readableEncoding !== null || req.readableLength > limitBytes) return null;
+  if (!bodyInBuffer(req) || req.readableFlowing !== null || req.readableEncoding !== null || req.readableLength > limitBytes) return null;
   const declared = req.headers['content-length'];
   if (declared !== undefined && !(Number(declared) <= limitBytes)) return null;
   // Not flowing and not decoded: the buffer holds the whole body as bytes (null for an empty one).
   const bytes = req.read() as Buffer | null;
+  // The parser marks the message complete after it has handed over the last bytes: let the stream
+  // flow, so that it ends (and nothing is left paused) once the parser does.
+  if (!req.complete) req.resume();
   return bytes ?? Buffer.alloc(0);
+}
+
+/**
+ * Whether the parser has handed over the request's whole body: it has framed the whole message
+ * (`complete`), or the body is Content-Length framed and that many bytes are in the stream's buffer.
+ * The second happens on a TCP socket: the parser hands over a body that came with its headers before
+ * it marks the message complete, and the microtasks of the request's callback run in between. Once
+ * the declared length has arrived, nothing the parser does afterwards can change these bytes.
+ */
+export function bodyInBuffer(req: IncomingMessage): boolean {
+  if (req.complete) return true;
+  const declared = req.headers['content-length'];
+  return declared !== undefined && req.headers['transfer-encoding'] === undefined && req.readableLength === Number(declared) && !req.readableEnded;
 }
 
 /**

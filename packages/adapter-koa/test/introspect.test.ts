@@ -5,7 +5,9 @@
  * is validated against docs/openapi.yaml by the test client.
  */
 import { expect } from 'chai';
-import { OPERATOR } from '@cos/core';
+import { OPERATOR, digestKey, type Credential } from '@cos/core';
+import { createInMemoryStore, type StoreHarness } from '@cos/core/testing';
+import { rawRequest } from './support/http.js';
 import { createWorld, UNKNOWN_KEY, type World } from './support/world.js';
 
 const PATH = '/v1/introspect';
@@ -313,6 +315,62 @@ describe('POST /v1/introspect (C-270, C-271, C-272, C-273)', () => {
         expect(res.status).to.equal(401);
         expect(res.text).to.not.include('active');
       }
+    });
+  });
+
+  describe('C-274 over a TCP connection: a body sent with its headers', () => {
+    /** Per digest, how many other credential lookups were in flight when its lookup began. */
+    let overlaps: Map<string, number[]>;
+    let recording: World;
+    let gateway: string;
+
+    /** An in-memory store whose findCredential records what else was in flight when each began. */
+    function overlapRecordingStore(): StoreHarness {
+      const inner = createInMemoryStore();
+      const apiKeys = inner.stores.apiKeys;
+      let inFlight = 0;
+      const recordingKeys = Object.create(apiKeys) as typeof apiKeys;
+      recordingKeys.findCredential = async (digest: string): Promise<Credential | null> => {
+        overlaps.set(digest, [...(overlaps.get(digest) ?? []), inFlight]);
+        inFlight++;
+        try {
+          return await apiKeys.findCredential(digest);
+        } finally {
+          inFlight--;
+        }
+      };
+      return { ...inner, stores: { ...inner.stores, apiKeys: recordingKeys } };
+    }
+
+    beforeEach(async () => {
+      overlaps = new Map();
+      recording = await createWorld({ store: overlapRecordingStore(), config: { introspectionRateLimitPerMinute: 1000 } });
+      gateway = (await recording.tc.core.apiKeys.issue(OPERATOR, recording.platform.orgId, { label: 'gateway', scopes: ['keys:introspect'] })).rawKey;
+    });
+    afterEach(async () => {
+      await recording.close();
+    });
+
+    /** POST /v1/introspect through node:http, which sends the headers and this small body in one write. */
+    const overTcp = (body: unknown) => {
+      const bytes = Buffer.from(JSON.stringify(body));
+      return rawRequest(recording.api, 'POST', PATH, { authorization: `Bearer ${gateway}`, 'content-type': 'application/json', 'content-length': String(bytes.length) }, bytes);
+    };
+
+    it("C-274: a known introspector's token is looked up while its own lookup is in flight; its first request, and one that counts, wait for admission", async () => {
+      const token = digestKey(recording.own.key);
+      const first = await overTcp({ token: recording.own.key });
+      expect([first.status, JSON.parse(first.text).active]).to.deep.equal([200, true]);
+      expect(overlaps.get(token), 'not known yet: looked up after admission').to.deep.equal([0]);
+
+      const second = await overTcp({ token: recording.own.key });
+      expect(JSON.parse(second.text)).to.include({ active: true, key_id: recording.own.keyId });
+      expect(overlaps.get(token), "known: begun alongside its caller's lookup").to.deep.equal([0, 1]);
+
+      const counted = await overTcp({ token: recording.own.key, count: true });
+      expect(JSON.parse(counted.text).rate_limit).to.be.an('object');
+      expect(overlaps.get(token), 'count: true waits for admission').to.deep.equal([0, 1, 0]);
+      expect(overlaps.get(digestKey(gateway)), "the caller's own lookups").to.deep.equal([0, 0, 0]);
     });
   });
 

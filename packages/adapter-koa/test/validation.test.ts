@@ -306,6 +306,34 @@ describe('adapter-koa: validation over HTTP', () => {
       expect(statuses).to.deep.equal([413, 200]);
     });
 
+    it('C-10: bodies that come with their headers, pipelined on one connection, are each read whole and answered in order; the connection stays open', async () => {
+      const url = new URL(world.api.baseUrl);
+      const patch = (name: string) => {
+        const body = JSON.stringify({ name });
+        return `PATCH ${own} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${world.own.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      };
+      const { answers, closed } = await new Promise<{ answers: string; closed: boolean }>((resolve, reject) => {
+        const socket = connect(Number(url.port), url.hostname);
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (d: string) => {
+          text += d;
+          if ((text.match(/"name":"Third"/g) ?? []).length === 1) {
+            resolve({ answers: text, closed: false });
+            socket.end();
+          }
+        });
+        socket.on('error', reject);
+        socket.on('close', () => resolve({ answers: text, closed: true }));
+        socket.write(patch('First') + patch('Second'));
+        setTimeout(() => socket.write(patch('Third')), 20);
+      });
+      expect([...answers.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]))).to.deep.equal([200, 200, 200]);
+      expect([...answers.matchAll(/"name":"(\w+)"/g)].map((m) => m[1])).to.deep.equal(['First', 'Second', 'Third']);
+      expect(closed, 'kept alive').to.equal(false);
+      expect((await world.tc.core.organisations.get(OPERATOR, world.own.orgId)).name).to.equal('Third');
+    });
+
     it('C-10: the limit is configurable (bodyLimitBytes)', async () => {
       const w = await createWorld({ http: { bodyLimitBytes: 32 } });
       try {

@@ -15,7 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { authorise, introspectionJson, tokenToLookAhead, ValidationError } from '@cos/core';
 import { HttpError } from '../errors.js';
-import { bytesOfType, isJsonMediaType, MALFORMED_JSON, parseJson, NOT_AN_OBJECT, utf8MediaType } from '../body.js';
+import { bodyInBuffer, bytesOfType, isJsonMediaType, MALFORMED_JSON, parseJson, NOT_AN_OBJECT, utf8MediaType } from '../body.js';
 import type { RouteKit } from './kit.js';
 import { keyRoute, type Route, type TokenAhead } from './route.js';
 import type { CosRequestState } from '../state.js';
@@ -104,7 +104,7 @@ function parseIntrospectionBody(raw: Uint8Array, form: boolean): Record<string, 
 function tokenAhead(bodyLimitBytes: number): TokenAhead {
   return (ctx, state) => {
     const req = ctx.req;
-    if (!req.complete || req.readableLength > LOOK_AHEAD_MAX_BYTES) return null;
+    if (req.readableLength > LOOK_AHEAD_MAX_BYTES || !bodyInBuffer(req)) return null;
     let body: Record<string, unknown> | Promise<Record<string, unknown>>;
     try {
       body = readIntrospectionBody(req, bodyLimitBytes);
