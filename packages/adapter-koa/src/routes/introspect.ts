@@ -78,6 +78,38 @@ function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Record
   return raw instanceof Promise ? raw.then((bytes) => parseIntrospectionBody(bytes, form)) : parseIntrospectionBody(raw, form);
 }
 
+const TOKEN_OPEN = '{"token":"';
+const CLOSE = '"}';
+const COUNT_TRUE_CLOSE = '","count":true}';
+const COUNT_FALSE_CLOSE = '","count":false}';
+
+/**
+ * The body a gateway sends on every call, byte for byte as JSON.stringify writes it:
+ * `{"token":"…"}`, or with `,"count":true` or `,"count":false` after the token, the token of
+ * printable ASCII other than `"` and `\`. JSON.parse would give exactly this object for those bytes
+ * (no escape, no byte outside ASCII, nothing to make well-formed), so it is built without decoding
+ * and parsing them. Null for any other body (spaces, escapes, other fields or bytes), which is
+ * parsed as JSON.
+ */
+export function commonJsonBody(raw: Buffer): Record<string, unknown> | null {
+  // Latin-1 maps each byte to one character: a byte outside ASCII is a character the scan refuses.
+  const text = raw.toString('latin1');
+  if (!text.startsWith(TOKEN_OPEN)) return null;
+  let end = TOKEN_OPEN.length;
+  for (; end < text.length; end++) {
+    const c = text.charCodeAt(end);
+    if (c === 0x22) break;
+    if (c < 0x20 || c > 0x7e || c === 0x5c) return null;
+  }
+  if (end === TOKEN_OPEN.length || end === text.length) return null;
+  const token = text.slice(TOKEN_OPEN.length, end);
+  const close = text.length - end;
+  if (close === CLOSE.length && text.endsWith(CLOSE)) return { token };
+  if (close === COUNT_FALSE_CLOSE.length && text.endsWith(COUNT_FALSE_CLOSE)) return { token, count: false };
+  if (close === COUNT_TRUE_CLOSE.length && text.endsWith(COUNT_TRUE_CLOSE)) return { token, count: true };
+  return null;
+}
+
 /**
  * A body of a media type this endpoint does not take, or compressed: 400 naming the header, as RFC
  * 7662 answers a request it cannot read (`invalid_request`), where the rest of the API answers 415.
@@ -88,8 +120,10 @@ function mediaTypeRefusal(req: IncomingMessage): ValidationError {
   return new ValidationError([{ field: 'Content-Type', issue: ISSUE_CONTENT_TYPE }]);
 }
 
-function parseIntrospectionBody(raw: Uint8Array, form: boolean): Record<string, unknown> {
+function parseIntrospectionBody(raw: Buffer, form: boolean): Record<string, unknown> {
   if (form) return parseForm(raw);
+  const common = commonJsonBody(raw);
+  if (common !== null) return common;
   const parsed = parseJson(raw);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ValidationError([{ field: 'body', issue: NOT_AN_OBJECT }]);
   return parsed as Record<string, unknown>;
