@@ -162,6 +162,32 @@ async function introspectionAgainstGet(stack, introspect, get) {
   await measure(s, { a: introspect, b: get, cpuTarget: TARGET.iCpu, atLeast: { warmupS: 10, rounds: 5 } });
 }
 
+/**
+ * (i) against bare Koa answering the same POST (its JSON body read with raw-body and JSON.parse, the
+ * service's active record answered from memory): how far the introspection is from the floor of
+ * its own request, where (i)'s target is set against bare Koa's GET. No target of its own.
+ */
+async function introspectionAgainstKoaPost(svc, gateway) {
+  const s = newScenario('i-koa-post', "(i) introspection on (a)'s stack vs bare Koa answering the same POST", 'service', 'bare Koa POST', null);
+  let koaPost;
+  try {
+    const answer = await fetch(`${svc.base}/v1/introspect`, { method: 'POST', headers: { authorization: gateway.authorization, 'content-type': gateway.post.contentType }, body: gateway.post.body });
+    const introspectionFile = path.join(work, 'introspection.json');
+    writeFileSync(introspectionFile, await answer.text());
+    koaPost = await startBaseline({ bodyFile: introspectionFile, introspectionFile, logFile: path.join(work, 'baseline-post.log') });
+    await measure(s, {
+      a: { label: 'introspect (SQLite)', url: `${svc.base}/v1/introspect`, authorization: gateway.authorization, post: gateway.post, process: svc },
+      b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post: gateway.post, process: koaPost },
+      target: null,
+    });
+  } catch (err) {
+    s.failed ??= err.message;
+    log(`  !! ${s.title} failed: ${err.message}`);
+  } finally {
+    if (koaPost) await stop(koaPost);
+  }
+}
+
 /** Copies a SQLite database file (the writers have exited, so the WAL is checkpointed). */
 function copySqlite(from, to) {
   copyFileSync(from, to);
@@ -339,6 +365,7 @@ try {
         target: TARGET.iA,
         profileWith: embedded('i-prof'),
       });
+      await introspectionAgainstKoaPost(svcA, gatewayA);
       await introspectionAgainstGet(
         'a',
         { label: 'introspect (SQLite)', url: `${svcA.base}/v1/introspect`, authorization: gatewayA.authorization, post: gatewayA.post, process: svcA },

@@ -173,10 +173,10 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
   };
 }
 
-/** Starts the bare Koa baseline answering `bodyFile`'s JSON on GET /v1/organisations/:id. */
-export async function startBaseline({ bodyFile, logFile }) {
+/** Starts the bare Koa baseline answering `bodyFile`'s JSON on GET /v1/organisations/:id (and `introspectionFile`'s on POST /v1/introspect). */
+export async function startBaseline({ bodyFile, introspectionFile, logFile }) {
   const port = await freePort();
-  const child = spawnLogged([path.join(ROOT, 'bench', 'baseline.mjs'), '--port', String(port), '--body', bodyFile], {
+  const child = spawnLogged([path.join(ROOT, 'bench', 'baseline.mjs'), '--port', String(port), '--body', bodyFile, ...(introspectionFile ? ['--introspection', introspectionFile] : [])], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' },
     logFile,
   });
