@@ -146,12 +146,19 @@ function introspectionFixture(env, token) {
   return { authorization: `Bearer ${key}`, post: { body: JSON.stringify({ token }), contentType: 'application/json' } };
 }
 
-/** (i)'s pre-flight: the introspection answers 200 with the token active, counted against the raised ceiling. */
+/** (i)'s pre-flight: the introspection answers 200 with the token active, counted against the raised ceiling; its text. */
 async function preflightIntrospection(base, gateway, what) {
   const res = await fetch(`${base}/v1/introspect`, { method: 'POST', headers: { authorization: gateway.authorization, 'content-type': gateway.post.contentType }, body: gateway.post.body });
   const text = await res.text();
   if (res.status !== 200 || !text.startsWith('{"active":true')) throw new Error(`pre-flight ${what}: HTTP ${res.status}: ${text.slice(0, 300)}`);
   if (res.headers.get('x-ratelimit-limit') !== RAISED) throw new Error(`pre-flight ${what}: X-RateLimit-Limit is ${res.headers.get('x-ratelimit-limit')}`);
+  return text;
+}
+
+/** A key ring for runLoad: `Bearer <key>` per line, in `file` (mode 0600: it holds raw keys). */
+function keyRing(file, keys) {
+  writeFileSync(file, keys.map((k) => `Bearer ${k}\n`).join(''), { mode: 0o600 });
+  return { file };
 }
 
 /**
@@ -166,20 +173,19 @@ async function introspectionAgainstGet(stack, introspect, get) {
 
 /**
  * (i) against bare Koa answering the same POST (its JSON body read with raw-body and JSON.parse, the
- * service's active record answered from memory): how far the introspection is from the floor of
+ * service's active record, `answer`, from memory): how far the introspection is from the floor of
  * its own request, where (i)'s target is set against bare Koa's GET. No target of its own.
  */
-async function introspectionAgainstKoaPost(svc, gateway) {
+async function introspectionAgainstKoaPost(introspect, post, answer) {
   const s = newScenario('i-koa-post', "(i) introspection on (a)'s stack vs bare Koa answering the same POST", 'service', 'bare Koa POST', null);
   let koaPost;
   try {
-    const answer = await fetch(`${svc.base}/v1/introspect`, { method: 'POST', headers: { authorization: gateway.authorization, 'content-type': gateway.post.contentType }, body: gateway.post.body });
     const introspectionFile = path.join(work, 'introspection.json');
-    writeFileSync(introspectionFile, await answer.text());
+    writeFileSync(introspectionFile, answer);
     koaPost = await startBaseline({ bodyFile: introspectionFile, introspectionFile, logFile: path.join(work, 'baseline-post.log') });
     await measure(s, {
-      a: { label: 'introspect (SQLite)', url: `${svc.base}/v1/introspect`, authorization: gateway.authorization, post: gateway.post, process: svc },
-      b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post: gateway.post, process: koaPost },
+      a: introspect,
+      b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost },
       target: null,
     });
   } catch (err) {
@@ -309,7 +315,7 @@ try {
     const t1 = Date.now();
     copySqlite(baseFile, dFiles.lookup);
     const { rawKeys, activeInOrganisation } = await seedLookupKeys(`sqlite:${dFiles.lookup}`, { organisationId: orgId, count: settings.lookupKeyCount });
-    writeFileSync(dFiles.keys, rawKeys.map((k) => `Bearer ${k}\n`).join(''), { mode: 0o600 });
+    keyRing(dFiles.keys, rawKeys);
     copySqlite(dFiles.lookup, dFiles.small);
     copySqlite(dFiles.lookup, dFiles.large);
     // Both stores get the same 1,000 filler organisations; only the large one gets filler keys.
@@ -360,17 +366,18 @@ try {
   if (gatewayA !== null) {
     const s = newScenario('i', "(i) introspection of a cached key on (a)'s stack: SQLite + in-process counter", 'service', 'bare Koa', `≥ ${TARGET.iA} ×`);
     try {
-      await preflightIntrospection(svcA.base, gatewayA, '(i) POST /v1/introspect (embedded)');
+      const answer = await preflightIntrospection(svcA.base, gatewayA, '(i) POST /v1/introspect (embedded)');
+      const introspectA = { label: 'introspect (SQLite)', url: `${svcA.base}/v1/introspect`, authorization: gatewayA.authorization, post: gatewayA.post, process: svcA };
       await measure(s, {
-        a: { label: 'introspect (SQLite)', url: `${svcA.base}/v1/introspect`, authorization: gatewayA.authorization, post: gatewayA.post, process: svcA },
+        a: introspectA,
         b: koaSide,
         target: TARGET.iA,
         profileWith: embedded('i-prof'),
       });
-      await introspectionAgainstKoaPost(svcA, gatewayA);
+      await introspectionAgainstKoaPost(introspectA, gatewayA.post, answer);
       await introspectionAgainstGet(
         'a',
-        { label: 'introspect (SQLite)', url: `${svcA.base}/v1/introspect`, authorization: gatewayA.authorization, post: gatewayA.post, process: svcA },
+        introspectA,
         { label: 'GET organisation (SQLite)', url: `${svcA.base}${orgPath}`, authorization: tenantAuth, process: svcA },
       );
     } catch (err) {
@@ -732,11 +739,6 @@ try {
               Array.from({ length: count }, (_, i) => rawKeyOf(cosAdmin(['key', 'issue', pgOrgId, '--label', `${label} ${i + 1}`, ...limitArgs], { ...env, RATE_LIMIT_PER_MINUTE: RAISED })));
             const limitedKeys = issueRing(K_RING, 'bench limited', ['--rate-limit', KEY_LIMIT]);
             const plainKeys = [pgKey, ...issueRing(K_RING - 1, 'bench without', [])];
-            const ringOf = (name, keys) => {
-              const file = path.join(work, `k-${name}-keys.txt`);
-              writeFileSync(file, keys.map((k) => `Bearer ${k}\n`).join(''), { mode: 0o600 });
-              return { file };
-            };
             const kOptions = { name: 'k', env: { ...env, RATE_LIMIT_PER_MINUTE: RAISED }, logFile: path.join(work, 'k.log') };
             svc = await start(kOptions);
             const url = `${svc.base}/v1/organisations/${pgOrgId}`;
@@ -747,8 +749,8 @@ try {
             for (const key of plainKeys) await preflight(url, `Bearer ${key}`, 200, '(k) GET organisation with a key without a limit');
             await settled('(k)');
             await measure(s, {
-              a: { label: `${K_RING} keys limited to ${KEY_LIMIT} per minute`, url, authorization: ringOf('limited', limitedKeys), process: svc },
-              b: { label: `${K_RING} keys without their own limit`, url, authorization: ringOf('without', plainKeys), process: svc },
+              a: { label: `${K_RING} keys limited to ${KEY_LIMIT} per minute`, url, authorization: keyRing(path.join(work, 'k-limited-keys.txt'), limitedKeys), process: svc },
+              b: { label: `${K_RING} keys without their own limit`, url, authorization: keyRing(path.join(work, 'k-without-keys.txt'), plainKeys), process: svc },
               target: TARGET.k,
               // Two paths of one service a few per cent apart (as b-heap): three rounds left one
               // run's noise in the median (0.946 with rounds at 0.995, 1.01 and 0.94).
