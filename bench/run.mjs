@@ -174,22 +174,26 @@ async function introspectionAgainstGet(stack, introspect, get) {
 /**
  * (i) against bare Koa answering the same POST (its JSON body read with raw-body and JSON.parse, the
  * service's active record, `answer`, from memory): how far the introspection is from the floor of
- * its own request, where (i)'s target is set against bare Koa's GET. No target of its own.
+ * its own request, where (i)'s target is set against bare Koa's GET. Then bare Koa's POST against
+ * its own GET (`koaGet`), alternated: B/A CPU is what the framework alone gives for a POST with a
+ * body against a GET, the floor under i-get's bound. Neither has a target.
  */
-async function introspectionAgainstKoaPost(introspect, post, answer) {
+async function introspectionAgainstKoaPost(introspect, post, answer, koaGet) {
   const s = newScenario('i-koa-post', "(i) introspection on (a)'s stack vs bare Koa answering the same POST", 'service', 'bare Koa POST', null);
+  const floor = newScenario('i-koa-floor', "(i) bare Koa's POST vs its GET: CPU per request of a POST with a body, without the service", 'bare Koa POST', 'bare Koa GET', null);
   let koaPost;
   try {
     const introspectionFile = path.join(work, 'introspection.json');
     writeFileSync(introspectionFile, answer);
     koaPost = await startBaseline({ bodyFile: introspectionFile, introspectionFile, logFile: path.join(work, 'baseline-post.log') });
-    await measure(s, {
-      a: introspect,
-      b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost },
-      target: null,
-    });
+    const koaPostSide = { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost };
+    await measure(s, { a: introspect, b: koaPostSide, target: null });
+    // The GET side answers the same JSON as the POST side, so the two differ only in the request.
+    const koaPostGet = { label: 'bare Koa GET', url: `${koaPost.base}${new URL(koaGet.url).pathname}`, process: koaPost };
+    await measure(floor, { a: koaPostSide, b: koaPostGet, target: null, atLeast: { warmupS: 10, rounds: 5 } });
   } catch (err) {
     s.failed ??= err.message;
+    floor.failed ??= err.message;
     log(`  !! ${s.title} failed: ${err.message}`);
   } finally {
     if (koaPost) await stop(koaPost);
@@ -374,7 +378,7 @@ try {
         target: TARGET.iA,
         profileWith: embedded('i-prof'),
       });
-      await introspectionAgainstKoaPost(introspectA, gatewayA.post, answer);
+      await introspectionAgainstKoaPost(introspectA, gatewayA.post, answer, koaSide);
       await introspectionAgainstGet(
         'a',
         introspectA,

@@ -78,35 +78,43 @@ function readIntrospectionBody(req: IncomingMessage, limitBytes: number): Record
   return raw instanceof Promise ? raw.then((bytes) => parseIntrospectionBody(bytes, form)) : parseIntrospectionBody(raw, form);
 }
 
-const TOKEN_OPEN = '{"token":"';
-const CLOSE = '"}';
-const COUNT_TRUE_CLOSE = '","count":true}';
-const COUNT_FALSE_CLOSE = '","count":false}';
+const TOKEN_OPEN = Buffer.from('{"token":"', 'latin1');
+const CLOSE = Buffer.from('"}', 'latin1');
+const COUNT_TRUE_CLOSE = Buffer.from('","count":true}', 'latin1');
+const COUNT_FALSE_CLOSE = Buffer.from('","count":false}', 'latin1');
+
+/** Whether `raw` from `at` to its end is exactly the bytes of `tail`. */
+function endsWithAt(raw: Buffer, at: number, tail: Buffer): boolean {
+  if (raw.length - at !== tail.length) return false;
+  for (let i = 0; i < tail.length; i++) if (raw[at + i] !== tail[i]) return false;
+  return true;
+}
 
 /**
  * The body a gateway sends on every call, byte for byte as JSON.stringify writes it:
  * `{"token":"…"}`, or with `,"count":true` or `,"count":false` after the token, the token of
  * printable ASCII other than `"` and `\`. JSON.parse would give exactly this object for those bytes
- * (no escape, no byte outside ASCII, nothing to make well-formed), so it is built without decoding
- * and parsing them. Null for any other body (spaces, escapes, other fields or bytes), which is
- * parsed as JSON.
+ * (no escape, no byte outside ASCII, nothing to make well-formed), so it is built from the bytes
+ * themselves: only the token becomes a string. Null for any other body (spaces, escapes, other
+ * fields or bytes), which is parsed as JSON.
  */
 export function commonJsonBody(raw: Buffer): Record<string, unknown> | null {
-  // Latin-1 maps each byte to one character: a byte outside ASCII is a character the scan refuses.
-  const text = raw.toString('latin1');
-  if (!text.startsWith(TOKEN_OPEN)) return null;
-  let end = TOKEN_OPEN.length;
-  for (; end < text.length; end++) {
-    const c = text.charCodeAt(end);
+  const length = raw.length;
+  const open = TOKEN_OPEN.length;
+  if (length <= open) return null;
+  for (let i = 0; i < open; i++) if (raw[i] !== TOKEN_OPEN[i]) return null;
+  let end = open;
+  for (; end < length; end++) {
+    const c = raw[end]!;
     if (c === 0x22) break;
     if (c < 0x20 || c > 0x7e || c === 0x5c) return null;
   }
-  if (end === TOKEN_OPEN.length || end === text.length) return null;
-  const token = text.slice(TOKEN_OPEN.length, end);
-  const close = text.length - end;
-  if (close === CLOSE.length && text.endsWith(CLOSE)) return { token };
-  if (close === COUNT_FALSE_CLOSE.length && text.endsWith(COUNT_FALSE_CLOSE)) return { token, count: false };
-  if (close === COUNT_TRUE_CLOSE.length && text.endsWith(COUNT_TRUE_CLOSE)) return { token, count: true };
+  if (end === open || end === length) return null;
+  // Every byte of the token is printable ASCII: Latin-1 reads each as the character it is.
+  const token = raw.toString('latin1', open, end);
+  if (endsWithAt(raw, end, CLOSE)) return { token };
+  if (endsWithAt(raw, end, COUNT_FALSE_CLOSE)) return { token, count: false };
+  if (endsWithAt(raw, end, COUNT_TRUE_CLOSE)) return { token, count: true };
   return null;
 }
 
