@@ -174,29 +174,52 @@ async function introspectionAgainstGet(stack, introspect, get) {
 /**
  * (i) against bare Koa answering the same POST (its JSON body read with raw-body and JSON.parse, the
  * service's active record, `answer`, from memory): how far the introspection is from the floor of
- * its own request, where (i)'s target is set against bare Koa's GET. Then bare Koa's POST against
- * its own GET (`koaGet`), alternated: B/A CPU is what the framework alone gives for a POST with a
- * body against a GET, the floor under i-get's bound. Neither has a target.
+ * its own request, where (i)'s target is set against bare Koa's GET. No target.
  */
-async function introspectionAgainstKoaPost(introspect, post, answer, koaGet) {
+async function introspectionAgainstKoaPost(introspect, post, answer) {
   const s = newScenario('i-koa-post', "(i) introspection on (a)'s stack vs bare Koa answering the same POST", 'service', 'bare Koa POST', null);
-  const floor = newScenario('i-koa-floor', "(i) bare Koa's POST vs its GET: CPU per request of a POST with a body, without the service", 'bare Koa POST', 'bare Koa GET', null);
   let koaPost;
   try {
-    const introspectionFile = path.join(work, 'introspection.json');
-    writeFileSync(introspectionFile, answer);
-    koaPost = await startBaseline({ bodyFile: introspectionFile, introspectionFile, logFile: path.join(work, 'baseline-post.log') });
-    const koaPostSide = { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost };
-    await measure(s, { a: introspect, b: koaPostSide, target: null });
-    // The GET side answers the same JSON as the POST side, so the two differ only in the request.
-    const koaPostGet = { label: 'bare Koa GET', url: `${koaPost.base}${new URL(koaGet.url).pathname}`, process: koaPost };
-    await measure(floor, { a: koaPostSide, b: koaPostGet, target: null, atLeast: { warmupS: 10, rounds: 5 } });
+    koaPost = await startPostBaseline(answer, false);
+    await measure(s, { a: introspect, b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost }, target: null });
   } catch (err) {
     s.failed ??= err.message;
-    floor.failed ??= err.message;
     log(`  !! ${s.title} failed: ${err.message}`);
   } finally {
     if (koaPost) await stop(koaPost);
+  }
+}
+
+/** A baseline answering `answer` to POST /v1/introspect and to GET /v1/organisations/:id alike: bare Koa, or node:http alone (`plain`). */
+async function startPostBaseline(answer, plain) {
+  const file = path.join(work, 'introspection.json');
+  writeFileSync(file, answer);
+  return startBaseline({ bodyFile: file, introspectionFile: file, logFile: path.join(work, plain ? 'baseline-node.log' : 'baseline-post.log'), plain });
+}
+
+/**
+ * The floor under i-get's bound: a baseline's POST with the introspection's body against its GET of
+ * `getPath`, both answering the same JSON from one process, alternated as i-get is. B/A CPU is what
+ * the framework (`plain`: node:http alone) gives for a POST with a body against a GET, with no
+ * service work on either side. No target.
+ */
+async function postFloor(post, answer, getPath, plain) {
+  const name = plain ? 'node:http' : 'bare Koa';
+  const s = newScenario(plain ? 'i-node-floor' : 'i-koa-floor', `(i) ${name}'s POST vs its GET: CPU per request of a POST with a body, without the service`, `${name} POST`, `${name} GET`, null);
+  let baseline;
+  try {
+    baseline = await startPostBaseline(answer, plain);
+    await measure(s, {
+      a: { label: `${name} POST`, url: `${baseline.base}/v1/introspect`, post, process: baseline },
+      b: { label: `${name} GET`, url: `${baseline.base}${getPath}`, process: baseline },
+      target: null,
+      atLeast: { warmupS: 10, rounds: 5 },
+    });
+  } catch (err) {
+    s.failed ??= err.message;
+    log(`  !! ${s.title} failed: ${err.message}`);
+  } finally {
+    if (baseline) await stop(baseline);
   }
 }
 
@@ -378,7 +401,9 @@ try {
         target: TARGET.iA,
         profileWith: embedded('i-prof'),
       });
-      await introspectionAgainstKoaPost(introspectA, gatewayA.post, answer, koaSide);
+      await introspectionAgainstKoaPost(introspectA, gatewayA.post, answer);
+      await postFloor(gatewayA.post, answer, orgPath, false);
+      await postFloor(gatewayA.post, answer, orgPath, true);
       await introspectionAgainstGet(
         'a',
         introspectA,

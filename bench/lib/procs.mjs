@@ -173,17 +173,20 @@ export async function startService({ name, env, logFile, profileDir, nodeArgs = 
   };
 }
 
-/** Starts the bare Koa baseline answering `bodyFile`'s JSON on GET /v1/organisations/:id (and `introspectionFile`'s on POST /v1/introspect). */
-export async function startBaseline({ bodyFile, introspectionFile, logFile }) {
+/**
+ * Starts the bare Koa baseline answering `bodyFile`'s JSON on GET /v1/organisations/:id (and
+ * `introspectionFile`'s on POST /v1/introspect); with `plain`, node:http alone answers them.
+ */
+export async function startBaseline({ bodyFile, introspectionFile, logFile, plain = false }) {
   const port = await freePort();
-  const child = spawnLogged([path.join(ROOT, 'bench', 'baseline.mjs'), '--port', String(port), '--body', bodyFile, ...(introspectionFile ? ['--introspection', introspectionFile] : [])], {
+  const child = spawnLogged([path.join(ROOT, 'bench', 'baseline.mjs'), '--port', String(port), '--body', bodyFile, ...(introspectionFile ? ['--introspection', introspectionFile] : []), ...(plain ? ['--plain'] : [])], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' },
     logFile,
   });
   const base = `http://127.0.0.1:${port}`;
   await waitReady(`${base}/v1/health`, child, logFile);
   return {
-    name: 'bare-koa',
+    name: plain ? 'bare-node' : 'bare-koa',
     base,
     pid: child.pid,
     memory: () => memoryOf(child.pid),
