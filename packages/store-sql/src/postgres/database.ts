@@ -21,7 +21,8 @@
  *  - Parameterised statements are named prepared statements (parsed and planned once per session)
  *    unless `preparedStatements` is false (poolers that cannot keep them per client).
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import type { SqlResult, SqlSession, StatementListeners } from '../context.js';
 import { PlaceholderCache, numberedPlaceholders } from './placeholders.js';
@@ -60,6 +61,18 @@ function searchPathOption(schema: string): string {
 
 type Query = pg.QueryConfig & { query_timeout?: number };
 
+const require = createRequire(import.meta.url);
+let pgModule: typeof pg | undefined;
+
+/**
+ * pg, loaded when the first Postgres database is made rather than with this module: a SQLite
+ * deployment's commands (`cos-admin key issue` and the like) never load pg and what pg loads as it
+ * starts, Node's fetch among them, which is a sizeable part of such a command's start.
+ */
+function loadPg(): typeof pg {
+  return (pgModule ??= require('pg') as typeof pg);
+}
+
 export class PgDatabase {
   private readonly pool: pg.Pool;
   private readonly texts = new PlaceholderCache();
@@ -71,7 +84,7 @@ export class PgDatabase {
   constructor(private readonly options: PgDatabaseOptions) {
     const url = parseIntoClientConfig(options.connectionString);
     const searchPath = options.schema === undefined ? undefined : searchPathOption(options.schema);
-    this.pool = new pg.Pool({
+    this.pool = new (loadPg().Pool)({
       application_name: 'cos',
       keepAlive: true,
       max: options.poolMax,
