@@ -329,7 +329,8 @@ describe('limiter-redis keys on a plain Redis: nothing global', function () {
   it('every key the counter and the freshness write carries a hash tag (a global key would keep the organisation off a cluster)', async function () {
     const server = await RedisServer.start();
     const keyPrefix = uniquePrefix();
-    const counter = createRedisCounter({ url: server.url, keyPrefix });
+    // The keys are the subject, not the deadline: a machine under load may answer later than the default 50 ms.
+    const counter = createRedisCounter({ url: server.url, keyPrefix, timeoutMs: 5_000 });
     try {
       await waitFor(() => counter.whenReady(100), 5_000, 'a connection');
       const window = Math.floor(Date.now() / MINUTE) * MINUTE;
