@@ -562,6 +562,26 @@ export const requestShape: fc.Arbitrary<RequestShape> = fc.record({
 });
 
 /**
+ * An organisation's creation as a client that reads the contract sends it: POST with the platform
+ * key, JSON, a near-valid body (its slug often one of a small pool, so duplicates come too). The
+ * HTTP fuzz mixes it into its further rounds, drawn only while an outcome of a valid creation (201,
+ * 409) is unseen: requestShape alone makes a valid creation in about one case in a thousand, and a
+ * duplicate in fewer.
+ */
+export const creationShape: fc.Arbitrary<RequestShape> = fc
+  .record({ validBody: nearValidBody, randomA: fc.uuid(), randomB: fc.uuid(), pick: fc.nat(1000) })
+  .map(({ validBody, ...rest }): RequestShape => ({
+    ...rest,
+    method: 'POST',
+    path: { kind: 'orgs' },
+    query: '',
+    auth: { kind: 'exact', key: 'platform' },
+    contentType: 'application/json',
+    body: validBody('org'),
+    headers: {},
+  }));
+
+/**
  * HTTP framing no well-behaved client sends: a Transfer-Encoding other than chunked,
  * malformed chunks, an Expect other than 100-continue, no or an empty Host. Sent as raw bytes.
  */
