@@ -172,29 +172,35 @@ async function introspectionAgainstGet(stack, introspect, get) {
 }
 
 /**
+ * Runs `measureWith(baseline)` against a baseline answering `answer` to POST /v1/introspect and to
+ * GET /v1/organisations/:id alike (bare Koa, or node:http alone with `plain`), then stops it; a
+ * failure fails `scenario`.
+ */
+async function withPostBaseline(scenario, answer, plain, measureWith) {
+  let baseline;
+  try {
+    const file = path.join(work, 'introspection.json');
+    writeFileSync(file, answer);
+    baseline = await startBaseline({ bodyFile: file, introspectionFile: file, logFile: path.join(work, plain ? 'baseline-node.log' : 'baseline-post.log'), plain });
+    await measureWith(baseline);
+  } catch (err) {
+    scenario.failed ??= err.message;
+    log(`  !! ${scenario.title} failed: ${err.message}`);
+  } finally {
+    if (baseline) await stop(baseline);
+  }
+}
+
+/**
  * (i) against bare Koa answering the same POST (its JSON body read with raw-body and JSON.parse, the
  * service's active record, `answer`, from memory): how far the introspection is from the floor of
  * its own request, where (i)'s target is set against bare Koa's GET. No target.
  */
 async function introspectionAgainstKoaPost(introspect, post, answer) {
   const s = newScenario('i-koa-post', "(i) introspection on (a)'s stack vs bare Koa answering the same POST", 'service', 'bare Koa POST', null);
-  let koaPost;
-  try {
-    koaPost = await startPostBaseline(answer, false);
-    await measure(s, { a: introspect, b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost }, target: null });
-  } catch (err) {
-    s.failed ??= err.message;
-    log(`  !! ${s.title} failed: ${err.message}`);
-  } finally {
-    if (koaPost) await stop(koaPost);
-  }
-}
-
-/** A baseline answering `answer` to POST /v1/introspect and to GET /v1/organisations/:id alike: bare Koa, or node:http alone (`plain`). */
-async function startPostBaseline(answer, plain) {
-  const file = path.join(work, 'introspection.json');
-  writeFileSync(file, answer);
-  return startBaseline({ bodyFile: file, introspectionFile: file, logFile: path.join(work, plain ? 'baseline-node.log' : 'baseline-post.log'), plain });
+  await withPostBaseline(s, answer, false, (koaPost) =>
+    measure(s, { a: introspect, b: { label: 'bare Koa POST', url: `${koaPost.base}/v1/introspect`, post, process: koaPost }, target: null }),
+  );
 }
 
 /**
@@ -206,21 +212,14 @@ async function startPostBaseline(answer, plain) {
 async function postFloor(post, answer, getPath, plain) {
   const name = plain ? 'node:http' : 'bare Koa';
   const s = newScenario(plain ? 'i-node-floor' : 'i-koa-floor', `(i) ${name}'s POST vs its GET: CPU per request of a POST with a body, without the service`, `${name} POST`, `${name} GET`, null);
-  let baseline;
-  try {
-    baseline = await startPostBaseline(answer, plain);
-    await measure(s, {
+  await withPostBaseline(s, answer, plain, (baseline) =>
+    measure(s, {
       a: { label: `${name} POST`, url: `${baseline.base}/v1/introspect`, post, process: baseline },
       b: { label: `${name} GET`, url: `${baseline.base}${getPath}`, process: baseline },
       target: null,
       atLeast: { warmupS: 10, rounds: 5 },
-    });
-  } catch (err) {
-    s.failed ??= err.message;
-    log(`  !! ${s.title} failed: ${err.message}`);
-  } finally {
-    if (baseline) await stop(baseline);
-  }
+    }),
+  );
 }
 
 /** Copies a SQLite database file (the writers have exited, so the WAL is checkpointed). */
